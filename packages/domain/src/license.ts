@@ -1,0 +1,240 @@
+/**
+ * The license state machine and the rules derived from it: reported status, seat ceiling, the actions of
+ * CONTRACT §3 and renewal. Pure functions of (license, command, now); they return the new license and the
+ * events the change causes, or the error the contract names.
+ */
+import { Result } from "effect"
+import {
+  type ConfirmationRequired,
+  ConfirmationRequired as ConfirmationRequiredError,
+  type InvalidParam,
+  type InvalidTransition,
+  invalidParam,
+  invalidTransition,
+  type LicenseTerminated,
+  licenseTerminated
+} from "./errors.js"
+import type { DomainEvent, EventType, License, LicenseSettings, LicenseStatus, OverageStrategy } from "./model.js"
+
+export const DAY_MS = 86_400_000
+
+/** Defaults of CONTRACT §3 for a new license. */
+export const defaultLicenseSettings: LicenseSettings = {
+  productId: null,
+  orderId: null,
+  userId: null,
+  maxActivations: null,
+  overageStrategy: "deny",
+  isFloating: false,
+  leaseDuration: 600,
+  requireHeartbeat: false,
+  heartbeatInterval: 600,
+  validForDays: null,
+  expiresAt: null,
+  graceDays: 0,
+  meta: {}
+}
+
+/** The moment after which the license is expired (`expires_at + grace_days`), or null when perpetual. */
+export const expiryWithGrace = (license: Pick<License, "expiresAt" | "graceDays">): number | null =>
+  license.expiresAt === null ? null : license.expiresAt + license.graceDays * DAY_MS
+
+/** Whether the license is past its expiry and grace at `now`. */
+export const isExpired = (license: Pick<License, "expiresAt" | "graceDays">, now: number): boolean => {
+  const end = expiryWithGrace(license)
+  return end !== null && now > end
+}
+
+/**
+ * The status a license reports now: an action's state when one is set, else `expired`, `active` (it has a
+ * machine holding a seat) or `inactive`.
+ */
+export const licenseStatus = (license: License, seatsHeld: number, now: number): LicenseStatus => {
+  if (license.state !== "issued") return license.state
+  if (isExpired(license, now)) return "expired"
+  return seatsHeld > 0 ? "active" : "inactive"
+}
+
+/**
+ * How many machines may hold a seat at once: the limit scaled by the overage strategy, or null when the
+ * license is unlimited.
+ */
+export const seatCeiling = (maxActivations: number | null, strategy: OverageStrategy): number | null => {
+  if (maxActivations === null) return null
+  switch (strategy) {
+    case "deny":
+      return maxActivations
+    case "allow_1_25x":
+      return Math.floor((maxActivations * 5) / 4)
+    case "allow_1_5x":
+      return Math.floor((maxActivations * 3) / 2)
+    case "allow_2x":
+      return maxActivations * 2
+  }
+}
+
+/** Whether one more machine may take a seat when `seatsHeld` are held. */
+export const hasFreeSeat = (license: Pick<License, "maxActivations" | "overageStrategy">, seatsHeld: number): boolean => {
+  const ceiling = seatCeiling(license.maxActivations, license.overageStrategy)
+  return ceiling === null || seatsHeld < ceiling
+}
+
+/** The outcome of a license transition: the license as it is now and the events it caused (none for a no-op). */
+export interface LicenseChange {
+  readonly license: License
+  readonly events: ReadonlyArray<DomainEvent>
+  /** False when the action repeated the current state and nothing was written. */
+  readonly changed: boolean
+}
+
+const event = (type: EventType, license: License, now: number, data: Record<string, unknown> = {}): DomainEvent => ({
+  type,
+  occurredAt: now,
+  licenseId: license.id,
+  machineId: null,
+  data: { license_key: license.key, ...data }
+})
+
+const touched = (license: License, now: number, patch: Partial<License>): License => ({
+  ...license,
+  ...patch,
+  updatedAt: now,
+  revision: license.revision + 1
+})
+
+const unchanged = (license: License): LicenseChange => ({ license, events: [], changed: false })
+
+/** The actions of CONTRACT §3 that move a license between states. */
+export type LicenseAction = "suspend" | "revoke" | "reinstate" | "terminate"
+
+/** Where each action is allowed from (besides its own target, which is a no-op). */
+const allowedFrom: Record<Exclude<LicenseAction, "terminate">, ReadonlyArray<License["state"]>> = {
+  suspend: ["issued"],
+  revoke: ["issued", "suspended"],
+  reinstate: ["suspended", "revoked"]
+}
+
+const targetOf: Record<LicenseAction, License["state"] | null> = {
+  suspend: "suspended",
+  revoke: "revoked",
+  reinstate: null,
+  terminate: "terminated"
+}
+
+const eventOf: Record<LicenseAction, EventType> = {
+  suspend: "license.suspended",
+  revoke: "license.revoked",
+  reinstate: "license.reinstated",
+  terminate: "license.terminated"
+}
+
+/**
+ * Applies suspend, revoke or reinstate. Repeating suspend or revoke on a license already there is a no-op;
+ * every write on a terminated license is `license_terminated`; other forbidden moves are `invalid_transition`
+ * with the status reported now. `seatsHeld` is only used to name that status.
+ */
+export const applyLicenseAction = (
+  license: License,
+  action: Exclude<LicenseAction, "terminate">,
+  now: number,
+  seatsHeld: number
+): Result.Result<LicenseChange, InvalidTransition | LicenseTerminated> => {
+  if (license.state === "terminated") return Result.fail(licenseTerminated())
+  const target = targetOf[action]
+  if (target !== null && license.state === target) return Result.succeed(unchanged(license))
+  if (!allowedFrom[action].includes(license.state)) {
+    return Result.fail(invalidTransition(licenseStatus(license, seatsHeld, now), action))
+  }
+  const next = touched(license, now, { state: target ?? "issued" })
+  return Result.succeed({ license: next, events: [event(eventOf[action], next, now, { from: license.state })], changed: true })
+}
+
+/**
+ * Terminates a license, irreversibly. Needs the confirm flag; a repeat is a no-op. The caller deactivates the
+ * machines (reason `license_terminated`) with `deactivateMachine`.
+ */
+export const terminateLicense = (
+  license: License,
+  confirm: boolean,
+  now: number
+): Result.Result<LicenseChange, ConfirmationRequired> => {
+  if (!confirm) {
+    return Result.fail(new ConfirmationRequiredError({ message: "Terminating is irreversible: send {\"confirm\": true}." }))
+  }
+  if (license.state === "terminated") return Result.succeed(unchanged(license))
+  const next = touched(license, now, { state: "terminated" })
+  return Result.succeed({ license: next, events: [event("license.terminated", next, now, { from: license.state })], changed: true })
+}
+
+/** A renewal: an absolute expiry, an extension by days, or a reset of relative validity. */
+export type Renewal =
+  | { readonly _tag: "Until"; readonly expiresAt: number }
+  | { readonly _tag: "ExtendDays"; readonly days: number }
+  | { readonly _tag: "ResetRelative" }
+
+/**
+ * Renews a license. `ExtendDays` counts from the later of now and the current expiry (from now when
+ * perpetual); `ResetRelative` sets `now + valid_for_days` and needs a relative validity.
+ */
+export const renewLicense = (
+  license: License,
+  renewal: Renewal,
+  now: number
+): Result.Result<LicenseChange, LicenseTerminated | InvalidParam> => {
+  if (license.state === "terminated") return Result.fail(licenseTerminated())
+  let expiresAt: number
+  switch (renewal._tag) {
+    case "Until":
+      expiresAt = renewal.expiresAt
+      break
+    case "ExtendDays": {
+      if (!Number.isInteger(renewal.days) || renewal.days < 1) return Result.fail(invalidParam("days", "must be a positive integer"))
+      const from = license.expiresAt === null ? now : Math.max(now, license.expiresAt)
+      expiresAt = from + renewal.days * DAY_MS
+      break
+    }
+    case "ResetRelative":
+      if (license.validForDays === null) {
+        return Result.fail(invalidParam("valid_for_days", "the license has no relative validity to reset; send expires_at or days"))
+      }
+      expiresAt = now + license.validForDays * DAY_MS
+      break
+  }
+  const next = touched(license, now, { expiresAt })
+  return Result.succeed({
+    license: next,
+    events: [event("license.renewed", next, now, { previous_expires_at: license.expiresAt, expires_at: expiresAt })],
+    changed: true
+  })
+}
+
+/** Changes the writable settings (PUT). Status is not among them; a terminated license refuses every change. */
+export const updateLicense = (
+  license: License,
+  patch: Partial<LicenseSettings>,
+  now: number
+): Result.Result<LicenseChange, LicenseTerminated> => {
+  if (license.state === "terminated") return Result.fail(licenseTerminated())
+  const next = touched(license, now, patch)
+  return Result.succeed({
+    license: next,
+    events: [event("license.updated", next, now, { fields: Object.keys(patch) })],
+    changed: true
+  })
+}
+
+/**
+ * Records the first activation: sets `activated_at` and, for a license with relative validity and no expiry,
+ * `expires_at = now + valid_for_days`. Later activations leave the license as it is.
+ */
+export const recordFirstActivation = (license: License, now: number): License => {
+  if (license.activatedAt !== null) return license
+  const expiresAt = license.validForDays !== null && license.expiresAt === null ? now + license.validForDays * DAY_MS : license.expiresAt
+  return touched(license, now, { activatedAt: now, expiresAt })
+}
+
+/** The event for a new license. */
+export const licenseCreated = (license: License, now: number): DomainEvent => event("license.created", license, now, { source: license.source })
+
+/** The event for a deleted license. */
+export const licenseDeleted = (license: License, now: number): DomainEvent => event("license.deleted", license, now)

@@ -1,0 +1,175 @@
+/**
+ * Ports: what the domain needs from a store. `@lm/storage-memory` and `@lm/storage-pg` implement every one.
+ * No business rule lives behind a port: stores filter, order and lock, the domain decides.
+ */
+import { Context, type Effect } from "effect"
+import type { LicenseExists, StorageUnavailable } from "./errors.js"
+import type {
+  ActivityEntry,
+  ApiKey,
+  ApiKeyDraft,
+  ComponentDraft,
+  DomainEvent,
+  Generator,
+  GeneratorDraft,
+  License,
+  LicenseDraft,
+  LicenseState,
+  Machine,
+  MachineDraft,
+  MachineStatus,
+  StoredSigningKey
+} from "./model.js"
+
+type Op<A, E = never> = Effect.Effect<A, E | StorageUnavailable>
+
+/** A page request: 1-based page, at most 100 per page (the HTTP layer clamps). */
+export interface PageRequest {
+  readonly page: number
+  readonly perPage: number
+}
+
+/** A page of items and the total number of matches. */
+export interface Page<A> {
+  readonly items: ReadonlyArray<A>
+  readonly total: number
+}
+
+/**
+ * Filters of GET /licenses. `states` filters on the stored state. The derived statuses are resolved by the
+ * Licenses service: `expired` = state `issued` + `expiredAt {value: true}`; `active`/`inactive` = state
+ * `issued` + not expired + `hasSeatHolderAt`.
+ */
+export interface LicenseQuery extends PageRequest {
+  readonly states?: ReadonlyArray<LicenseState> | undefined
+  readonly productId?: number | undefined
+  readonly orderId?: number | undefined
+  readonly userId?: number | undefined
+  readonly generatorId?: number | undefined
+  /** Key prefix (normalised). */
+  readonly keyPrefix?: string | undefined
+  /** `expires_at < expiresBefore` (licenses without expiry never match). */
+  readonly expiresBefore?: number | undefined
+  /** `expires_at > expiresAfter` (licenses without expiry never match). */
+  readonly expiresAfter?: number | undefined
+  /**
+   * Whether the license's grace period ended before `at`. Stores keep the grace end that the domain's
+   * `expiryWithGrace` computes on every write and compare it here (null never counts as ended).
+   */
+  readonly expiredAt?: { readonly at: number; readonly value: boolean } | undefined
+  /**
+   * Whether the license has (true) or has not (false) a machine in `active` status whose stored seat
+   * deadline is null or later than `at`.
+   */
+  readonly hasSeatHolderAt?: { readonly at: number; readonly value: boolean } | undefined
+  readonly orderBy: "id" | "created_at" | "expires_at"
+  readonly order: "asc" | "desc"
+}
+
+/**
+ * Transactions and the license row lock. Inside `transaction`, every port call takes part in the same
+ * transaction; a failure rolls all of it back. `lockLicense` loads a license and holds its lock until the
+ * transaction ends, so check-then-write flows (activation, pool draw) are atomic on every store and across
+ * processes sharing one database.
+ */
+export class Store extends Context.Service<Store, {
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageUnavailable, R>
+  readonly lockLicense: (key: string) => Op<License | undefined>
+  readonly lockLicenseById: (id: number) => Op<License | undefined>
+  /** A cheap round trip that tells whether the store answers. */
+  readonly ping: Op<void>
+}>()("@lm/domain/Store") {}
+
+export class LicenseRepository extends Context.Service<LicenseRepository, {
+  readonly insert: (draft: LicenseDraft) => Op<License, LicenseExists>
+  /** Inserts many at once, all or nothing (generator pools). */
+  readonly insertMany: (drafts: ReadonlyArray<LicenseDraft>) => Op<ReadonlyArray<License>, LicenseExists>
+  readonly findByKey: (key: string) => Op<License | undefined>
+  readonly findById: (id: number) => Op<License | undefined>
+  readonly list: (query: LicenseQuery) => Op<Page<License>>
+  /** Writes every field of the license (its revision already advanced by the domain). */
+  readonly update: (license: License) => Op<License>
+  /** Deletes the license and its machines. */
+  readonly delete: (id: number) => Op<void>
+  /**
+   * Locks and returns the oldest `pending` key of a generator's pool, skipping rows other transactions hold
+   * (FOR UPDATE SKIP LOCKED), or undefined when the pool is empty. Only inside a transaction.
+   */
+  readonly claimFromPool: (generatorId: number) => Op<License | undefined>
+  /** How many `pending` keys a generator's pool holds. */
+  readonly poolSize: (generatorId: number) => Op<number>
+  /** Deletes a generator's `pending` keys; returns how many. */
+  readonly deletePool: (generatorId: number) => Op<number>
+  /** Keys of licenses in these states (for the CRL). */
+  readonly keysInStates: (states: ReadonlyArray<LicenseState>) => Op<ReadonlyArray<string>>
+}>()("@lm/domain/LicenseRepository") {}
+
+export interface MachineQuery extends PageRequest {
+  readonly status?: MachineStatus | undefined
+}
+
+export class MachineRepository extends Context.Service<MachineRepository, {
+  readonly insert: (draft: MachineDraft) => Op<Machine>
+  /** Writes the machine's fields; replaces its components when `components` is given. */
+  readonly update: (machine: Machine, components?: ReadonlyArray<ComponentDraft>) => Op<Machine>
+  readonly findById: (id: number) => Op<Machine | undefined>
+  readonly findByFingerprint: (licenseId: number, fingerprint: string) => Op<Machine | undefined>
+  /** The license's machines in `active` status (whether or not they still hold a seat). */
+  readonly listActive: (licenseId: number) => Op<ReadonlyArray<Machine>>
+  /** The machines in `active` status of each of these licenses (for lists of licenses). */
+  readonly listActiveOf: (licenseIds: ReadonlyArray<number>) => Op<ReadonlyArray<Machine>>
+  /** The license's machines in `active` status plus the record of `fingerprint` in any status. */
+  readonly listForValidation: (licenseId: number, fingerprint: string | null) => Op<ReadonlyArray<Machine>>
+  readonly list: (licenseId: number, query: MachineQuery) => Op<Page<Machine>>
+  /**
+   * Claims up to `limit` active machines whose stored seat deadline is at or before `now`, skipping machines
+   * other transactions hold (FOR UPDATE SKIP LOCKED), so that several processes may sweep at once. Only inside
+   * a transaction.
+   */
+  readonly claimExpired: (now: number, limit: number) => Op<ReadonlyArray<Machine>>
+  /** Revoked machines, for the CRL. */
+  readonly listRevoked: Op<ReadonlyArray<Pick<Machine, "id" | "fingerprint">>>
+}>()("@lm/domain/MachineRepository") {}
+
+export class GeneratorRepository extends Context.Service<GeneratorRepository, {
+  readonly insert: (draft: GeneratorDraft) => Op<Generator>
+  readonly findById: (id: number) => Op<Generator | undefined>
+  readonly list: (page: PageRequest) => Op<Page<Generator>>
+  readonly update: (generator: Generator) => Op<Generator>
+  readonly delete: (id: number) => Op<void>
+}>()("@lm/domain/GeneratorRepository") {}
+
+export class ApiKeyRepository extends Context.Service<ApiKeyRepository, {
+  readonly insert: (draft: ApiKeyDraft) => Op<ApiKey>
+  readonly findByConsumerKeyHash: (hash: string) => Op<ApiKey | undefined>
+  readonly list: (page: PageRequest) => Op<Page<ApiKey>>
+  /** Returns whether a key was deleted. */
+  readonly delete: (id: number) => Op<boolean>
+  readonly count: Op<number>
+  readonly touch: (id: number, at: number) => Op<void>
+}>()("@lm/domain/ApiKeyRepository") {}
+
+export class SigningKeyRepository extends Context.Service<SigningKeyRepository, {
+  /** Every key still accepted for verification, the current one included. */
+  readonly list: Op<ReadonlyArray<StoredSigningKey>>
+  /** Adds a key; when it is `current`, the previous current key stays listed but is no longer current. */
+  readonly insert: (key: StoredSigningKey) => Op<void>
+}>()("@lm/domain/SigningKeyRepository") {}
+
+/**
+ * The outbox: events written in the same transaction as the change they describe. Each append also advances
+ * the revocation sequence when an event changes what the CRL lists.
+ */
+export class EventOutbox extends Context.Service<EventOutbox, {
+  readonly append: (events: ReadonlyArray<DomainEvent>) => Op<void>
+  /** Events in the order written, after the given id (for delivery and tests). */
+  readonly readAfter: (afterId: number, limit: number) => Op<ReadonlyArray<DomainEvent & { readonly id: number }>>
+  /** A number that grows whenever a revocation-relevant event is appended (the CRL's `seq`). */
+  readonly revocationSeq: Op<number>
+}>()("@lm/domain/EventOutbox") {}
+
+/** The event log (analytics): every client call and refusal, written in batches. */
+export class ActivityLog extends Context.Service<ActivityLog, {
+  readonly record: (entries: ReadonlyArray<ActivityEntry>) => Op<void>
+  readonly count: (filter: { readonly licenseId?: number | undefined }) => Op<number>
+}>()("@lm/domain/ActivityLog") {}
