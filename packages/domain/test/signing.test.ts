@@ -398,7 +398,8 @@ function claimsArbitrary(now: number): fc.Arbitrary<Token.Claims> {
   const text = fc.string({ unit: "binary", maxLength: 40 })
   const id = fc.integer({ min: 1, max: 2 ** 31 })
   const issuedAt = fc.integer({ min: now - 60_000, max: now })
-  const expiresAt = fc.option(fc.integer({ min: now, max: now + 10 ** 11 }), { nil: null })
+  // still valid while the property runs: expiries and lease ends at least a day ahead
+  const expiresAt = fc.option(fc.integer({ min: now + 86_400_000, max: now + 10 ** 11 }), { nil: null })
   return fc.oneof(
     fc.record({
       licenseKey: text,
@@ -424,7 +425,7 @@ function claimsArbitrary(now: number): fc.Arbitrary<Token.Claims> {
       maxActivations: fc.option(id, { nil: null }),
       graceDays: fc.integer({ min: 0, max: 365 }),
       issuedAt,
-      leaseExpiresAt: fc.option(fc.integer({ min: now + 1000, max: now + 10 ** 8 }), { nil: null })
+      leaseExpiresAt: fc.option(fc.integer({ min: now + 86_400_000, max: now + 10 ** 10 }), { nil: null })
     }).map(Token.machine),
     fc.record({
       seq: fc.nat(),

@@ -41,11 +41,8 @@ export interface VerifyOptions<T extends TokenType = TokenType> extends TimeOpti
 export type VerifyResult<P extends TokenPayload = TokenPayload> =
   | { readonly ok: true; readonly payload: P }
   | { readonly ok: false; readonly reason: "malformed" | "unknown_kid" | "bad_signature" }
-  | {
-    readonly ok: false
-    readonly reason: "wrong_type" | "expired" | "not_yet_valid" | "clock_rollback"
-    readonly payload: P
-  }
+  | { readonly ok: false; readonly reason: "wrong_type"; readonly payload: TokenPayload }
+  | { readonly ok: false; readonly reason: "expired" | "not_yet_valid" | "clock_rollback"; readonly payload: P }
 
 const isKeyList = (keys: KeySet): keys is ReadonlyArray<PublishedKey> => Array.isArray(keys)
 
