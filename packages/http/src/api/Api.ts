@@ -1,0 +1,35 @@
+/**
+ * The one definition of the lm/v1 HTTP API: routes, schemas, the OpenAPI document and the typed client all
+ * come from it. Paths here are relative to `{rest_root}`; the server mounts the API at `LM_REST_ROOT`
+ * (default `/api`), so `/lm/v1/health` is served at `/api/lm/v1/health`.
+ *
+ * To add a group: `.add(MyGroup)` before `.prefix(...)` and `.middleware(ErrorEnvelope)` (both apply to the
+ * groups present when they are called), then provide `HttpApiBuilder.group(Api, "my-group", ...)` to the
+ * server (see `server/Http.ts`).
+ */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { version } from "../version.js"
+import { ErrorEnvelope } from "./ErrorEnvelope.js"
+import { SystemGroup } from "./System.js"
+
+/** The path of the API under `{rest_root}`. */
+export const apiPath = "/lm/v1"
+
+/** Decode options for every endpoint: report every bad field, not just the first. */
+export const parseOptions = { errors: "all" } as const
+
+/** Decode options for management writes: also reject unknown body fields (CONTRACT §14). */
+export const strictPayloadOptions = { errors: "all", onExcessProperty: "error" } as const
+
+/** The lm/v1 API. */
+export class Api extends HttpApi.make("lm")
+  .add(SystemGroup)
+  .prefix(apiPath)
+  .middleware(ErrorEnvelope)
+  .annotate(HttpApi.ParseOptions, parseOptions)
+  .annotateMerge(OpenApi.annotations({
+    title: "Licensing Service lm/v1",
+    version,
+    description: "License keys, device seats, floating leases, heartbeats and Ed25519-signed offline verification."
+  }))
+{}

@@ -1,0 +1,29 @@
+/**
+ * API-key authentication for management routes (CONTRACT §2): HTTP Basic with the consumer key as user and the
+ * consumer secret as password, a scope check by method, then the `restRequestValid` guard chain.
+ */
+import { Context, Schema } from "effect"
+import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { Forbidden, ServiceUnavailable, TooManyRequests, Unauthorized } from "../domain/ApiErrors.js"
+
+/** What an API key may do: `read` allows GET, `write` allows POST/PUT/PATCH/DELETE, `read_write` both. */
+export const ApiKeyScope = Schema.Literals(["read", "write", "read_write"])
+export type ApiKeyScope = typeof ApiKeyScope.Type
+
+/** The API key a request was authenticated with. */
+export interface AuthenticatedKey {
+  readonly id: number
+  readonly scope: ApiKeyScope
+}
+
+/** The API key of the current request, provided to management handlers by {@link Authentication}. */
+export class CurrentApiKey extends Context.Service<CurrentApiKey, AuthenticatedKey>()("lm/http/CurrentApiKey") {}
+
+/** The authentication middleware (implementation: `server/Authentication.ts`); add it to management groups. */
+export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentApiKey }>()(
+  "lm/http/Authentication",
+  {
+    security: { basic: HttpApiSecurity.basic },
+    error: [Unauthorized, Forbidden, TooManyRequests, ServiceUnavailable]
+  }
+) {}

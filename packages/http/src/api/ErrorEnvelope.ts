@@ -1,0 +1,12 @@
+/**
+ * The middleware every endpoint of the API carries (added last, so it wraps all others): it turns every
+ * failure an endpoint or another middleware raises into the contract's error envelope. The errors it
+ * declares are the ones any endpoint can answer with, so the OpenAPI document lists them everywhere.
+ */
+import { HttpApiMiddleware } from "effect/http-api"
+import { BadRequest, InternalError, PayloadTooLarge, ServiceUnavailable, UnsupportedMediaType } from "../domain/ApiErrors.js"
+
+/** The error-envelope middleware (implementation: `server/ErrorEnvelope.ts`). */
+export class ErrorEnvelope extends HttpApiMiddleware.Service<ErrorEnvelope>()("lm/http/ErrorEnvelope", {
+  error: [BadRequest, PayloadTooLarge, UnsupportedMediaType, InternalError, ServiceUnavailable]
+}) {}

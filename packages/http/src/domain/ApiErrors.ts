@@ -1,0 +1,223 @@
+/**
+ * The contract's error envelope (CONTRACT §1, §12): one `Schema.Error` class per HTTP status, each encoding
+ * exactly `{"success": false, "code", "message", "data": {"status", ...}}` with `data.status` equal to the
+ * HTTP status. Domain errors reach it mechanically through {@link fromDomain}; handlers never invent codes.
+ */
+import { Schema } from "effect"
+
+/** Extra `data.*` members any error may carry beyond the ones its class documents. */
+const Extra = [Schema.Record(Schema.String, Schema.Json)] as const
+
+const envelopeFields = <Data extends Schema.Top>(data: Data) => ({
+  success: Schema.tag(false),
+  code: Schema.String,
+  message: Schema.String,
+  data
+})
+
+const dataOf = <const Status extends number, const Fields extends Schema.Struct.Fields>(
+  status: Status,
+  fields: Fields
+) => Schema.StructWithRest(Schema.Struct({ status: Schema.Literal(status), ...fields }), Extra)
+
+/** `data.params`: each bad field and what is wrong with it, e.g. `{"license_key": "is required"}`. */
+export const Params = Schema.Record(Schema.String, Schema.String)
+
+const RetryAfter = Schema.optionalKey(Schema.Int.annotate({ description: "Seconds to wait; mirrors `Retry-After`." }))
+const NullableInt = Schema.optionalKey(Schema.NullOr(Schema.Int))
+
+/** 400: `rest_invalid_json`, `rest_invalid_param` (with `data.params`), `confirmation_required`. */
+export class BadRequest extends Schema.Error<BadRequest>("lm/BadRequest")(
+  envelopeFields(dataOf(400, { params: Schema.optionalKey(Params) })),
+  { httpApiStatus: 400, description: "The request is malformed or a parameter is invalid." }
+) {}
+
+/** 401: `rest_unauthorized`; sent with `WWW-Authenticate: Basic realm="lm"`. */
+export class Unauthorized extends Schema.Error<Unauthorized>("lm/Unauthorized")(
+  envelopeFields(dataOf(401, {})),
+  { httpApiStatus: 401, description: "No or bad API credentials." }
+) {}
+
+/** 403: `rest_forbidden` (scope or guard veto) and the refusals of a license or machine. */
+export class Forbidden extends Schema.Error<Forbidden>("lm/Forbidden")(
+  envelopeFields(dataOf(403, {})),
+  { httpApiStatus: 403, description: "The request is refused." }
+) {}
+
+/** 404: `rest_no_route` and every `*_not_found`. */
+export class NotFound extends Schema.Error<NotFound>("lm/NotFound")(
+  envelopeFields(dataOf(404, {})),
+  { httpApiStatus: 404, description: "No such route or resource." }
+) {}
+
+/** 405: `rest_method_not_allowed`; sent with `Allow`. */
+export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("lm/MethodNotAllowed")(
+  envelopeFields(dataOf(405, {})),
+  { httpApiStatus: 405, description: "The path exists but not for this method." }
+) {}
+
+/** 409: `license_exists`, `release_exists`, `invalid_transition` (with `data.from`, `data.action`), ... */
+export class Conflict extends Schema.Error<Conflict>("lm/Conflict")(
+  envelopeFields(dataOf(409, { from: Schema.optionalKey(Schema.String), action: Schema.optionalKey(Schema.String) })),
+  { httpApiStatus: 409, description: "The request conflicts with the current state." }
+) {}
+
+/** 413: `rest_payload_too_large`. */
+export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("lm/PayloadTooLarge")(
+  envelopeFields(dataOf(413, {})),
+  { httpApiStatus: 413, description: "The body is larger than 1 MiB." }
+) {}
+
+/** 415: `rest_unsupported_media_type`. */
+export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("lm/UnsupportedMediaType")(
+  envelopeFields(dataOf(415, {})),
+  { httpApiStatus: 415, description: "The body is not JSON." }
+) {}
+
+/** 422: `machine_limit_exceeded` with `data.max_activations`, `data.activation_count`, `data.ceiling`. */
+export class UnprocessableEntity extends Schema.Error<UnprocessableEntity>("lm/UnprocessableEntity")(
+  envelopeFields(
+    dataOf(422, { max_activations: NullableInt, activation_count: Schema.optionalKey(Schema.Int), ceiling: NullableInt })
+  ),
+  { httpApiStatus: 422, description: "The request is well formed but cannot be carried out." }
+) {}
+
+/** 429: `rest_rate_limited` with `data.retry_after`; sent with `Retry-After`. */
+export class TooManyRequests extends Schema.Error<TooManyRequests>("lm/TooManyRequests")(
+  envelopeFields(dataOf(429, { retry_after: RetryAfter })),
+  { httpApiStatus: 429, description: "Rate limited." }
+) {}
+
+/** 500: `internal_error` with `data.request_id`; the message never carries internals. */
+export class InternalError extends Schema.Error<InternalError>("lm/InternalError")(
+  envelopeFields(dataOf(500, { request_id: Schema.optionalKey(Schema.String) })),
+  { httpApiStatus: 500, description: "An internal fault; quote data.request_id when reporting it." }
+) {}
+
+/** 503: `service_unavailable` with `data.retry_after`; sent with `Retry-After`. */
+export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("lm/ServiceUnavailable")(
+  envelopeFields(dataOf(503, { retry_after: RetryAfter })),
+  { httpApiStatus: 503, description: "The store cannot be reached." }
+) {}
+
+/** The error class for each HTTP status the contract uses. */
+export const byStatus = {
+  400: BadRequest,
+  401: Unauthorized,
+  403: Forbidden,
+  404: NotFound,
+  405: MethodNotAllowed,
+  409: Conflict,
+  413: PayloadTooLarge,
+  415: UnsupportedMediaType,
+  422: UnprocessableEntity,
+  429: TooManyRequests,
+  500: InternalError,
+  503: ServiceUnavailable
+} as const
+
+/** The HTTP statuses the contract uses for errors. */
+export type Status = keyof typeof byStatus
+
+/** The error class instance for a status. */
+export type ForStatus<S extends Status> = InstanceType<(typeof byStatus)[S]>
+
+/** Any envelope error. */
+export type ApiError = ForStatus<Status>
+
+/** Every envelope error class, e.g. for an endpoint that may fail with any of them. */
+export const all = Object.values(byStatus)
+
+/** The wire form of an envelope error. */
+export interface Envelope {
+  readonly success: false
+  readonly code: string
+  readonly message: string
+  readonly data: { readonly status: number; readonly [key: string]: unknown }
+}
+
+const apiErrorClasses: ReadonlySet<unknown> = new Set(all)
+
+/** Whether a value is one of the envelope error classes. */
+export const isApiError = (u: unknown): u is ApiError =>
+  typeof u === "object" && u !== null && apiErrorClasses.has(u.constructor)
+
+/** Whether a status has an envelope error class. */
+export const isStatus = (status: number): status is Status => Object.hasOwn(byStatus, status)
+
+/**
+ * Makes the envelope error for a status. `extra` becomes `data.*` next to `data.status`; members that are
+ * `undefined` are left out. An unknown status becomes a 500 `internal_error`.
+ */
+export const make = <S extends Status>(
+  status: S,
+  code: string,
+  message: string,
+  extra?: Readonly<Record<string, unknown>>
+): ForStatus<S> => {
+  const data: Record<string, unknown> = {}
+  if (extra !== undefined) {
+    for (const key in extra) {
+      if (extra[key] !== undefined) data[key] = extra[key]
+    }
+  }
+  data.status = status
+  const ErrorClass = byStatus[status] as unknown as new(
+    props: unknown,
+    options: { readonly disableChecks: true }
+  ) => ForStatus<S>
+  try {
+    return new ErrorClass({ success: false, code, message, data }, { disableChecks: true })
+  } catch {
+    // An extra field that is not plain JSON (a Date, a class instance): keep its JSON form.
+    const json = JSON.parse(JSON.stringify(data)) as Record<string, unknown>
+    return new ErrorClass({ success: false, code, message, data: json }, { disableChecks: true })
+  }
+}
+
+/**
+ * What the HTTP layer needs from a domain error: its contract `code`, its HTTP `status`, a `message`, and
+ * optionally extra fields (`from`, `action`, `max_activations`, `params`, ...) that become `data.*`.
+ */
+export interface DomainErrorLike {
+  readonly code: string
+  readonly status: number
+  readonly message: string
+}
+
+/** Whether a value looks like a domain error (has a string `code` and a numeric `status`). */
+export const isDomainErrorLike = (u: unknown): u is DomainErrorLike =>
+  typeof u === "object" && u !== null && typeof (u as DomainErrorLike).code === "string" &&
+  typeof (u as DomainErrorLike).status === "number"
+
+/** The envelope error class a domain error maps to, computed from its `status` type. */
+export type FromDomain<E> = E extends { readonly status: infer S } ? S extends Status ? ForStatus<S> : ApiError
+  : never
+
+/** Own fields of an error object that are not `data.*`. */
+const notData = new Set(["_tag", "code", "status", "message", "name", "stack", "cause", "success"])
+
+/**
+ * Maps a domain error to the envelope mechanically: `code`, `status` and `message` are kept; every other own
+ * field becomes `data.*`. A status the contract does not list becomes 500 `internal_error`.
+ *
+ * Use in handlers as `Effect.mapError(ApiErrors.fromDomain)`.
+ */
+export const fromDomain = <E extends DomainErrorLike>(error: E): FromDomain<E> => {
+  if (!isStatus(error.status)) {
+    return make(500, "internal_error", "An internal error occurred.") as FromDomain<E>
+  }
+  const extra: Record<string, unknown> = {}
+  for (const key of Object.keys(error)) {
+    if (!notData.has(key)) extra[key] = (error as unknown as Record<string, unknown>)[key]
+  }
+  return make(error.status, error.code, error.message, extra) as FromDomain<E>
+}
+
+/** The wire body of an envelope error. */
+export const toEnvelope = (error: ApiError): Envelope => ({
+  success: false,
+  code: error.code,
+  message: error.message,
+  data: error.data
+})

@@ -1,0 +1,79 @@
+/**
+ * The implementation of the {@link Authentication} middleware: HTTP Basic `ck_…`/`cs_…` credentials checked by
+ * an {@link ApiKeyAuthenticator}, the scope checked against the method, then the `restRequestValid` guards.
+ * Public routes do not carry the middleware and pay nothing for it.
+ */
+import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpServerRequest } from "effect/http/HttpServerRequest"
+import { type ApiKeyScope, type AuthenticatedKey, Authentication, CurrentApiKey } from "../api/Authentication.js"
+import * as ApiErrors from "../domain/ApiErrors.js"
+import { clientIp } from "./ClientIp.js"
+import { RestRequestValid, runGuards } from "./Guards.js"
+import { HttpSettings } from "./Settings.js"
+
+/**
+ * Checks a consumer key and secret. Resolves to the key (its id and scope) when both match, `undefined`
+ * otherwise; a failure (e.g. the store is unreachable) is answered through the envelope.
+ * The server backs it with the domain's API keys.
+ */
+export class ApiKeyAuthenticator extends Context.Service<ApiKeyAuthenticator, {
+  readonly authenticate: (
+    consumerKey: string,
+    consumerSecret: string
+  ) => Effect.Effect<AuthenticatedKey | undefined, ApiErrors.DomainErrorLike | ApiErrors.ApiError>
+}>()("lm/http/ApiKeyAuthenticator") {}
+
+/** `ck_` + 40 lowercase hex characters. */
+export const consumerKeyPattern = /^ck_[0-9a-f]{40}$/
+/** `cs_` + 40 lowercase hex characters. */
+export const consumerSecretPattern = /^cs_[0-9a-f]{40}$/
+
+/** Whether a scope allows a method: `read` for GET/HEAD, `write` for the rest, `read_write` for all. */
+export const scopeAllows = (scope: ApiKeyScope, method: string): boolean =>
+  scope === "read_write" || (scope === "read") === (method === "GET" || method === "HEAD")
+
+const unauthorized = () => ApiErrors.make(401, "rest_unauthorized", "Valid API credentials are required.")
+const forbiddenScope = (scope: ApiKeyScope) =>
+  ApiErrors.make(403, "rest_forbidden", `This API key (scope ${scope}) may not make this request.`)
+const forbiddenGuard = () => ApiErrors.make(403, "rest_forbidden", "This request is not allowed.")
+
+/**
+ * The errors {@link Authentication} declares. An authenticator or guard may fail with any envelope error; the
+ * envelope middleware writes whichever it is, so the narrower type only shapes the OpenAPI document.
+ */
+type Declared = ApiErrors.ForStatus<401 | 403 | 429 | 503>
+
+const asDeclared = (error: ApiErrors.DomainErrorLike | ApiErrors.ApiError): Declared =>
+  (ApiErrors.isApiError(error) ? error : ApiErrors.fromDomain(error)) as Declared
+
+/** The layer implementing {@link Authentication}. */
+export const AuthenticationLive: Layer.Layer<
+  Authentication,
+  never,
+  ApiKeyAuthenticator | RestRequestValid | HttpSettings
+> = Layer.effect(
+  Authentication,
+  Effect.gen(function*() {
+    const authenticator = yield* ApiKeyAuthenticator
+    const { guards } = yield* RestRequestValid
+    const { trustProxyHops } = yield* HttpSettings
+    return Authentication.of({
+      basic: Effect.fnUntraced(function*(httpEffect, { credential }) {
+        const consumerKey = credential.username
+        const consumerSecret = Redacted.value(credential.password)
+        if (!consumerKeyPattern.test(consumerKey) || !consumerSecretPattern.test(consumerSecret)) {
+          return yield* unauthorized()
+        }
+        const key = yield* Effect.mapError(authenticator.authenticate(consumerKey, consumerSecret), asDeclared)
+        if (key === undefined) return yield* unauthorized()
+        const request = yield* HttpServerRequest
+        if (!scopeAllows(key.scope, request.method)) return yield* forbiddenScope(key.scope)
+        if (guards.length > 0) {
+          const guarded = { http: request, clientIp: clientIp(request, trustProxyHops), apiKey: key }
+          if (!(yield* Effect.mapError(runGuards(guards, guarded, key.scope), asDeclared))) return yield* forbiddenGuard()
+        }
+        return yield* Effect.provideService(httpEffect, CurrentApiKey, key)
+      })
+    })
+  })
+)

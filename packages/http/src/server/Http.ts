@@ -1,0 +1,87 @@
+/**
+ * The composition of the HTTP server: an `HttpApi` mounted at `LM_REST_ROOT` with `openapi.json` beside it and
+ * the envelope around every route, served by Node's HTTP server.
+ *
+ * The composition root wires it as:
+ * ```ts
+ * const Handlers = Layer.mergeAll(SystemHandlers, MyGroupHandlers).pipe(Layer.provide(Middlewares))
+ * const Server = layerServer(layerRoutes(Api).pipe(Layer.provide(Handlers)), { host, port })
+ * ```
+ */
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { ByteSize, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import type { HttpApi, HttpApiGroup } from "effect/http-api"
+import { HttpApiBuilder, OpenApi } from "effect/http-api"
+import { apiPath } from "../api/Api.js"
+import { AuthenticationLive } from "./Authentication.js"
+import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
+import { RestRequestValid } from "./Guards.js"
+import { makeRouteTable, mountAt, requestEnvelope } from "./Routing.js"
+import { apiBase, HttpSettings, type Listen } from "./Settings.js"
+
+/** The OpenAPI document of an API as served under `restRoot` (paths include `restRoot`). */
+export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  restRoot: string
+): OpenApi.OpenAPISpec =>
+  OpenApi.fromApi((restRoot === "" ? api : api.prefix(restRoot as HttpRouter.PathInput)) as HttpApi.HttpApi<Id, Groups>)
+
+/**
+ * The routes of `api` under `HttpSettings.restRoot`, plus `GET {api_base}/openapi.json` and the global request
+ * envelope (request ids, 404/405/413/500). Provide the group handlers (`HttpApiBuilder.group(api, ...)`).
+ */
+export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const { restRoot } = yield* HttpSettings
+    const table = makeRouteTable()
+    // Built on the first request, then kept.
+    let document: HttpServerResponse.HttpServerResponse | undefined
+    const openApiRoute = HttpRouter.add(
+      "GET",
+      `${apiPath}/openapi.json`,
+      Effect.sync(() => document ??= HttpServerResponse.jsonUnsafe(openApiDocument(api, restRoot)))
+    )
+    return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, requestEnvelope(table)).pipe(
+      Layer.provide(mountAt(restRoot, table))
+    )
+  }))
+
+/**
+ * The middlewares every API needs: the error envelope, and authentication with the bundled guard chain
+ * (IP allow-list). Needs an `ApiKeyAuthenticator` and `HttpSettings`.
+ */
+export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, AuthenticationLive).pipe(
+  Layer.provide(RestRequestValid.layerBundled())
+)
+
+/**
+ * Serves `routes` with Node's HTTP server on `listen.host`:`listen.port` (port 0 picks a free port; read the
+ * bound address from `HttpServer.HttpServer`). Request bodies are read up to `HttpSettings.maxBodyBytes`.
+ * Closing the layer's scope (SIGTERM under `NodeRuntime.runMain`) stops accepting connections and lets
+ * requests in flight finish (up to `gracefulShutdownSeconds`, default 20). Logs the API base URL once listening.
+ */
+export const layerServer = <E, R>(
+  routes: Layer.Layer<never, E, R>,
+  listen: Listen & { readonly gracefulShutdownSeconds?: number | undefined; readonly logExtra?: string | undefined }
+) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const settings = yield* HttpSettings
+    const served = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true })
+    const logListening = Layer.effectDiscard(Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const base = apiBase(HttpServer.formatAddress(server.address), settings)
+      yield* Effect.logInfo(`Listening on ${base}${listen.logExtra === undefined ? "" : ` (${listen.logExtra})`}`)
+      yield* Effect.addFinalizer(() => Effect.logInfo("Shutting down: no new connections; finishing requests in flight"))
+    }))
+    return logListening.pipe(
+      Layer.provideMerge(served),
+      Layer.provideMerge(NodeHttpServer.layer(() => createServer(), {
+        host: listen.host,
+        port: listen.port,
+        gracefulShutdownTimeout: `${listen.gracefulShutdownSeconds ?? 20} seconds`
+      })),
+      Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.maxBodyBytes)))
+    )
+  }))

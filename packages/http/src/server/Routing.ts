@@ -1,0 +1,148 @@
+/**
+ * What happens around the router, for every request: the API is mounted at `LM_REST_ROOT`; every response
+ * carries `X-Request-Id`; an unknown path is 404 `rest_no_route`, a known path with another method 405
+ * `rest_method_not_allowed` with `Allow` (routing comes before auth); an oversized body is 413; and any
+ * defect is 500 `internal_error` whose `data.request_id` finds the logged cause.
+ */
+import { randomUUID } from "node:crypto"
+import { Cause, Context, Effect, Layer } from "effect"
+import type { Types } from "effect"
+import { FindMyWay, HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpServerRequest } from "effect/http/HttpServerRequest"
+import { envelope } from "./Responses.js"
+
+/** The methods a route can be registered for, in the order `Allow` lists them. */
+const methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const
+
+/**
+ * The (method, path) pairs the server answers, kept beside the router so that a request the router does not
+ * match can be told apart: no such path (404) or not with this method (405).
+ */
+export interface RouteTable {
+  readonly add: (method: string, path: HttpRouter.PathInput) => void
+  /** The methods a path answers, for `Allow`; empty when the path is unknown. */
+  readonly allowedMethods: (url: string) => ReadonlyArray<string>
+}
+
+/** An empty route table. */
+export const makeRouteTable = (): RouteTable => {
+  const router = FindMyWay.make<true>()
+  const added = new Set<string>()
+  return {
+    add: (method, path) => {
+      const list = method === "*" ? methods : method === "GET" ? ["GET", "HEAD"] : [method]
+      for (const m of list) {
+        const key = `${m} ${path}`
+        if (added.has(key)) continue
+        added.add(key)
+        router.on(m, path, true)
+      }
+    },
+    allowedMethods: (url) => methods.filter((method) => router.find(method, url) !== undefined)
+  }
+}
+
+/**
+ * Mounts every route added by the layers it is provided to under `restRoot`, recording each in `table`.
+ * Paths are rewritten when the route is added, so a request pays nothing for the mount.
+ */
+export const mountAt = (restRoot: string, table: RouteTable): Layer.Layer<HttpRouter.HttpRouter, never, HttpRouter.HttpRouter> =>
+  Layer.effect(
+    HttpRouter.HttpRouter,
+    Effect.map(Effect.service(HttpRouter.HttpRouter), (router) => {
+      const mount = (route: HttpRouter.Route<any, any>): HttpRouter.Route<any, any> => {
+        const path = (restRoot === "" ? route.path : HttpRouter.prefixPath(route.path, restRoot)) as HttpRouter.PathInput
+        table.add(route.method, path)
+        return HttpRouter.route(route.method, path, route.handler, { uninterruptible: route.uninterruptible })
+      }
+      const addAll = ((routes: ReadonlyArray<HttpRouter.Route<any, any>>) =>
+        router.addAll(routes.map(mount))) as HttpRouter.HttpRouter["addAll"]
+      return HttpRouter.HttpRouter.of({
+        ...router,
+        addAll,
+        add: ((method, path, handler, options) =>
+          addAll([HttpRouter.route(method, path, handler, options)])) as HttpRouter.HttpRouter["add"]
+      })
+    })
+  )
+
+/** An incoming `X-Request-Id` is reused when it is short and plain; otherwise a new one is made. */
+const saneRequestId = /^[A-Za-z0-9._:@+=-]{1,128}$/
+
+/** The request id for a request: the client's own when sane, else a fresh UUID. */
+export const requestIdFor = (incoming: string | undefined): string =>
+  incoming !== undefined && saneRequestId.test(incoming) ? incoming : randomUUID()
+
+/** The request id of the current request (also in the log annotations as `request_id`). */
+export class RequestId extends Context.Reference<string>("lm/http/RequestId", { defaultValue: () => "" }) {}
+
+const isTagged = (u: unknown, tag: string): u is { readonly _tag: string } =>
+  typeof u === "object" && u !== null && (u as { readonly _tag?: unknown })._tag === tag
+
+/** The `HttpServerError` reason in a cause (failed or died with), if any. */
+const serverErrorReason = (cause: Cause.Cause<unknown>): { readonly _tag: string; readonly reason?: unknown } | undefined => {
+  for (const reason of cause.reasons) {
+    const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (isTagged(error, "HttpServerError")) return (error as unknown as { readonly reason: { readonly _tag: string } }).reason
+  }
+  return undefined
+}
+
+const internalErrorMessage = "An internal error occurred. Quote the request id when reporting it."
+
+/** The response for a request whose handling failed. */
+const failureResponse = (
+  cause: Cause.Cause<unknown>,
+  request: HttpServerRequest,
+  requestId: string,
+  table: RouteTable
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  // An interrupted request (the client went away) holds no error to answer.
+  if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+  const reason = serverErrorReason(cause)
+  if (reason?._tag === "RouteNotFound") {
+    const allowed = table.allowedMethods(request.url)
+    if (allowed.length === 0) {
+      return Effect.succeed(envelope(404, "rest_no_route", "No route was found matching the URL and request method."))
+    }
+    return Effect.succeed(envelope(
+      405,
+      "rest_method_not_allowed",
+      `Method ${request.method} is not allowed here; allowed: ${allowed.join(", ")}.`,
+      undefined,
+      { allow: allowed.join(", ") }
+    ))
+  }
+  if (reason?._tag === "RequestParseError") {
+    if ((reason as { readonly reason?: string }).reason === "BodyTooLarge") {
+      return Effect.succeed(envelope(413, "rest_payload_too_large", "The request body is larger than 1 MiB."))
+    }
+    return Effect.succeed(envelope(400, "rest_invalid_json", "The request body could not be read."))
+  }
+  return Effect.as(
+    Effect.logError("Request failed", cause).pipe(
+      Effect.annotateLogs({ method: request.method, url: request.url })
+    ),
+    envelope(500, "internal_error", internalErrorMessage, { request_id: requestId })
+  )
+}
+
+/**
+ * The global middleware: request id, `X-Request-Id` on every response, and envelopes for the failures no
+ * route handles (unknown route, wrong method, oversized body, defects).
+ */
+export const requestEnvelope = (table: RouteTable) =>
+  HttpRouter.middleware<{ handles: unknown }>()(
+    (httpEffect) =>
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest)
+        const requestId = requestIdFor(request.headers["x-request-id"])
+        return httpEffect.pipe(
+          Effect.catchCause((cause) => failureResponse(cause, request, requestId, table)),
+          Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)),
+          Effect.provideService(RequestId, requestId),
+          Effect.annotateLogs("request_id", requestId)
+        ) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>
+      }),
+    { global: true }
+  )

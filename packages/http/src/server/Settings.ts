@@ -1,0 +1,110 @@
+/**
+ * The HTTP adapter's settings (CONTRACT §2, §13), read from the environment by {@link HttpSettings.fromEnv}
+ * or given directly (tests, embedders) with {@link HttpSettings.layer}.
+ */
+import { Config, Context, Data, Effect, Layer } from "effect"
+import { apiPath } from "../api/Api.js"
+import { version } from "../version.js"
+import { type IpAllowList, parseIpAllowList } from "./ClientIp.js"
+
+/** The settings the routes and middlewares read. */
+export interface Settings {
+  /** `LM_REST_ROOT`, e.g. `/api` (default) or `/wp-json`; `""` serves the API at the root. */
+  readonly restRoot: string
+  /** How many trusted proxies append to `X-Forwarded-For` (`LM_TRUST_PROXY`); 0 ignores the header. */
+  readonly trustProxyHops: number
+  /** `LM_ADMIN_ALLOWED_IPS`: when set, management routes only answer these addresses. */
+  readonly adminAllowedIps: IpAllowList | undefined
+  /** The largest request body read, in bytes (1 MiB). */
+  readonly maxBodyBytes: number
+  /** The version reported by `/health` and the OpenAPI document. */
+  readonly version: string
+}
+
+/** Where the server listens. */
+export interface Listen {
+  /** `HOST`, default `127.0.0.1`. */
+  readonly host: string
+  /** `PORT`, default 8080; 0 picks a free port. */
+  readonly port: number
+}
+
+/** 1 MiB: the contract's body limit. */
+export const defaultMaxBodyBytes = 1024 * 1024
+
+/** `/api` to `/api`, `wp-json/` to `/wp-json`, `/` and `` to ``. */
+export const normalizeRestRoot = (root: string): string => {
+  const trimmed = root.trim().replace(/\/+$/, "")
+  if (trimmed === "") return ""
+  return trimmed.startsWith("/") ? trimmed : `/${trimmed}`
+}
+
+/** `api_base` for a server address, e.g. `http://127.0.0.1:8080/api/lm/v1`. */
+export const apiBase = (origin: string, settings: Pick<Settings, "restRoot">): string =>
+  `${origin}${settings.restRoot}${apiPath}`
+
+/** `LM_TRUST_PROXY`: `true`/`yes`/`on` is one proxy, a number is that many, `false`/`0`/unset none. */
+export const parseTrustProxy = (value: string): number => {
+  const text = value.trim().toLowerCase()
+  if (text === "" || text === "false" || text === "no" || text === "off") return 0
+  if (text === "true" || text === "yes" || text === "on") return 1
+  const hops = Number(text)
+  if (!Number.isInteger(hops) || hops < 0) throw new Error(`expected true, false or a number of proxies, got ${value}`)
+  return hops
+}
+
+/** A setting in the environment that cannot be read. */
+export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
+  readonly name: string
+  readonly message: string
+}> {}
+
+const readSetting = <A>(name: string, read: () => A): Effect.Effect<A, InvalidSetting> =>
+  Effect.try({
+    try: read,
+    catch: (error) => new InvalidSetting({ name, message: `${name}: ${error instanceof Error ? error.message : error}` })
+  })
+
+/** The adapter's settings as a service. */
+export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/http/HttpSettings") {
+  /** Settings with every default, overridden by `overrides`. */
+  static readonly make = (overrides: Partial<Settings> = {}): Settings => ({
+    restRoot: "/api",
+    trustProxyHops: 0,
+    adminAllowedIps: undefined,
+    maxBodyBytes: defaultMaxBodyBytes,
+    version,
+    ...overrides,
+    ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
+  })
+
+  /** The settings as given. */
+  static readonly layer = (overrides: Partial<Settings> = {}): Layer.Layer<HttpSettings> =>
+    Layer.succeed(HttpSettings, HttpSettings.make(overrides))
+
+  /** The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`. */
+  static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
+    const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
+    const trustProxy = yield* Config.String("LM_TRUST_PROXY").pipe(Config.withDefault(""))
+    const allowed = yield* Config.String("LM_ADMIN_ALLOWED_IPS").pipe(Config.withDefault(""))
+    const trustProxyHops = yield* readSetting("LM_TRUST_PROXY", () => parseTrustProxy(trustProxy))
+    const adminAllowedIps = yield* readSetting(
+      "LM_ADMIN_ALLOWED_IPS",
+      () => allowed.trim() === "" ? undefined : parseIpAllowList(allowed)
+    )
+    return HttpSettings.make({ restRoot, trustProxyHops, adminAllowedIps })
+  })
+
+  /** The settings read from the environment. */
+  static readonly layerFromEnv: Layer.Layer<HttpSettings, Config.ConfigError | InvalidSetting> = Layer.effect(
+    HttpSettings,
+    HttpSettings.fromEnv
+  )
+}
+
+/** `HOST` and `PORT` from the environment. */
+export const listenFromEnv: Effect.Effect<Listen, Config.ConfigError> = Effect.gen(function*() {
+  const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
+  const port = yield* Config.Port("PORT").pipe(Config.withDefault(8080))
+  return { host, port }
+})

@@ -1,0 +1,49 @@
+/**
+ * The handlers of the `system` group: `GET /health` answers `{status: "ok", storage, version}` when the store
+ * answers its check, and 503 `service_unavailable` (with `Retry-After`) when it does not.
+ */
+import { Context, Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../api/Api.js"
+import * as ApiErrors from "../domain/ApiErrors.js"
+import { ok } from "../domain/Envelope.js"
+import { HttpSettings } from "./Settings.js"
+
+/** The store as `/health` sees it: its name and a cheap reachability check (e.g. `SELECT 1`). */
+export class StorageHealth extends Context.Service<StorageHealth, {
+  /** `pglite`, `postgres`, `memory`, ... */
+  readonly storage: string
+  /** Succeeds when the store answers. */
+  readonly check: Effect.Effect<void, unknown>
+}>()("lm/http/StorageHealth") {
+  /** A store that is always reachable (the memory store). */
+  static readonly layerAlwaysUp = (storage: string): Layer.Layer<StorageHealth> =>
+    Layer.succeed(StorageHealth, { storage, check: Effect.void })
+}
+
+const storageDown = (cause: unknown): ApiErrors.ServiceUnavailable => {
+  const found = cause as { readonly status?: unknown }
+  return ApiErrors.isDomainErrorLike(found) && found.status === 503
+    ? ApiErrors.fromDomain(found as ApiErrors.DomainErrorLike & { readonly status: 503 })
+    : ApiErrors.make(503, "service_unavailable", "The store cannot be reached.")
+}
+
+/** The `system` group's handlers. */
+export const SystemHandlers = HttpApiBuilder.group(
+  Api,
+  "system",
+  Effect.fn(function*(handlers) {
+    const { storage, check } = yield* StorageHealth
+    const { version } = yield* HttpSettings
+    const healthy = ok({ status: "ok" as const, storage, version })
+    return handlers.handle("health", () =>
+      check.pipe(
+        Effect.as(healthy),
+        Effect.catchCause((cause) =>
+          Effect.logWarning("Health check failed", cause).pipe(
+            Effect.andThen(Effect.fail(storageDown(cause.reasons[0]?._tag === "Fail" ? cause.reasons[0].error : undefined)))
+          )
+        )
+      ))
+  })
+)

@@ -1,0 +1,2 @@
+/** The version the server reports in `/health` and the OpenAPI document. */
+export const version = "0.1.0"
