@@ -1,0 +1,488 @@
+/**
+ * The store in memory: every port of `@lm/domain` on plain maps, for embedding and tests.
+ *
+ * NOT DURABLE: everything lives in the process and is gone when it exits; two processes never share it.
+ * Use `@lm/storage-pg` to keep data.
+ *
+ * Semantics (the same as the PostgreSQL store's, checked by the shared storage contract suite):
+ * - `Store.transaction` is read committed: a transaction sees its own writes and what others committed; a
+ *   failure, defect or interruption rolls back every write made inside. A nested `transaction` joins the
+ *   enclosing one as a savepoint. Reads outside a transaction read committed rows directly.
+ * - Writing or deleting an existing row takes that row's lock until the transaction ends (as PostgreSQL's
+ *   UPDATE does); `lockLicense` takes it up front. Called outside a transaction, `lockLicense` runs as a
+ *   transaction of its own: it waits for the current holder and returns the latest committed row.
+ * - `claimFromPool` and `claimExpired` skip rows other transactions hold and must run inside a transaction
+ *   (outside one they die: a claim that is released at once would hand the same row to two callers).
+ * - Ids come from per-table sequences and are never reused. Outbox events get their ids when their
+ *   transaction commits, so ids follow commit order.
+ * - Violations of constraints that the ports cannot report as typed errors (a duplicate machine
+ *   fingerprint, API key hash or signing key id, an update of a missing row, a deadlock) are defects.
+ */
+import {
+  type ActivityEntry,
+  ActivityLog,
+  affectsRevocationList,
+  type ApiKey,
+  type ApiKeyDraft,
+  ApiKeyRepository,
+  type ComponentDraft,
+  type DomainEvent,
+  EventOutbox,
+  expiryWithGrace,
+  type Generator,
+  type GeneratorDraft,
+  GeneratorRepository,
+  type License,
+  type LicenseDraft,
+  licenseExists,
+  type LicenseQuery,
+  LicenseRepository,
+  type LicenseState,
+  type Machine,
+  type MachineDraft,
+  type MachineQuery,
+  MachineRepository,
+  type Page,
+  type PageRequest,
+  SigningKeyRepository,
+  Store,
+  type StoredSigningKey
+} from "@lm/domain"
+import { Context, Effect, Layer } from "effect"
+import { Database, type Tx } from "./Database.js"
+import type { Row, Table } from "./Table.js"
+
+/** Every port the memory store provides. */
+export type Services =
+  | Store
+  | LicenseRepository
+  | MachineRepository
+  | GeneratorRepository
+  | ApiKeyRepository
+  | SigningKeyRepository
+  | EventOutbox
+  | ActivityLog
+
+interface SigningKeyRow extends StoredSigningKey {
+  readonly id: number
+}
+
+type StoredEvent = DomainEvent & { readonly id: number }
+
+/** Events and activity a transaction wrote, published when it commits. */
+interface Pending {
+  readonly events: Array<DomainEvent>
+  revocationBumps: number
+  readonly activity: Array<ActivityEntry>
+}
+
+/** A deep copy that nobody can change afterwards: what the store keeps and hands out. */
+const frozen = <A>(value: A): A => deepFreeze(structuredClone(value))
+
+const deepFreeze = <A>(value: A): A => {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const inner of Object.values(value)) deepFreeze(inner)
+  }
+  return value
+}
+
+const pageOf = <A>(items: ReadonlyArray<A>, page: PageRequest): Page<A> => {
+  const start = Math.max(0, (page.page - 1) * page.perPage)
+  return { items: items.slice(start, start + Math.max(0, page.perPage)), total: items.length }
+}
+
+const byId = (a: Row, b: Row) => a.id - b.id
+
+const notInTransaction = (operation: string) =>
+  Effect.die(new Error(`${operation} must run inside Store.transaction: its claim lasts until the transaction ends`))
+
+/** Builds a fresh, empty store and its ports. */
+export const make = (): Context.Context<Services> => {
+  const db = new Database()
+
+  const licenses = db.table<License>({
+    name: "license",
+    unique: { key: (license) => license.key },
+    groups: { pool: (license) => (license.state === "pending" ? license.generatorId : null) }
+  })
+  const machines = db.table<Machine>({
+    name: "machine",
+    unique: { fingerprint: (machine) => `${machine.licenseId}\u0000${machine.fingerprint}` },
+    groups: {
+      license: (machine) => machine.licenseId,
+      due: (machine) => (machine.status === "active" && machine.seatDeadline !== null ? 0 : null),
+      revoked: (machine) => (machine.status === "revoked" ? 0 : null)
+    }
+  })
+  const generators = db.table<Generator>({ name: "generator", unique: {}, groups: {} })
+  const apiKeys = db.table<ApiKey>({ name: "api_key", unique: { hash: (key) => key.consumerKeyHash }, groups: {} })
+  const signingKeys = db.table<SigningKeyRow>({ name: "signing_key", unique: { kid: (key) => key.kid }, groups: {} })
+  let componentSeq = 0
+
+  const committedEvents: Array<StoredEvent> = []
+  let revocationSeq = 0
+  const activity: Array<ActivityEntry> = []
+  const activityByLicense = new Map<number, number>()
+  const pendingOf = new WeakMap<Tx, Pending>()
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Helpers
+
+  /** Runs a read against what the current fiber sees (its transaction's writes included). */
+  const read = <A>(f: (tx: Tx | undefined) => A): Effect.Effect<A> => Effect.withFiber((fiber) => Effect.succeed(f(db.readTx(fiber))))
+
+  const lockName = <R extends Row>(table: Table<R>, id: number) => `${table.name}:${id}`
+
+  /** Locks an existing row for the transaction and returns its current version (undefined once deleted). */
+  const lockRow = <R extends Row>(tx: Tx, table: Table<R>, id: number): Effect.Effect<R | undefined> =>
+    Effect.map(db.lock(tx, lockName(table, id)), () => table.get(db.overlayOf(tx, table), id))
+
+  /** Replaces an existing row under its lock; dies when the row is gone or a unique key is taken. */
+  const replace = <R extends Row>(tx: Tx, table: Table<R>, row: R, build: (current: R) => R = () => row): Effect.Effect<R> =>
+    Effect.flatMap(lockRow(tx, table, row.id), (current) => {
+      if (current === undefined) return Effect.die(new Error(`no ${table.name} with id ${row.id} to update`))
+      const next = frozen(build(current))
+      return Effect.flatMap(db.putUnique(tx, table, [next]), (written) =>
+        written ? Effect.succeed(next) : Effect.die(new Error(`${table.name} ${row.id}: a unique key is already taken`)))
+    })
+
+  /** Inserts new rows; dies when a unique key is taken. */
+  const insertRows = <R extends Row>(tx: Tx, table: Table<R>, rows: ReadonlyArray<R>): Effect.Effect<ReadonlyArray<R>> =>
+    Effect.flatMap(db.putUnique(tx, table, rows), (written) =>
+      written ? Effect.succeed(rows) : Effect.die(new Error(`${table.name}: a unique key is already taken`)))
+
+  /** Deletes a row under its lock; answers whether it existed. */
+  const eraseRow = <R extends Row>(tx: Tx, table: Table<R>, id: number): Effect.Effect<boolean> =>
+    Effect.map(lockRow(tx, table, id), (current) => {
+      if (current === undefined) return false
+      db.erase(tx, table, id)
+      return true
+    })
+
+  const pending = (tx: Tx): Pending => {
+    let p = pendingOf.get(tx)
+    if (p === undefined) {
+      const created: Pending = { events: [], revocationBumps: 0, activity: [] }
+      pendingOf.set(tx, created)
+      tx.onCommit.push(() => {
+        for (const event of created.events) committedEvents.push(frozen({ id: committedEvents.length + 1, ...event }))
+        revocationSeq += created.revocationBumps
+        for (const entry of created.activity) {
+          activity.push(entry)
+          if (entry.licenseId !== null) activityByLicense.set(entry.licenseId, (activityByLicense.get(entry.licenseId) ?? 0) + 1)
+        }
+      })
+      p = created
+    }
+    return p
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Store
+
+  const lockLicenseWhere = (find: (tx: Tx) => License | undefined, still: (license: License) => boolean) =>
+    db.inTransaction((tx) =>
+      Effect.suspend(() => {
+        const found = find(tx)
+        if (found === undefined) return Effect.succeed(undefined)
+        return Effect.map(lockRow(tx, licenses, found.id), (current) => (current !== undefined && still(current) ? current : undefined))
+      })
+    )
+
+  const store = Store.of({
+    transaction: (effect) => db.transaction(effect),
+    lockLicense: (key) =>
+      lockLicenseWhere((tx) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key), (license) => license.key === key),
+    lockLicenseById: (id) => lockLicenseWhere((tx) => licenses.get(db.overlayOf(tx, licenses), id), () => true),
+    ping: Effect.void
+  })
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Licenses
+
+  const insertLicenses = (drafts: ReadonlyArray<LicenseDraft>) =>
+    db.inTransaction((tx) =>
+      Effect.suspend(() => {
+        const rows = drafts.map((draft) => frozen<License>({ ...draft, id: licenses.nextId(), revision: 1 }))
+        return Effect.flatMap(db.putUnique(tx, licenses, rows), (written) => (written ? Effect.succeed(rows) : Effect.fail(licenseExists())))
+      })
+    )
+
+  const deleteLicense = (tx: Tx, id: number) =>
+    Effect.gen(function*() {
+      const license = yield* lockRow(tx, licenses, id)
+      if (license === undefined) return false
+      const owned = [...machines.inGroup(db.overlayOf(tx, machines), "license", id)]
+      for (const machine of owned) yield* eraseRow(tx, machines, machine.id)
+      db.erase(tx, licenses, id)
+      return true
+    })
+
+  const seatHolderAt = (tx: Tx | undefined, licenseId: number, at: number) => {
+    for (const machine of machines.inGroup(db.overlayOf(tx, machines), "license", licenseId)) {
+      if (machine.status === "active" && (machine.seatDeadline === null || machine.seatDeadline > at)) return true
+    }
+    return false
+  }
+
+  const licenseMatches = (tx: Tx | undefined, q: LicenseQuery) => (license: License): boolean => {
+    if (q.states !== undefined && !q.states.includes(license.state)) return false
+    if (q.productId !== undefined && license.productId !== q.productId) return false
+    if (q.orderId !== undefined && license.orderId !== q.orderId) return false
+    if (q.userId !== undefined && license.userId !== q.userId) return false
+    if (q.generatorId !== undefined && license.generatorId !== q.generatorId) return false
+    if (q.keyPrefix !== undefined && !license.key.startsWith(q.keyPrefix)) return false
+    if (q.expiresBefore !== undefined && (license.expiresAt === null || !(license.expiresAt < q.expiresBefore))) return false
+    if (q.expiresAfter !== undefined && (license.expiresAt === null || !(license.expiresAt > q.expiresAfter))) return false
+    if (q.expiredAt !== undefined) {
+      const end = expiryWithGrace(license)
+      if ((end !== null && end < q.expiredAt.at) !== q.expiredAt.value) return false
+    }
+    if (q.hasSeatHolderAt !== undefined && seatHolderAt(tx, license.id, q.hasSeatHolderAt.at) !== q.hasSeatHolderAt.value) return false
+    return true
+  }
+
+  /** Ordering of `list`: the chosen column (a missing expiry sorts as the latest), then the id. */
+  const licenseOrder = (q: LicenseQuery) => {
+    const direction = q.order === "asc" ? 1 : -1
+    const column = (license: License): number => {
+      switch (q.orderBy) {
+        case "id":
+          return license.id
+        case "created_at":
+          return license.createdAt
+        case "expires_at":
+          return license.expiresAt ?? Number.POSITIVE_INFINITY
+      }
+    }
+    return (a: License, b: License) => {
+      const ca = column(a)
+      const cb = column(b)
+      return direction * (ca === cb ? a.id - b.id : ca < cb ? -1 : 1)
+    }
+  }
+
+  const licenseRepository = LicenseRepository.of({
+    insert: (draft) => Effect.map(insertLicenses([draft]), (rows) => rows[0]!),
+    insertMany: insertLicenses,
+    findByKey: (key) => read((tx) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key)),
+    findById: (id) => read((tx) => licenses.get(db.overlayOf(tx, licenses), id)),
+    list: (query) =>
+      read((tx) => {
+        const matching = [...licenses.all(db.overlayOf(tx, licenses))].filter(licenseMatches(tx, query))
+        return pageOf(matching.sort(licenseOrder(query)), query)
+      }),
+    update: (license) => db.inTransaction((tx) => replace(tx, licenses, license)),
+    delete: (id) => db.inTransaction((tx) => Effect.asVoid(deleteLicense(tx, id))),
+    claimFromPool: (generatorId) =>
+      Effect.withFiber((fiber) => {
+        const tx = db.readTx(fiber)
+        if (tx === undefined) return notInTransaction("claimFromPool")
+        for (const license of licenses.inGroup(db.overlayOf(tx, licenses), "pool", generatorId)) {
+          if (db.tryLock(tx, lockName(licenses, license.id))) return Effect.succeed(license)
+        }
+        return Effect.succeed(undefined)
+      }),
+    poolSize: (generatorId) =>
+      read((tx) => {
+        let n = 0
+        for (const _ of licenses.inGroup(db.overlayOf(tx, licenses), "pool", generatorId)) n++
+        return n
+      }),
+    deletePool: (generatorId) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          const pool = [...licenses.inGroup(db.overlayOf(tx, licenses), "pool", generatorId)]
+          let deleted = 0
+          for (const candidate of pool) {
+            // Re-check under the lock: a transaction that held it may have issued the key meanwhile.
+            const current = yield* lockRow(tx, licenses, candidate.id)
+            if (current === undefined || current.state !== "pending" || current.generatorId !== generatorId) continue
+            if (yield* deleteLicense(tx, current.id)) deleted++
+          }
+          return deleted
+        })
+      ),
+    keysInStates: (states: ReadonlyArray<LicenseState>) =>
+      read((tx) => [...licenses.all(db.overlayOf(tx, licenses))].filter((l) => states.includes(l.state)).sort(byId).map((l) => l.key))
+  })
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Machines
+
+  const withComponentIds = (components: ReadonlyArray<ComponentDraft>) =>
+    components.map((component) => ({ id: ++componentSeq, kind: component.kind, fingerprint: component.fingerprint, name: component.name }))
+
+  const machinesOf = (tx: Tx | undefined, licenseId: number) => machines.inGroup(db.overlayOf(tx, machines), "license", licenseId)
+
+  const machineRepository = MachineRepository.of({
+    insert: (draft: MachineDraft) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          if (licenses.get(db.overlayOf(tx, licenses), draft.licenseId) === undefined) {
+            return Effect.die(new Error(`no license with id ${draft.licenseId} for the machine`))
+          }
+          const row = frozen<Machine>({ ...draft, id: machines.nextId(), components: withComponentIds(draft.components) })
+          return Effect.map(insertRows(tx, machines, [row]), () => row)
+        })
+      ),
+    update: (machine, components) =>
+      db.inTransaction((tx) =>
+        replace(tx, machines, machine, (current) => ({
+          ...machine,
+          components: components === undefined ? current.components : withComponentIds(components)
+        }))
+      ),
+    findById: (id) => read((tx) => machines.get(db.overlayOf(tx, machines), id)),
+    findByFingerprint: (licenseId, fingerprint) =>
+      read((tx) => machines.findUnique(db.overlayOf(tx, machines), "fingerprint", `${licenseId}\u0000${fingerprint}`)),
+    listActive: (licenseId) => read((tx) => [...machinesOf(tx, licenseId)].filter((m) => m.status === "active")),
+    listActiveOf: (licenseIds) =>
+      read((tx) => licenseIds.flatMap((id) => [...machinesOf(tx, id)].filter((m) => m.status === "active")).sort(byId)),
+    listForValidation: (licenseId, fingerprint) =>
+      read((tx) => [...machinesOf(tx, licenseId)].filter((m) => m.status === "active" || m.fingerprint === fingerprint)),
+    list: (licenseId, query: MachineQuery) =>
+      read((tx) => pageOf([...machinesOf(tx, licenseId)].filter((m) => query.status === undefined || m.status === query.status), query)),
+    claimExpired: (now, limit) =>
+      Effect.withFiber((fiber) => {
+        const tx = db.readTx(fiber)
+        if (tx === undefined) return notInTransaction("claimExpired")
+        const due = [...machines.inGroup(db.overlayOf(tx, machines), "due", 0)]
+          .filter((m) => m.seatDeadline !== null && m.seatDeadline <= now && !db.lockedByOther(tx, lockName(machines, m.id)))
+          .sort((a, b) => a.seatDeadline! - b.seatDeadline! || a.id - b.id)
+          .slice(0, Math.max(0, limit))
+        for (const machine of due) db.tryLock(tx, lockName(machines, machine.id))
+        return Effect.succeed(due)
+      }),
+    listRevoked: read((tx) => [...machines.inGroup(db.overlayOf(tx, machines), "revoked", 0)].map((m) => ({ id: m.id, fingerprint: m.fingerprint })))
+  })
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Generators, API keys, signing keys
+
+  const generatorRepository = GeneratorRepository.of({
+    insert: (draft: GeneratorDraft) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          const row = frozen<Generator>({ ...draft, id: generators.nextId() })
+          return Effect.map(insertRows(tx, generators, [row]), () => row)
+        })
+      ),
+    findById: (id) => read((tx) => generators.get(db.overlayOf(tx, generators), id)),
+    list: (page) => read((tx) => pageOf([...generators.all(db.overlayOf(tx, generators))].sort(byId), page)),
+    update: (generator) => db.inTransaction((tx) => replace(tx, generators, generator)),
+    delete: (id) => db.inTransaction((tx) => Effect.asVoid(eraseRow(tx, generators, id)))
+  })
+
+  const apiKeyRepository = ApiKeyRepository.of({
+    insert: (draft: ApiKeyDraft) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          const row = frozen<ApiKey>({ ...draft, id: apiKeys.nextId() })
+          return Effect.map(insertRows(tx, apiKeys, [row]), () => row)
+        })
+      ),
+    findByConsumerKeyHash: (hash) => read((tx) => apiKeys.findUnique(db.overlayOf(tx, apiKeys), "hash", hash)),
+    list: (page) => read((tx) => pageOf([...apiKeys.all(db.overlayOf(tx, apiKeys))].sort(byId), page)),
+    delete: (id) => db.inTransaction((tx) => eraseRow(tx, apiKeys, id)),
+    count: read((tx) => apiKeys.count(db.overlayOf(tx, apiKeys))),
+    touch: (id, at) =>
+      db.inTransaction((tx) =>
+        Effect.flatMap(lockRow(tx, apiKeys, id), (current) =>
+          current === undefined ? Effect.void : Effect.asVoid(replace(tx, apiKeys, { ...current, lastAccessAt: at })))
+      )
+  })
+
+  const signingKeyRepository = SigningKeyRepository.of({
+    list: read((tx) =>
+      [...signingKeys.all(db.overlayOf(tx, signingKeys))]
+        .sort((a, b) => a.createdAt - b.createdAt || a.id - b.id)
+        .map(({ id: _, ...key }) => key)
+    ),
+    insert: (key) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          if (key.current) {
+            const currents = [...signingKeys.all(db.overlayOf(tx, signingKeys))].filter((k) => k.current)
+            for (const previous of currents) yield* replace(tx, signingKeys, previous, (latest) => ({ ...latest, current: false }))
+          }
+          const { kid, seed, publicKey, current, createdAt } = key
+          yield* insertRows(tx, signingKeys, [frozen({ id: signingKeys.nextId(), kid, seed, publicKey, current, createdAt })])
+        })
+      )
+  })
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Outbox and event log
+
+  const eventOutbox = EventOutbox.of({
+    append: (events) =>
+      db.inTransaction((tx) =>
+        Effect.sync(() => {
+          if (events.length === 0) return
+          const p = pending(tx)
+          const [length, bumps] = [p.events.length, p.revocationBumps]
+          for (const event of events) p.events.push(frozen(event))
+          if (affectsRevocationList(events)) p.revocationBumps++
+          db.record(tx, () => {
+            p.events.length = length
+            p.revocationBumps = bumps
+          })
+        })
+      ),
+    readAfter: (afterId, limit) =>
+      read((tx) => {
+        const from = Math.max(0, Math.floor(afterId))
+        const out: Array<StoredEvent> = committedEvents.slice(from, from + Math.max(0, limit))
+        const own = tx === undefined ? undefined : pendingOf.get(tx)
+        if (own !== undefined) {
+          // The transaction's own events, with the ids they would get if it committed now.
+          own.events.forEach((event, i) => {
+            const id = committedEvents.length + 1 + i
+            if (id > afterId && out.length < limit) out.push({ id, ...event })
+          })
+        }
+        return out
+      }),
+    revocationSeq: read((tx) => revocationSeq + (tx === undefined ? 0 : pendingOf.get(tx)?.revocationBumps ?? 0))
+  })
+
+  const activityLog = ActivityLog.of({
+    record: (entries) =>
+      db.inTransaction((tx) =>
+        Effect.sync(() => {
+          if (entries.length === 0) return
+          const p = pending(tx)
+          const length = p.activity.length
+          for (const entry of entries) p.activity.push(frozen(entry))
+          db.record(tx, () => {
+            p.activity.length = length
+          })
+        })
+      ),
+    count: (filter) =>
+      read((tx) => {
+        const own = tx === undefined ? [] : pendingOf.get(tx)?.activity ?? []
+        if (filter.licenseId === undefined) return activity.length + own.length
+        const licenseId = filter.licenseId
+        return (activityByLicense.get(licenseId) ?? 0) + own.filter((entry) => entry.licenseId === licenseId).length
+      })
+  })
+
+  return Context.make(Store, store).pipe(
+    Context.add(LicenseRepository, licenseRepository),
+    Context.add(MachineRepository, machineRepository),
+    Context.add(GeneratorRepository, generatorRepository),
+    Context.add(ApiKeyRepository, apiKeyRepository),
+    Context.add(SigningKeyRepository, signingKeyRepository),
+    Context.add(EventOutbox, eventOutbox),
+    Context.add(ActivityLog, activityLog)
+  )
+}
+
+/**
+ * Every port on a fresh, empty store in memory. NOT DURABLE: the data lives as long as the layer. Each build
+ * of the layer is a separate store (use `Layer.fresh` to force one where layers are shared).
+ */
+export const layer: Layer.Layer<Services> = Layer.syncContext(make)

@@ -1,0 +1,920 @@
+/**
+ * The storage contract: one suite that every store runs (`storageContract(name, makeLayer)`). It checks the
+ * ports' behaviour only through the ports, so it holds for the memory store, PGlite and PostgreSQL alike.
+ *
+ * Each case gets a fresh, empty store from `makeLayer`. Cases never keep a transaction open while another
+ * store operation has to finish (a single-session store such as PGlite queues transactions).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import {
+  ActivityLog,
+  ActivityRecorder,
+  ApiKeyRepository,
+  EventOutbox,
+  GeneratorRepository,
+  type License,
+  LicenseRepository,
+  Licensing,
+  MachineRepository,
+  SigningKeyRepository,
+  Store
+} from "@lm/domain"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Ref, type Scope } from "effect"
+import { TestClock } from "effect/testing"
+import {
+  activity,
+  apiKeyDraft,
+  DAY,
+  event,
+  fullLicenseDraft,
+  fullMachineDraft,
+  generatorDraft,
+  keyOf,
+  licenseDraft,
+  machineDraft,
+  MINUTE,
+  T0
+} from "./fixtures.js"
+
+/** Every port a store provides. */
+export type StorePorts =
+  | Store
+  | LicenseRepository
+  | MachineRepository
+  | GeneratorRepository
+  | ApiKeyRepository
+  | SigningKeyRepository
+  | EventOutbox
+  | ActivityLog
+
+class Boom {
+  readonly _tag = "Boom"
+}
+
+/**
+ * The same service, but every operation lets other fibers run after it: concurrent flows then interleave at
+ * each store call on every store (a store that answers synchronously would otherwise run them one by one).
+ */
+const yielding = <S extends object>(service: S): S =>
+  Object.fromEntries(
+    Object.entries(service).map(([name, value]) => [
+      name,
+      typeof value === "function"
+        ? (...args: Array<unknown>) => Effect.tap(value(...args) as Effect.Effect<unknown>, () => Effect.yieldNow)
+        : Effect.isEffect(value)
+        ? Effect.tap(value, () => Effect.yieldNow)
+        : value
+    ])
+  ) as S
+
+const isPositiveInt = (n: number) => Number.isInteger(n) && n > 0
+
+/** The typed error an effect failed with (fails the test when it succeeded or died instead). */
+const failureOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.exit(effect), (exit) => {
+    assert.isTrue(Exit.isFailure(exit), "expected a failure")
+    if (Exit.isSuccess(exit)) throw new Error("unreachable")
+    const error = Cause.squash(exit.cause)
+    return error as E
+  })
+
+/**
+ * Registers the contract's cases against a store. `makeLayer` must return a layer that builds a fresh, empty
+ * store each time it is built.
+ */
+export const storageContract = (name: string, makeLayer: () => Layer.Layer<StorePorts, unknown>): void => {
+  describe(`storage contract: ${name}`, () => {
+    const test = <A, E>(title: string, body: () => Effect.Effect<A, E, StorePorts | Scope.Scope>) =>
+      it.effect(title, () => Effect.provide(Effect.suspend(body), Layer.fresh(makeLayer())))
+
+    describe("licenses", () => {
+      test("insert and find round-trip every field, with values and with nulls", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const generators = yield* GeneratorRepository
+          const generator = yield* generators.insert(generatorDraft())
+          const full = fullLicenseDraft(generator.id)
+          const inserted = yield* licenses.insert(full)
+          assert.isTrue(isPositiveInt(inserted.id))
+          assert.isTrue(Number.isInteger(inserted.revision))
+          assert.deepStrictEqual(inserted, { ...full, id: inserted.id, revision: inserted.revision })
+          assert.deepStrictEqual(yield* licenses.findByKey(full.key), inserted)
+          assert.deepStrictEqual(yield* licenses.findById(inserted.id), inserted)
+
+          const bare = licenseDraft({ key: keyOf(2) })
+          const plain = yield* licenses.insert(bare)
+          assert.deepStrictEqual(plain, { ...bare, id: plain.id, revision: plain.revision })
+          assert.deepStrictEqual(yield* licenses.findByKey(bare.key), plain)
+          assert.isTrue(plain.id > inserted.id)
+        }))
+
+      test("unknown keys and ids find nothing", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          yield* licenses.insert(licenseDraft())
+          assert.isUndefined(yield* licenses.findByKey(keyOf(999)))
+          assert.isUndefined(yield* licenses.findById(999_999))
+        }))
+
+      test("update writes every field", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const generators = yield* GeneratorRepository
+          const generator = yield* generators.insert(generatorDraft())
+          const original = yield* licenses.insert(licenseDraft())
+          const changed: License = { ...fullLicenseDraft(generator.id), key: original.key, id: original.id, revision: original.revision + 1 }
+          const saved = yield* licenses.update(changed)
+          assert.deepStrictEqual(saved, changed)
+          assert.deepStrictEqual(yield* licenses.findById(original.id), changed)
+          const back: License = { ...original, revision: changed.revision + 1 }
+          yield* licenses.update(back)
+          assert.deepStrictEqual(yield* licenses.findByKey(original.key), back)
+        }))
+
+      test("a duplicate key fails with LicenseExists and leaves the first license as it was", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const first = yield* licenses.insert(licenseDraft({ userId: 1 }))
+          const error = yield* failureOf(licenses.insert(licenseDraft({ userId: 2 })))
+          assert.strictEqual(error._tag, "LicenseExists")
+          assert.deepStrictEqual(yield* licenses.findByKey(first.key), first)
+          const page = yield* licenses.list({ page: 1, perPage: 10, orderBy: "id", order: "asc" })
+          assert.strictEqual(page.total, 1)
+        }))
+
+      test("insertMany inserts all with distinct ids", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const drafts = [1, 2, 3].map((n) => licenseDraft({ key: keyOf(n), userId: n }))
+          const rows = yield* licenses.insertMany(drafts)
+          assert.deepStrictEqual(rows.map((l) => l.key), drafts.map((d) => d.key))
+          assert.strictEqual(new Set(rows.map((l) => l.id)).size, 3)
+          for (const row of rows) assert.deepStrictEqual(yield* licenses.findByKey(row.key), row)
+        }))
+
+      test("insertMany with a taken key fails with LicenseExists and writes none of the batch", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const generators = yield* GeneratorRepository
+          const generator = yield* generators.insert(generatorDraft())
+          yield* licenses.insert(licenseDraft({ key: keyOf(3) }))
+          const batch = [1, 2, 3, 4].map((n) => licenseDraft({ key: keyOf(n), state: "pending", generatorId: generator.id }))
+          const error = yield* failureOf(licenses.insertMany(batch))
+          assert.strictEqual(error._tag, "LicenseExists")
+          for (const n of [1, 2, 4]) assert.isUndefined(yield* licenses.findByKey(keyOf(n)))
+          assert.strictEqual(yield* licenses.poolSize(generator.id), 0)
+
+          const twice = [5, 6, 5].map((n) => licenseDraft({ key: keyOf(n) }))
+          assert.strictEqual((yield* failureOf(licenses.insertMany(twice)))._tag, "LicenseExists")
+          assert.isUndefined(yield* licenses.findByKey(keyOf(5)))
+          assert.isUndefined(yield* licenses.findByKey(keyOf(6)))
+          const page = yield* licenses.list({ page: 1, perPage: 10, orderBy: "id", order: "asc" })
+          assert.strictEqual(page.total, 1)
+        }))
+
+      test("delete removes the license and its machines, and nothing else", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const doomed = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
+          const kept = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+          const gone = yield* machines.insert(machineDraft(doomed.id, "fp-a"))
+          const stays = yield* machines.insert(machineDraft(kept.id, "fp-a"))
+          yield* licenses.delete(doomed.id)
+          assert.isUndefined(yield* licenses.findById(doomed.id))
+          assert.isUndefined(yield* licenses.findByKey(doomed.key))
+          assert.isUndefined(yield* machines.findById(gone.id))
+          assert.isUndefined(yield* machines.findByFingerprint(doomed.id, "fp-a"))
+          assert.deepStrictEqual(yield* machines.findById(stays.id), stays)
+          assert.deepStrictEqual(yield* licenses.findById(kept.id), kept)
+          // The key is free again.
+          const again = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
+          assert.notStrictEqual(again.id, doomed.id)
+        }))
+
+      test("keysInStates lists the keys of licenses in those states", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          yield* licenses.insert(licenseDraft({ key: keyOf(1), state: "issued" }))
+          yield* licenses.insert(licenseDraft({ key: keyOf(2), state: "revoked" }))
+          yield* licenses.insert(licenseDraft({ key: keyOf(3), state: "suspended" }))
+          yield* licenses.insert(licenseDraft({ key: keyOf(4), state: "revoked" }))
+          const keys = yield* licenses.keysInStates(["revoked", "suspended"])
+          assert.deepStrictEqual([...keys].sort(), [keyOf(2), keyOf(3), keyOf(4)])
+          assert.deepStrictEqual(yield* licenses.keysInStates(["terminated"]), [])
+        }))
+    })
+
+    describe("generator pools", () => {
+      const seedPool = Effect.gen(function*() {
+        const licenses = yield* LicenseRepository
+        const generators = yield* GeneratorRepository
+        const generator = yield* generators.insert(generatorDraft())
+        const other = yield* generators.insert(generatorDraft({ name: "Other" }))
+        const pool = yield* licenses.insertMany(
+          [1, 2, 3].map((n) => licenseDraft({ key: keyOf(n), state: "pending", source: "generator", generatorId: generator.id }))
+        )
+        yield* licenses.insert(licenseDraft({ key: keyOf(4), state: "issued", source: "generator", generatorId: generator.id }))
+        yield* licenses.insert(licenseDraft({ key: keyOf(5), state: "pending", source: "generator", generatorId: other.id }))
+        return { generator, other, pool }
+      })
+
+      test("poolSize counts pending keys of the generator only", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const { generator, other } = yield* seedPool
+          assert.strictEqual(yield* licenses.poolSize(generator.id), 3)
+          assert.strictEqual(yield* licenses.poolSize(other.id), 1)
+          assert.strictEqual(yield* licenses.poolSize(other.id + 1000), 0)
+        }))
+
+      test("claimFromPool hands out the oldest pending key; a drawn key leaves the pool", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const store = yield* Store
+          const { generator, pool } = yield* seedPool
+          const draw = store.transaction(
+            Effect.gen(function*() {
+              const claimed = yield* licenses.claimFromPool(generator.id)
+              if (claimed === undefined) return undefined
+              return yield* licenses.update({ ...claimed, state: "issued", source: "pool", revision: claimed.revision + 1 })
+            })
+          )
+          const drawn = [yield* draw, yield* draw, yield* draw]
+          assert.deepStrictEqual(drawn.map((l) => l?.key), pool.map((l) => l.key))
+          assert.isUndefined(yield* draw)
+          assert.strictEqual(yield* licenses.poolSize(generator.id), 0)
+          assert.strictEqual((yield* licenses.findByKey(keyOf(1)))?.state, "issued")
+        }))
+
+      test("deletePool deletes the generator's pending keys only", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const { generator, other } = yield* seedPool
+          assert.strictEqual(yield* licenses.deletePool(generator.id), 3)
+          assert.strictEqual(yield* licenses.poolSize(generator.id), 0)
+          for (const n of [1, 2, 3]) assert.isUndefined(yield* licenses.findByKey(keyOf(n)))
+          assert.strictEqual((yield* licenses.findByKey(keyOf(4)))?.state, "issued")
+          assert.strictEqual(yield* licenses.poolSize(other.id), 1)
+          assert.strictEqual(yield* licenses.deletePool(generator.id), 0)
+        }))
+    })
+
+    describe("list", () => {
+      /**
+       * Six licenses: ids ascending in insertion order; created_at ties between 2 and 3; expiry with grace
+       * boundaries around `AT`; machines that do or do not hold a seat at `AT`.
+       */
+      const AT = T0 + 100 * DAY
+      const seed = Effect.gen(function*() {
+        const licenses = yield* LicenseRepository
+        const machines = yield* MachineRepository
+        const generators = yield* GeneratorRepository
+        const generator = yield* generators.insert(generatorDraft())
+        const rows = yield* Effect.forEach([
+          // 1: perpetual, product 1, active seat without deadline
+          licenseDraft({ key: "ALPHA-0001-AAAA-AAAA", productId: 1, orderId: 10, userId: 100, createdAt: T0 + 3 }),
+          // 2: expired long before AT, product 1
+          licenseDraft({ key: "ALPHA-0002-AAAA-AAAA", productId: 1, orderId: 10, userId: 200, createdAt: T0 + 1, expiresAt: AT - 10 * DAY }),
+          // 3: grace ends exactly at AT (not ended), product 2
+          licenseDraft({ key: "BRAVO-0003-AAAA-AAAA", productId: 2, orderId: 20, userId: 100, createdAt: T0 + 1, expiresAt: AT - 2 * DAY, graceDays: 2 }),
+          // 4: grace ended 1 ms before AT, suspended
+          licenseDraft({ key: "BRAVO-0004-AAAA-AAAA", state: "suspended", productId: 2, createdAt: T0 + 5, expiresAt: AT - DAY - 1, graceDays: 1 }),
+          // 5: expires after AT, generator, seat deadline after AT
+          licenseDraft({ key: "CHARLIE-0005-AAAA-AAAA", generatorId: generator.id, source: "generator", createdAt: T0 + 4, expiresAt: AT + DAY }),
+          // 6: pending of the generator, perpetual, seat deadline exactly AT (no holder)
+          licenseDraft({ key: "CHARLIE-0006-AAAA-AAAA", state: "pending", generatorId: generator.id, source: "generator", createdAt: T0 + 2 })
+        ], (draft) => licenses.insert(draft))
+        const [l1, l2, l3, , l5, l6] = rows
+        yield* machines.insert(machineDraft(l1!.id, "holder-1"))
+        yield* machines.insert(machineDraft(l2!.id, "gone-2", { status: "inactive", deactivatedAt: T0, deactivationReason: "client" }))
+        yield* machines.insert(machineDraft(l3!.id, "lapsed-3", { seatDeadline: AT - 1 }))
+        yield* machines.insert(machineDraft(l5!.id, "holder-5", { seatDeadline: AT + 1 }))
+        yield* machines.insert(machineDraft(l6!.id, "edge-6", { seatDeadline: AT }))
+        return { ids: rows.map((l) => l.id), generator }
+      })
+
+      const base = { page: 1, perPage: 100, orderBy: "id", order: "asc" } as const
+      /** The positions (1-6) of the listed licenses in the seed. */
+      const positions = (ids: ReadonlyArray<number>, page: { readonly items: ReadonlyArray<License> }) =>
+        page.items.map((l) => ids.indexOf(l.id) + 1)
+
+      test("filters by state, product, order, user, generator and key prefix", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const { ids, generator } = yield* seed
+          const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
+          assert.deepStrictEqual(yield* list({}), [1, 2, 3, 4, 5, 6])
+          assert.deepStrictEqual(yield* list({ states: ["issued"] }), [1, 2, 3, 5])
+          assert.deepStrictEqual(yield* list({ states: ["suspended", "pending"] }), [4, 6])
+          assert.deepStrictEqual(yield* list({ states: [] }), [])
+          assert.deepStrictEqual(yield* list({ productId: 1 }), [1, 2])
+          assert.deepStrictEqual(yield* list({ orderId: 20 }), [3])
+          assert.deepStrictEqual(yield* list({ userId: 100 }), [1, 3])
+          assert.deepStrictEqual(yield* list({ generatorId: generator.id }), [5, 6])
+          assert.deepStrictEqual(yield* list({ keyPrefix: "BRAVO" }), [3, 4])
+          assert.deepStrictEqual(yield* list({ keyPrefix: "CHARLIE-0006" }), [6])
+          assert.deepStrictEqual(yield* list({ keyPrefix: "RAVO" }), [])
+          assert.deepStrictEqual(yield* list({ productId: 2, states: ["issued"] }), [3])
+        }))
+
+      test("filters by expiry (strict bounds; licenses without expiry never match)", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const { ids } = yield* seed
+          const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
+          assert.deepStrictEqual(yield* list({ expiresBefore: AT }), [2, 3, 4])
+          assert.deepStrictEqual(yield* list({ expiresBefore: AT - 2 * DAY }), [2])
+          assert.deepStrictEqual(yield* list({ expiresAfter: AT - 2 * DAY }), [4, 5])
+          assert.deepStrictEqual(yield* list({ expiresAfter: AT - 20 * DAY, expiresBefore: AT }), [2, 3, 4])
+        }))
+
+      test("expiredAt compares the grace end (expires_at + grace_days) with the instant", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const { ids } = yield* seed
+          const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
+          assert.deepStrictEqual(yield* list({ expiredAt: { at: AT, value: true } }), [2, 4])
+          assert.deepStrictEqual(yield* list({ expiredAt: { at: AT, value: false } }), [1, 3, 5, 6])
+          assert.deepStrictEqual(yield* list({ expiredAt: { at: AT + 1, value: true } }), [2, 3, 4])
+          assert.deepStrictEqual(yield* list({ states: ["issued"], expiredAt: { at: AT, value: true } }), [2])
+        }))
+
+      test("hasSeatHolderAt looks for an active machine whose deadline is null or after the instant", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const { ids } = yield* seed
+          const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
+          assert.deepStrictEqual(yield* list({ hasSeatHolderAt: { at: AT, value: true } }), [1, 5])
+          assert.deepStrictEqual(yield* list({ hasSeatHolderAt: { at: AT, value: false } }), [2, 3, 4, 6])
+          assert.deepStrictEqual(yield* list({ hasSeatHolderAt: { at: AT - 1, value: true } }), [1, 5, 6])
+          assert.deepStrictEqual(
+            yield* list({ states: ["issued"], expiredAt: { at: AT, value: false }, hasSeatHolderAt: { at: AT, value: false } }),
+            [3]
+          )
+        }))
+
+      test("orders by id, created_at or expires_at, either way, ties broken by id; no expiry sorts as the latest", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const { ids } = yield* seed
+          const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
+          assert.deepStrictEqual(yield* list({ order: "desc" }), [6, 5, 4, 3, 2, 1])
+          assert.deepStrictEqual(yield* list({ orderBy: "created_at" }), [2, 3, 6, 1, 5, 4])
+          assert.deepStrictEqual(yield* list({ orderBy: "created_at", order: "desc" }), [4, 5, 1, 6, 3, 2])
+          assert.deepStrictEqual(yield* list({ orderBy: "expires_at" }), [2, 3, 4, 5, 1, 6])
+          assert.deepStrictEqual(yield* list({ orderBy: "expires_at", order: "desc" }), [6, 1, 5, 4, 3, 2])
+        }))
+
+      test("pages through the matches and reports the total", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const { ids } = yield* seed
+          const page = (n: number, q: Partial<Parameters<typeof licenses.list>[0]> = {}) =>
+            Effect.map(licenses.list({ ...base, perPage: 4, page: n, ...q }), (p) => ({ at: positions(ids, p), total: p.total }))
+          assert.deepStrictEqual(yield* page(1), { at: [1, 2, 3, 4], total: 6 })
+          assert.deepStrictEqual(yield* page(2), { at: [5, 6], total: 6 })
+          assert.deepStrictEqual(yield* page(3), { at: [], total: 6 })
+          assert.deepStrictEqual(yield* page(1, { perPage: 2, order: "desc", states: ["issued"] }), { at: [5, 3], total: 4 })
+          assert.deepStrictEqual(yield* page(2, { perPage: 2, order: "desc", states: ["issued"] }), { at: [2, 1], total: 4 })
+        }))
+    })
+
+    describe("machines", () => {
+      test("insert and find round-trip every field; components get ids", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const license = yield* licenses.insert(licenseDraft())
+          const draft = fullMachineDraft(license.id)
+          const machine = yield* machines.insert(draft)
+          assert.isTrue(isPositiveInt(machine.id))
+          assert.strictEqual(machine.components.length, 2)
+          for (const component of machine.components) assert.isTrue(isPositiveInt(component.id))
+          assert.notStrictEqual(machine.components[0]!.id, machine.components[1]!.id)
+          assert.deepStrictEqual(machine, {
+            ...draft,
+            id: machine.id,
+            components: draft.components.map((c, i) => ({ ...c, id: machine.components[i]!.id }))
+          })
+          assert.deepStrictEqual(yield* machines.findById(machine.id), machine)
+          assert.deepStrictEqual(yield* machines.findByFingerprint(license.id, draft.fingerprint), machine)
+
+          const bare = machineDraft(license.id, "fp-bare")
+          const plain = yield* machines.insert(bare)
+          assert.deepStrictEqual(plain, { ...bare, id: plain.id, components: [] })
+          assert.deepStrictEqual(yield* machines.findByFingerprint(license.id, "fp-bare"), plain)
+          assert.isUndefined(yield* machines.findByFingerprint(license.id, "fp-unknown"))
+          assert.isUndefined(yield* machines.findByFingerprint(license.id + 1000, "fp-bare"))
+          assert.isUndefined(yield* machines.findById(999_999))
+        }))
+
+      test("update writes every field; components are replaced only when given", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const license = yield* licenses.insert(licenseDraft())
+          const machine = yield* machines.insert(fullMachineDraft(license.id))
+          const changed = {
+            ...machine,
+            name: null,
+            hostname: "renamed",
+            status: "active" as const,
+            deactivatedAt: null,
+            deactivationReason: null,
+            lastHeartbeatAt: T0 + 99,
+            leaseExpiresAt: null,
+            seatDeadline: null,
+            meta: { moved: true }
+          }
+          const kept = yield* machines.update(changed)
+          assert.deepStrictEqual(kept, changed)
+          assert.deepStrictEqual(yield* machines.findById(machine.id), changed)
+
+          const replaced = yield* machines.update(changed, [{ kind: "mac", fingerprint: "aa:bb", name: "eth0" }])
+          assert.strictEqual(replaced.components.length, 1)
+          assert.deepStrictEqual({ ...replaced.components[0]!, id: 0 }, { id: 0, kind: "mac", fingerprint: "aa:bb", name: "eth0" })
+          assert.isTrue(isPositiveInt(replaced.components[0]!.id))
+          assert.deepStrictEqual(yield* machines.findById(machine.id), replaced)
+
+          const emptied = yield* machines.update(replaced, [])
+          assert.deepStrictEqual(emptied.components, [])
+          assert.deepStrictEqual((yield* machines.findById(machine.id))?.components, [])
+        }))
+
+      test("a fingerprint is unique per license, not across licenses", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
+          const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+          const first = yield* machines.insert(machineDraft(a.id, "fp-1", { name: "first" }))
+          const duplicate = yield* Effect.exit(machines.insert(machineDraft(a.id, "fp-1", { name: "second" })))
+          assert.isTrue(Exit.isFailure(duplicate))
+          assert.deepStrictEqual(yield* machines.findByFingerprint(a.id, "fp-1"), first)
+          assert.strictEqual((yield* machines.list(a.id, { page: 1, perPage: 10 })).total, 1)
+          const elsewhere = yield* machines.insert(machineDraft(b.id, "fp-1"))
+          assert.strictEqual(elsewhere.licenseId, b.id)
+        }))
+
+      test("listActive, listActiveOf, listForValidation, list and listRevoked select by status", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
+          const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+          const c = yield* licenses.insert(licenseDraft({ key: keyOf(3) }))
+          const a1 = yield* machines.insert(machineDraft(a.id, "a1"))
+          const a2 = yield* machines.insert(machineDraft(a.id, "a2", { status: "inactive", deactivatedAt: T0, deactivationReason: "client" }))
+          const a3 = yield* machines.insert(machineDraft(a.id, "a3", { status: "revoked", deactivatedAt: T0, deactivationReason: "admin" }))
+          const a4 = yield* machines.insert(machineDraft(a.id, "a4", { seatDeadline: T0 - 1 }))
+          const b1 = yield* machines.insert(machineDraft(b.id, "b1"))
+          const c1 = yield* machines.insert(machineDraft(c.id, "c1"))
+          const ids = (ms: ReadonlyArray<{ readonly id: number }>) => ms.map((m) => m.id).sort((x, y) => x - y)
+
+          // Active status, whether or not the seat is still held.
+          assert.deepStrictEqual(ids(yield* machines.listActive(a.id)), [a1.id, a4.id])
+          assert.deepStrictEqual(yield* machines.listActive(a.id + 1000), [])
+          assert.deepStrictEqual(ids(yield* machines.listActiveOf([a.id, b.id])), [a1.id, a4.id, b1.id])
+          assert.deepStrictEqual(yield* machines.listActiveOf([]), [])
+          assert.deepStrictEqual(ids(yield* machines.listForValidation(a.id, null)), [a1.id, a4.id])
+          assert.deepStrictEqual(ids(yield* machines.listForValidation(a.id, "a3")), [a1.id, a3.id, a4.id])
+          assert.deepStrictEqual(ids(yield* machines.listForValidation(a.id, "a1")), [a1.id, a4.id])
+          assert.deepStrictEqual(ids(yield* machines.listForValidation(a.id, "nope")), [a1.id, a4.id])
+
+          const all = yield* machines.list(a.id, { page: 1, perPage: 10 })
+          assert.deepStrictEqual({ ids: ids(all.items), total: all.total }, { ids: [a1.id, a2.id, a3.id, a4.id], total: 4 })
+          const inactive = yield* machines.list(a.id, { page: 1, perPage: 10, status: "inactive" })
+          assert.deepStrictEqual({ ids: ids(inactive.items), total: inactive.total }, { ids: [a2.id], total: 1 })
+          const paged = yield* machines.list(a.id, { page: 2, perPage: 3 })
+          assert.strictEqual(paged.total, 4)
+          assert.strictEqual(paged.items.length, 1)
+          assert.deepStrictEqual(yield* machines.listRevoked, [{ id: a3.id, fingerprint: "a3" }])
+          assert.deepStrictEqual(ids(yield* machines.listActive(c.id)), [c1.id])
+        }))
+
+      test("claimExpired claims active machines whose deadline is at or before now, up to the limit", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const license = yield* licenses.insert(licenseDraft())
+          const due1 = yield* machines.insert(machineDraft(license.id, "due-1", { seatDeadline: T0 - 2 * MINUTE }))
+          const due2 = yield* machines.insert(machineDraft(license.id, "due-2", { seatDeadline: T0 }))
+          yield* machines.insert(machineDraft(license.id, "later", { seatDeadline: T0 + 1 }))
+          yield* machines.insert(machineDraft(license.id, "never", { seatDeadline: null }))
+          yield* machines.insert(
+            machineDraft(license.id, "off", { status: "inactive", seatDeadline: T0 - MINUTE, deactivatedAt: T0, deactivationReason: "client" })
+          )
+          const claimed = yield* store.transaction(machines.claimExpired(T0, 10))
+          assert.deepStrictEqual(claimed.map((m) => m.id).sort((a, b) => a - b), [due1.id, due2.id])
+          const one = yield* store.transaction(machines.claimExpired(T0, 1))
+          assert.strictEqual(one.length, 1)
+          assert.deepStrictEqual(yield* store.transaction(machines.claimExpired(T0 - 3 * MINUTE, 10)), [])
+        }))
+    })
+
+    describe("generators, API keys, signing keys", () => {
+      test("generators: insert, find, list, update and delete round-trip every field", () =>
+        Effect.gen(function*() {
+          const generators = yield* GeneratorRepository
+          const full = generatorDraft({
+            name: "Full",
+            charset: "ABCDEFGHJKLMNPQR",
+            chunkLength: 5,
+            prefix: "PRO",
+            productId: 9,
+            defaultMaxActivations: 3,
+            defaultValidDays: 365,
+            defaultOverageStrategy: "allow_2x",
+            defaultIsFloating: true,
+            createdAt: T0 + 1,
+            updatedAt: T0 + 2
+          })
+          const g1 = yield* generators.insert(full)
+          const g2 = yield* generators.insert(generatorDraft())
+          assert.isTrue(isPositiveInt(g1.id))
+          assert.deepStrictEqual(g1, { ...full, id: g1.id })
+          assert.deepStrictEqual(yield* generators.findById(g1.id), g1)
+          assert.deepStrictEqual(yield* generators.findById(g2.id), { ...generatorDraft(), id: g2.id })
+          const page = yield* generators.list({ page: 1, perPage: 1 })
+          assert.deepStrictEqual({ ids: page.items.map((g) => g.id), total: page.total }, { ids: [g1.id], total: 2 })
+          const changed = { ...g1, name: "Renamed", productId: null, defaultIsFloating: false, updatedAt: T0 + 3 }
+          assert.deepStrictEqual(yield* generators.update(changed), changed)
+          assert.deepStrictEqual(yield* generators.findById(g1.id), changed)
+          yield* generators.delete(g1.id)
+          assert.isUndefined(yield* generators.findById(g1.id))
+          assert.strictEqual((yield* generators.list({ page: 1, perPage: 10 })).total, 1)
+        }))
+
+      test("API keys: insert, find by hash, list, touch, count and delete", () =>
+        Effect.gen(function*() {
+          const keys = yield* ApiKeyRepository
+          assert.strictEqual(yield* keys.count, 0)
+          const k1 = yield* keys.insert(apiKeyDraft(1, { scope: "read", lastAccessAt: T0 + 5 }))
+          const k2 = yield* keys.insert(apiKeyDraft(2))
+          assert.deepStrictEqual(k1, { ...apiKeyDraft(1, { scope: "read", lastAccessAt: T0 + 5 }), id: k1.id })
+          assert.deepStrictEqual(yield* keys.findByConsumerKeyHash("ck-hash-2"), k2)
+          assert.isUndefined(yield* keys.findByConsumerKeyHash("ck-hash-3"))
+          assert.strictEqual(yield* keys.count, 2)
+          const page = yield* keys.list({ page: 2, perPage: 1 })
+          assert.deepStrictEqual({ ids: page.items.map((k) => k.id), total: page.total }, { ids: [k2.id], total: 2 })
+          yield* keys.touch(k2.id, T0 + 60_000)
+          assert.strictEqual((yield* keys.findByConsumerKeyHash("ck-hash-2"))?.lastAccessAt, T0 + 60_000)
+          assert.isTrue(yield* keys.delete(k1.id))
+          assert.isFalse(yield* keys.delete(k1.id))
+          assert.isUndefined(yield* keys.findByConsumerKeyHash("ck-hash-1"))
+          assert.strictEqual(yield* keys.count, 1)
+        }))
+
+      test("signing keys: a new current key keeps the old ones listed but not current", () =>
+        Effect.gen(function*() {
+          const signing = yield* SigningKeyRepository
+          assert.deepStrictEqual(yield* signing.list, [])
+          const k1 = { kid: "k1", seed: "c2VlZDE=", publicKey: "cHViMQ==", current: true, createdAt: T0 }
+          const k2 = { kid: "k2", seed: "c2VlZDI=", publicKey: "cHViMg==", current: true, createdAt: T0 + 1 }
+          const k3 = { kid: "k3", seed: "c2VlZDM=", publicKey: "cHViMw==", current: false, createdAt: T0 + 2 }
+          yield* signing.insert(k1)
+          assert.deepStrictEqual(yield* signing.list, [k1])
+          yield* signing.insert(k2)
+          assert.deepStrictEqual(yield* signing.list, [{ ...k1, current: false }, k2])
+          yield* signing.insert(k3)
+          assert.deepStrictEqual(yield* signing.list, [{ ...k1, current: false }, k2, k3])
+        }))
+    })
+
+    describe("outbox and event log", () => {
+      test("events are read back in order with increasing ids, in pages", () =>
+        Effect.gen(function*() {
+          const outbox = yield* EventOutbox
+          assert.deepStrictEqual(yield* outbox.readAfter(0, 10), [])
+          yield* outbox.append([event("license.created", 1, 5), event("machine.activated", 2)])
+          yield* outbox.append([])
+          yield* outbox.append([event("license.updated", 3, 5)])
+          const all = yield* outbox.readAfter(0, 10)
+          assert.deepStrictEqual(all.map(({ id: _, ...e }) => e), [event("license.created", 1, 5), event("machine.activated", 2), event("license.updated", 3, 5)])
+          const ids = all.map((e) => e.id)
+          assert.isTrue(ids.every(isPositiveInt))
+          assert.isTrue(ids[0]! < ids[1]! && ids[1]! < ids[2]!)
+          assert.deepStrictEqual(yield* outbox.readAfter(0, 2), all.slice(0, 2))
+          assert.deepStrictEqual(yield* outbox.readAfter(ids[1]!, 10), all.slice(2))
+          assert.deepStrictEqual(yield* outbox.readAfter(ids[2]!, 10), [])
+        }))
+
+      test("the revocation seq grows on a revoking event and not on others", () =>
+        Effect.gen(function*() {
+          const outbox = yield* EventOutbox
+          const start = yield* outbox.revocationSeq
+          yield* outbox.append([event("license.created", 1), event("machine.activated", 2)])
+          assert.strictEqual(yield* outbox.revocationSeq, start)
+          let last = start
+          for (const type of ["license.revoked", "license.suspended", "license.reinstated", "license.terminated", "license.deleted", "machine.revoked"] as const) {
+            yield* outbox.append([event("license.updated", 3), event(type, 4)])
+            const now = yield* outbox.revocationSeq
+            assert.isTrue(now > last, `${type} advances the seq`)
+            last = now
+          }
+          yield* outbox.append([event("license.renewed", 5), event("machine.deactivated", 6), event("generator.keys_generated", 7)])
+          assert.strictEqual(yield* outbox.revocationSeq, last)
+        }))
+
+      test("the activity log keeps entries and counts them, by license when asked", () =>
+        Effect.gen(function*() {
+          const log = yield* ActivityLog
+          assert.strictEqual(yield* log.count({}), 0)
+          yield* log.record([activity(1), activity(1, "license_expired"), activity(2), activity(null, "license_not_found")])
+          yield* log.record([])
+          yield* log.record([activity(2)])
+          assert.strictEqual(yield* log.count({}), 5)
+          assert.strictEqual(yield* log.count({ licenseId: 1 }), 2)
+          assert.strictEqual(yield* log.count({ licenseId: 2 }), 2)
+          assert.strictEqual(yield* log.count({ licenseId: 3 }), 0)
+        }))
+
+      test("ping answers", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          yield* store.ping
+        }))
+    })
+
+    describe("transactions", () => {
+      /** Writes through several ports; returns the license written. */
+      const writeEverything = Effect.gen(function*() {
+        const licenses = yield* LicenseRepository
+        const machines = yield* MachineRepository
+        const outbox = yield* EventOutbox
+        const log = yield* ActivityLog
+        const existing = (yield* licenses.findByKey(keyOf(1)))!
+        yield* licenses.update({ ...existing, userId: 999, revision: existing.revision + 1 })
+        const created = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+        yield* machines.insert(machineDraft(existing.id, "fp-new"))
+        yield* outbox.append([event("license.revoked", 1, existing.id)])
+        yield* log.record([activity(existing.id)])
+        return created
+      })
+
+      /** Checks that nothing `writeEverything` did is visible. */
+      const assertUntouched = (original: License, seq: number) =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const outbox = yield* EventOutbox
+          const log = yield* ActivityLog
+          assert.deepStrictEqual(yield* licenses.findByKey(keyOf(1)), original)
+          assert.isUndefined(yield* licenses.findByKey(keyOf(2)))
+          assert.isUndefined(yield* machines.findByFingerprint(original.id, "fp-new"))
+          assert.deepStrictEqual(yield* outbox.readAfter(0, 10), [])
+          assert.strictEqual(yield* outbox.revocationSeq, seq)
+          assert.strictEqual(yield* log.count({}), 0)
+          // The key can be taken again: the rolled-back insert left nothing behind.
+          yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+        })
+
+      const setup = Effect.gen(function*() {
+        const licenses = yield* LicenseRepository
+        const outbox = yield* EventOutbox
+        const original = yield* licenses.insert(licenseDraft({ key: keyOf(1), userId: 1 }))
+        return { original, seq: yield* outbox.revocationSeq }
+      })
+
+      test("a successful transaction commits every write", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const outbox = yield* EventOutbox
+          const log = yield* ActivityLog
+          const { original, seq } = yield* setup
+          yield* store.transaction(writeEverything)
+          assert.strictEqual((yield* licenses.findByKey(keyOf(1)))?.userId, 999)
+          assert.isDefined(yield* licenses.findByKey(keyOf(2)))
+          assert.isDefined(yield* (yield* MachineRepository).findByFingerprint(original.id, "fp-new"))
+          assert.strictEqual((yield* outbox.readAfter(0, 10)).length, 1)
+          assert.isTrue((yield* outbox.revocationSeq) > seq)
+          assert.strictEqual(yield* log.count({}), 1)
+        }))
+
+      test("a typed failure rolls back every write", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const { original, seq } = yield* setup
+          const error = yield* failureOf(store.transaction(Effect.andThen(writeEverything, Effect.fail(new Boom()))))
+          assert.instanceOf(error, Boom)
+          yield* assertUntouched(original, seq)
+        }))
+
+      test("a defect rolls back every write", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const { original, seq } = yield* setup
+          const exit = yield* Effect.exit(store.transaction(Effect.andThen(writeEverything, Effect.die("kaput"))))
+          assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+          yield* assertUntouched(original, seq)
+        }))
+
+      test("a failed insert (LicenseExists) inside a transaction rolls back the writes before it", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const { original, seq } = yield* setup
+          const error = yield* failureOf(store.transaction(Effect.andThen(writeEverything, licenses.insert(licenseDraft({ key: keyOf(1) })))))
+          assert.strictEqual(error._tag, "LicenseExists")
+          yield* assertUntouched(original, seq)
+        }))
+
+      test("an interrupted transaction rolls back every write", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const { original, seq } = yield* setup
+          const wrote = yield* Deferred.make<void>()
+          const fiber = yield* Effect.forkChild(
+            store.transaction(Effect.andThen(writeEverything, Effect.andThen(Deferred.succeed(wrote, undefined), Effect.never)))
+          )
+          yield* Deferred.await(wrote)
+          yield* Fiber.interrupt(fiber)
+          yield* assertUntouched(original, seq)
+        }))
+
+      test("a nested transaction joins the outer one: it commits with it and rolls back with it", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const { original, seq } = yield* setup
+          yield* store.transaction(Effect.andThen(store.transaction(writeEverything), licenses.insert(licenseDraft({ key: keyOf(3) }))))
+          assert.isDefined(yield* licenses.findByKey(keyOf(2)))
+          assert.isDefined(yield* licenses.findByKey(keyOf(3)))
+
+          const inner = store.transaction(
+            Effect.gen(function*() {
+              const license = (yield* licenses.findByKey(keyOf(1)))!
+              yield* licenses.update({ ...license, userId: 5, revision: license.revision + 1 })
+              yield* licenses.insert(licenseDraft({ key: keyOf(4) }))
+            })
+          )
+          const error = yield* failureOf(store.transaction(Effect.andThen(inner, Effect.fail(new Boom()))))
+          assert.instanceOf(error, Boom)
+          assert.strictEqual((yield* licenses.findByKey(keyOf(1)))?.userId, 999)
+          assert.isUndefined(yield* licenses.findByKey(keyOf(4)))
+          assert.isTrue((yield* (yield* EventOutbox).revocationSeq) > seq)
+          assert.strictEqual(original.userId, 1)
+        }))
+
+      test("a failed nested transaction undoes its own writes; the outer one goes on and commits", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          yield* setup
+          const outcome = yield* store.transaction(
+            Effect.gen(function*() {
+              yield* licenses.insert(licenseDraft({ key: keyOf(5) }))
+              const inner = yield* Effect.flip(
+                store.transaction(Effect.andThen(licenses.insert(licenseDraft({ key: keyOf(6) })), Effect.fail(new Boom())))
+              )
+              assert.isUndefined(yield* licenses.findByKey(keyOf(6)))
+              yield* licenses.insert(licenseDraft({ key: keyOf(7) }))
+              return inner
+            })
+          )
+          assert.instanceOf(outcome, Boom)
+          assert.isDefined(yield* licenses.findByKey(keyOf(5)))
+          assert.isUndefined(yield* licenses.findByKey(keyOf(6)))
+          assert.isDefined(yield* licenses.findByKey(keyOf(7)))
+        }))
+
+      test("a transaction reads its own writes", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          yield* store.transaction(
+            Effect.gen(function*() {
+              const license = yield* licenses.insert(licenseDraft({ key: keyOf(8), productId: 42 }))
+              assert.deepStrictEqual(yield* licenses.findByKey(keyOf(8)), license)
+              const machine = yield* machines.insert(machineDraft(license.id, "own"))
+              assert.deepStrictEqual(yield* machines.listActive(license.id), [machine])
+              const page = yield* licenses.list({ page: 1, perPage: 10, orderBy: "id", order: "asc", productId: 42 })
+              assert.deepStrictEqual(page, { items: [license], total: 1 })
+              yield* licenses.delete(license.id)
+              assert.isUndefined(yield* licenses.findByKey(keyOf(8)))
+              assert.isUndefined(yield* machines.findById(machine.id))
+            })
+          )
+        }))
+    })
+
+    describe("locks and concurrency", () => {
+      test("lockLicense and lockLicenseById load the license (also outside a transaction) or nothing", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const license = yield* licenses.insert(licenseDraft())
+          assert.deepStrictEqual(yield* store.transaction(store.lockLicense(license.key)), license)
+          assert.deepStrictEqual(yield* store.transaction(store.lockLicenseById(license.id)), license)
+          assert.isUndefined(yield* store.transaction(store.lockLicense(keyOf(404))))
+          assert.isUndefined(yield* store.transaction(store.lockLicenseById(license.id + 1000)))
+          assert.deepStrictEqual(yield* store.lockLicense(license.key), license)
+        }))
+
+      test("lockLicense serialises 200 concurrent read-modify-write transactions", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const license = yield* licenses.insert(licenseDraft({ maxActivations: 0 }))
+          const increment = (byId: boolean) =>
+            store.transaction(
+              Effect.gen(function*() {
+                const current = byId ? yield* store.lockLicenseById(license.id) : yield* store.lockLicense(license.key)
+                if (current === undefined) return yield* Effect.die("license vanished")
+                // Let the other fibers run between the read and the write.
+                yield* Effect.yieldNow
+                yield* licenses.update({ ...current, maxActivations: current.maxActivations! + 1, revision: current.revision + 1 })
+              })
+            )
+          yield* Effect.forEach(Array.from({ length: 200 }, (_, i) => i), (i) => increment(i % 2 === 0), { concurrency: "unbounded" })
+          const final = yield* licenses.findById(license.id)
+          assert.strictEqual(final?.maxActivations, 200)
+          assert.strictEqual(final?.revision, license.revision + 200)
+        }))
+
+      test("200 concurrent activations of distinct fingerprints on a 5-seat license: 5 seats, 195 refusals", () =>
+        Effect.gen(function*() {
+          yield* TestClock.setTime(T0)
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const outbox = yield* EventOutbox
+          const licensing = yield* Licensing
+          const license = yield* licenses.insert(licenseDraft({ maxActivations: 5, overageStrategy: "deny" }))
+          const exits = yield* Effect.forEach(
+            Array.from({ length: 200 }, (_, i) => i),
+            (i) => Effect.exit(licensing.activate({ licenseKey: license.key, facts: { fingerprint: `fp-${i}` }, ipAddress: null })),
+            { concurrency: "unbounded" }
+          )
+          const created = exits.filter((e) => Exit.isSuccess(e) && e.value.created)
+          const refused = exits.filter((e) => Exit.isFailure(e) && (Cause.squash(e.cause) as { readonly _tag?: string })._tag === "MachineLimitExceeded")
+          assert.strictEqual(created.length, 5)
+          assert.strictEqual(refused.length, 195)
+          assert.strictEqual((yield* machines.listActive(license.id)).length, 5)
+          assert.strictEqual((yield* machines.list(license.id, { page: 1, perPage: 100 })).total, 5)
+          assert.strictEqual((yield* outbox.readAfter(0, 1000)).filter((e) => e.type === "machine.activated").length, 5)
+          assert.strictEqual((yield* licenses.findById(license.id))?.activatedAt, T0)
+        }).pipe(
+          Effect.provide(Licensing.layer.pipe(Layer.provide(ActivityRecorder.layerDiscard))),
+          Effect.updateService(Store, yielding),
+          Effect.updateService(LicenseRepository, yielding),
+          Effect.updateService(MachineRepository, yielding)
+        ))
+
+      test("20 concurrent pool draws in 20 transactions get 20 distinct keys", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const generators = yield* GeneratorRepository
+          const generator = yield* generators.insert(generatorDraft())
+          yield* licenses.insertMany(
+            Array.from({ length: 30 }, (_, i) => licenseDraft({ key: keyOf(i), state: "pending", source: "generator", generatorId: generator.id }))
+          )
+          const draw = store.transaction(
+            Effect.gen(function*() {
+              const claimed = yield* licenses.claimFromPool(generator.id)
+              if (claimed === undefined) return yield* Effect.die("the pool ran dry")
+              yield* Effect.yieldNow
+              const issued = yield* licenses.update({ ...claimed, state: "issued", source: "pool", revision: claimed.revision + 1 })
+              return issued.key
+            })
+          )
+          const keys = yield* Effect.all(Array.from({ length: 20 }, () => draw), { concurrency: "unbounded" })
+          assert.strictEqual(new Set(keys).size, 20)
+          assert.strictEqual(yield* licenses.poolSize(generator.id), 10)
+          const issued = yield* licenses.list({ page: 1, perPage: 100, orderBy: "id", order: "asc", states: ["issued"] })
+          assert.deepStrictEqual(issued.items.map((l) => l.key).sort(), [...keys].sort())
+        }))
+
+      test("claimExpired never hands the same machine to two concurrent transactions", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const license = yield* licenses.insert(licenseDraft())
+          yield* Effect.forEach(Array.from({ length: 50 }, (_, i) => i), (i) =>
+            machines.insert(machineDraft(license.id, `due-${i}`, { seatDeadline: T0 - i })))
+          const seen = yield* Ref.make<ReadonlyArray<number>>([])
+          const sweep = store.transaction(
+            Effect.gen(function*() {
+              const claimed = yield* machines.claimExpired(T0, 10)
+              yield* Effect.yieldNow
+              for (const machine of claimed) {
+                yield* machines.update({ ...machine, status: "inactive", deactivatedAt: T0, deactivationReason: "heartbeat_dead", seatDeadline: null })
+              }
+              yield* Ref.update(seen, (ids) => [...ids, ...claimed.map((m) => m.id)])
+            })
+          )
+          yield* Effect.all(Array.from({ length: 10 }, () => sweep), { concurrency: "unbounded" })
+          const ids = yield* Ref.get(seen)
+          assert.strictEqual(new Set(ids).size, ids.length, "a machine was claimed twice")
+          assert.strictEqual(ids.length, 50)
+          assert.deepStrictEqual(yield* store.transaction(machines.claimExpired(T0, 10)), [])
+          assert.deepStrictEqual(yield* machines.listActive(license.id), [])
+        }))
+    })
+  })
+}

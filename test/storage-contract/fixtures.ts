@@ -1,0 +1,149 @@
+/** Rows for the storage contract suite: full drafts with every field set, so round trips check all of them. */
+import {
+  type ActivityEntry,
+  type ApiKeyDraft,
+  defaultLicenseSettings,
+  type DomainEvent,
+  type GeneratorDraft,
+  type LicenseDraft,
+  type MachineDraft
+} from "@lm/domain"
+
+/** A realistic epoch-millisecond instant (2026-01-01T00:00:00.123Z) the fixtures count from. */
+export const T0 = 1_767_225_600_123
+export const MINUTE = 60_000
+export const DAY = 86_400_000
+
+/** A key in the contract's format; distinct for distinct `n`. */
+export const keyOf = (n: number, prefix = "K"): string => `${prefix}${String(n).padStart(4, "0")}-ABCD-EFGH-JKLM`
+
+/** A license draft with defaults (`issued`, perpetual, unlimited) and the given changes. */
+export const licenseDraft = (overrides: Partial<LicenseDraft> = {}): LicenseDraft => ({
+  key: keyOf(1),
+  state: "issued",
+  ...defaultLicenseSettings,
+  activatedAt: null,
+  source: "api",
+  generatorId: null,
+  subscriptionId: null,
+  createdAt: T0,
+  updatedAt: T0,
+  ...overrides
+})
+
+/** A license draft with a value (not a default, not null) in every field. */
+export const fullLicenseDraft = (generatorId: number): LicenseDraft => ({
+  key: "FULL-2345-6789-ABCD",
+  state: "suspended",
+  productId: 11,
+  orderId: 22,
+  userId: 33,
+  maxActivations: 4,
+  overageStrategy: "allow_1_5x",
+  isFloating: true,
+  leaseDuration: 900,
+  requireHeartbeat: true,
+  heartbeatInterval: 120,
+  validForDays: 30,
+  expiresAt: T0 + 30 * DAY,
+  graceDays: 3,
+  meta: { plan: "pro", seats: 3, ratio: 0.5, flags: [true, false], nested: { list: [1, "two", null], empty: {} }, nothing: null },
+  activatedAt: T0 + 5,
+  source: "generator",
+  generatorId,
+  subscriptionId: 77,
+  createdAt: T0 + 1,
+  updatedAt: T0 + 2
+})
+
+/** A machine draft on a license, active and holding a seat without deadline. */
+export const machineDraft = (licenseId: number, fingerprint: string, overrides: Partial<MachineDraft> = {}): MachineDraft => ({
+  licenseId,
+  fingerprint,
+  name: null,
+  hostname: null,
+  platform: null,
+  appVersion: null,
+  ipAddress: null,
+  status: "active",
+  activatedAt: T0,
+  deactivatedAt: null,
+  deactivationReason: null,
+  lastHeartbeatAt: null,
+  leaseExpiresAt: null,
+  seatDeadline: null,
+  meta: {},
+  components: [],
+  createdAt: T0,
+  ...overrides
+})
+
+/** A machine draft with a value in every field. */
+export const fullMachineDraft = (licenseId: number): MachineDraft => ({
+  licenseId,
+  fingerprint: "fp-full-0001",
+  name: "Build server",
+  hostname: "build-01.example.com",
+  platform: "linux-x64",
+  appVersion: "2.4.1",
+  ipAddress: "203.0.113.9",
+  status: "inactive",
+  activatedAt: T0 + 10,
+  deactivatedAt: T0 + 20,
+  deactivationReason: "heartbeat_dead",
+  lastHeartbeatAt: T0 + 15,
+  leaseExpiresAt: T0 + 25,
+  seatDeadline: T0 + 30,
+  meta: { rack: "B2", cores: 16, tags: ["ci", "x64"], gpu: null },
+  components: [
+    { kind: "cpu", fingerprint: "cpu-123", name: "Ryzen 9" },
+    { kind: "disk", fingerprint: "disk-456", name: null }
+  ],
+  createdAt: T0 + 10
+})
+
+export const generatorDraft = (overrides: Partial<GeneratorDraft> = {}): GeneratorDraft => ({
+  name: "Pool",
+  charset: "ABCDEFGHJKLMNPQRSTUVWXYZ23456789",
+  chunkLength: 4,
+  prefix: "",
+  productId: null,
+  defaultMaxActivations: null,
+  defaultValidDays: null,
+  defaultOverageStrategy: null,
+  defaultIsFloating: null,
+  createdAt: T0,
+  updatedAt: T0,
+  ...overrides
+})
+
+export const apiKeyDraft = (n: number, overrides: Partial<ApiKeyDraft> = {}): ApiKeyDraft => ({
+  description: `key ${n}`,
+  scope: "read_write",
+  consumerKeyHash: `ck-hash-${n}`,
+  consumerSecretHash: `cs-hash-${n}`,
+  truncatedKey: `ck_…${n}`,
+  createdAt: T0,
+  lastAccessAt: null,
+  ...overrides
+})
+
+export const event = (type: DomainEvent["type"], n: number, licenseId: number | null = null): DomainEvent => ({
+  type,
+  occurredAt: T0 + n,
+  licenseId,
+  machineId: null,
+  data: { n, license_key: keyOf(n), nested: { list: [1, "two", null] } }
+})
+
+export const activity = (licenseId: number | null, result = "valid"): ActivityEntry => ({
+  kind: "validate",
+  licenseId,
+  licenseKey: keyOf(licenseId ?? 0),
+  machineId: null,
+  fingerprint: null,
+  ipAddress: "198.51.100.1",
+  appVersion: null,
+  result,
+  at: T0
+})
