@@ -1,1 +1,7 @@
-export {}
+/**
+ * @lm/storage-pg: the store on PostgreSQL (a server, or embedded PGlite) through @effect/sql-pg.
+ */
+export * as Migrations from "./Migrations.js"
+export * as PgliteBridge from "./PgliteBridge.js"
+export { layerPglite, layerPostgres, makePglite, type PgliteOptions, type PostgresOptions, StoreUnavailable, storeUnavailable } from "./PgStore.js"
+export * as PgliteTemplate from "./PgliteTemplate.js"

@@ -1,0 +1,99 @@
+/**
+ * The SQL connection of the PostgreSQL store: `SqlClient` + `PgClient` (from @effect/sql-pg) on a PostgreSQL
+ * server or on embedded PGlite. Both give the same client, so the same migrations and queries run on either.
+ */
+import { PGlite } from "@electric-sql/pglite"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Duration, Effect, Layer, Redacted, Schema } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+import * as PgliteBridge from "./PgliteBridge.js"
+
+/** The store cannot be reached or opened (maps to `service_unavailable`, 503). */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  message: Schema.String
+}) {}
+
+/** A `StoreUnavailable` carrying the message of a failed connection or query. */
+export const storeUnavailable = (error: SqlError): StoreUnavailable =>
+  new StoreUnavailable({ message: `The store is unavailable: ${error.message}` })
+
+/** Options of {@link layerPostgres}. */
+export interface PostgresOptions {
+  /** A `postgres://` URL, e.g. `DATABASE_URL`. */
+  readonly url: string | Redacted.Redacted<string>
+  /** How long connecting (TCP, startup, authentication) may take; default 5 seconds. */
+  readonly connectTimeout?: Duration.Input | undefined
+  /** Pool size; default 10. */
+  readonly maxConnections?: number | undefined
+}
+
+/**
+ * `SqlClient` + `PgClient` on a PostgreSQL server. Building the layer opens one connection and runs
+ * `SELECT 1`, so an unreachable server fails here, within `connectTimeout`, with `StoreUnavailable`.
+ * A connection lost later fails the queries on it with a `SqlError` (reason `ConnectionError`); the pool
+ * opens a new one for the next query.
+ */
+export const layerPostgres = (
+  options: PostgresOptions
+): Layer.Layer<PgClient.PgClient | SqlClient, StoreUnavailable> =>
+  PgClient.layerFrom(
+    Effect.gen(function*() {
+      const client = yield* PgClient.make({
+        url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
+        connectTimeout: options.connectTimeout ?? Duration.seconds(5),
+        maxConnections: options.maxConnections ?? 10
+      })
+      yield* client`SELECT 1`
+      return client
+    }).pipe(Effect.mapError(storeUnavailable))
+  )
+
+/** Options of {@link layerPglite}. */
+export interface PgliteOptions {
+  /** Folder holding the database, created (initdb) on first use; in memory when absent. */
+  readonly dataDir?: string | undefined
+  /** A data folder tarball (`PGlite.dumpDataDir`) to start from instead of running initdb. */
+  readonly loadDataDir?: Blob | undefined
+}
+
+/**
+ * `SqlClient` + `PgClient` on embedded PGlite, through {@link PgliteBridge}, with a pool of one connection
+ * (PGlite has one session; concurrent transactions queue for it). Releasing the layer closes PGlite.
+ * One process at a time may open a data folder.
+ */
+export const layerPglite = (
+  options: PgliteOptions = {}
+): Layer.Layer<PgClient.PgClient | SqlClient, StoreUnavailable> => PgClient.layerFrom(makePglite(options))
+
+/** The client of {@link layerPglite}, for the scope. */
+export const makePglite = Effect.fnUntraced(function*(options: PgliteOptions) {
+  const bridge = yield* openPglite(options)
+  return yield* PgClient.make({
+    stream: bridge.connect,
+    username: "postgres",
+    database: "postgres",
+    minConnections: 1,
+    maxConnections: 1
+  }).pipe(Effect.mapError(storeUnavailable))
+})
+
+/** Opens PGlite for the scope: on release, the bridge's sockets are cleaned up, then PGlite is closed. */
+const openPglite = (options: PgliteOptions) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        const db = await PGlite.create({
+          ...(options.dataDir !== undefined && { dataDir: options.dataDir }),
+          ...(options.loadDataDir !== undefined && { loadDataDir: options.loadDataDir })
+        })
+        return { db, bridge: PgliteBridge.make(db) }
+      },
+      catch: (cause) => new StoreUnavailable({ message: `Could not open the PGlite database: ${String(cause)}` })
+    }),
+    ({ bridge, db }) =>
+      Effect.tryPromise(() => bridge.close().then(() => db.close())).pipe(
+        Effect.tapError((error) => Effect.logWarning("PGlite did not close cleanly", error)),
+        Effect.ignore
+      )
+  ).pipe(Effect.map(({ bridge }) => bridge))
