@@ -1,0 +1,275 @@
+/**
+ * What the memory store promises beyond the shared storage contract (test/storage-contract): isolation while
+ * transactions stay open side by side, lock waits and their interruption, deadlock detection, reserved keys,
+ * commit-ordered event ids, and rows nobody can change behind the store's back.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import {
+  defaultLicenseSettings,
+  EventOutbox,
+  GeneratorRepository,
+  type LicenseDraft,
+  LicenseRepository,
+  MachineRepository,
+  Store
+} from "@lm/domain"
+import { DeadlockDetected, MemoryStore } from "@lm/storage-memory"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, type Scope } from "effect"
+
+const draft = (key: string, overrides: Partial<LicenseDraft> = {}): LicenseDraft => ({
+  key,
+  state: "issued",
+  ...defaultLicenseSettings,
+  activatedAt: null,
+  source: "api",
+  generatorId: null,
+  subscriptionId: null,
+  createdAt: 1_000,
+  updatedAt: 1_000,
+  ...overrides
+})
+
+const KEY_A = "AAAA-AAAA-AAAA-AAAA"
+const KEY_B = "BBBB-BBBB-BBBB-BBBB"
+
+const test = <A, E>(title: string, body: () => Effect.Effect<A, E, MemoryStore.Services | Scope.Scope>) =>
+  it.effect(title, () => Effect.provide(Effect.suspend(body), Layer.fresh(MemoryStore.layer)))
+
+/** Runs `effect` in a transaction on a child fiber that stays open until `release` completes. */
+const holdOpen = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const ready = yield* Deferred.make<A>()
+    const release = yield* Deferred.make<void>()
+    const fiber = yield* Effect.forkChild(
+      store.transaction(Effect.gen(function*() {
+        const value = yield* effect
+        yield* Deferred.succeed(ready, value)
+        yield* Deferred.await(release)
+        return value
+      }))
+    )
+    const value = yield* Deferred.await(ready)
+    return { value, fiber, release: Deferred.succeed(release, undefined) }
+  })
+
+/** Lets every other ready fiber run for a while. */
+const settle = Effect.gen(function*() {
+  for (let i = 0; i < 50; i++) yield* Effect.yieldNow
+})
+
+describe("MemoryStore", () => {
+  test("an open transaction's writes stay invisible to other fibers until it commits", () =>
+    Effect.gen(function*() {
+      const licenses = yield* LicenseRepository
+      const existing = yield* licenses.insert(draft(KEY_A, { userId: 1 }))
+      const open = yield* holdOpen(Effect.gen(function*() {
+        yield* licenses.update({ ...existing, userId: 2, revision: existing.revision + 1 })
+        return yield* licenses.insert(draft(KEY_B))
+      }))
+      assert.strictEqual((yield* licenses.findByKey(KEY_A))?.userId, 1)
+      assert.isUndefined(yield* licenses.findByKey(KEY_B))
+      assert.strictEqual((yield* licenses.list({ page: 1, perPage: 10, orderBy: "id", order: "asc" })).total, 1)
+      yield* open.release
+      yield* Fiber.join(open.fiber)
+      assert.strictEqual((yield* licenses.findByKey(KEY_A))?.userId, 2)
+      assert.deepStrictEqual(yield* licenses.findByKey(KEY_B), open.value)
+    }))
+
+  test("locks on different licenses do not wait for each other", () =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const licenses = yield* LicenseRepository
+      const a = yield* licenses.insert(draft(KEY_A))
+      const b = yield* licenses.insert(draft(KEY_B))
+      const open = yield* holdOpen(store.lockLicense(KEY_A))
+      // While A stays locked, a transaction on B runs to its end.
+      const locked = yield* store.transaction(Effect.tap(store.lockLicense(KEY_B), (l) => licenses.update({ ...l!, userId: 7 })))
+      assert.strictEqual(locked?.id, b.id)
+      assert.strictEqual((yield* licenses.findById(b.id))?.userId, 7)
+      yield* open.release
+      assert.strictEqual((yield* Fiber.join(open.fiber))?.id, a.id)
+    }))
+
+  test("a second lock on the same license waits for the holder and then sees its committed write", () =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const licenses = yield* LicenseRepository
+      const a = yield* licenses.insert(draft(KEY_A, { userId: 1 }))
+      const open = yield* holdOpen(Effect.gen(function*() {
+        const license = (yield* store.lockLicense(KEY_A))!
+        yield* licenses.update({ ...license, userId: 2, revision: license.revision + 1 })
+      }))
+      let acquired = false
+      const waiter = yield* Effect.forkChild(store.transaction(Effect.tap(store.lockLicense(KEY_A), () => Effect.sync(() => (acquired = true)))))
+      const outside = yield* Effect.forkChild(store.lockLicense(KEY_A))
+      yield* settle
+      assert.isFalse(acquired)
+      assert.isUndefined(outside.pollUnsafe())
+      yield* open.release
+      assert.strictEqual((yield* Fiber.join(waiter))?.userId, 2)
+      assert.strictEqual((yield* Fiber.join(outside))?.userId, 2)
+      assert.strictEqual((yield* licenses.findById(a.id))?.revision, a.revision + 1)
+    }))
+
+  test("a write outside a transaction waits for the row's lock", () =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const licenses = yield* LicenseRepository
+      const a = yield* licenses.insert(draft(KEY_A, { userId: 1 }))
+      const open = yield* holdOpen(store.lockLicense(KEY_A))
+      const write = yield* Effect.forkChild(licenses.update({ ...a, userId: 3 }))
+      yield* settle
+      assert.strictEqual((yield* licenses.findById(a.id))?.userId, 1)
+      yield* open.release
+      yield* Fiber.join(write)
+      assert.strictEqual((yield* licenses.findById(a.id))?.userId, 3)
+    }))
+
+  test("an interrupted waiter leaves the queue; the lock passes on", () =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const licenses = yield* LicenseRepository
+      yield* licenses.insert(draft(KEY_A))
+      const open = yield* holdOpen(store.lockLicense(KEY_A))
+      const waiter = yield* Effect.forkChild(store.transaction(store.lockLicense(KEY_A)))
+      yield* settle
+      yield* Fiber.interrupt(waiter)
+      yield* open.release
+      yield* Fiber.join(open.fiber)
+      assert.isDefined(yield* store.transaction(store.lockLicense(KEY_A)))
+    }))
+
+  test("two transactions locking each other's license: one dies of a detected deadlock, the other goes on", () =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const licenses = yield* LicenseRepository
+      yield* licenses.insert(draft(KEY_A))
+      yield* licenses.insert(draft(KEY_B))
+      const both = yield* Deferred.make<void>()
+      let locked = 0
+      const cross = (first: string, second: string) =>
+        store.transaction(Effect.gen(function*() {
+          yield* store.lockLicense(first)
+          if (++locked === 2) yield* Deferred.succeed(both, undefined)
+          yield* Deferred.await(both)
+          return yield* store.lockLicense(second)
+        }))
+      const exits = yield* Effect.all([Effect.exit(cross(KEY_A, KEY_B)), Effect.exit(cross(KEY_B, KEY_A))], { concurrency: 2 })
+      const died = exits.filter((e) => Exit.isFailure(e) && Cause.squash(e.cause) instanceof DeadlockDetected)
+      assert.strictEqual(died.length, 1)
+      assert.strictEqual(exits.filter(Exit.isSuccess).length, 1)
+    }))
+
+  test("inserting a key another open transaction inserted waits for it: LicenseExists after its commit", () =>
+    Effect.gen(function*() {
+      const licenses = yield* LicenseRepository
+      const open = yield* holdOpen(licenses.insert(draft(KEY_A, { userId: 1 })))
+      const second = yield* Effect.forkChild(Effect.exit(licenses.insert(draft(KEY_A, { userId: 2 }))))
+      yield* settle
+      assert.isUndefined(second.pollUnsafe())
+      yield* open.release
+      const exit = yield* Fiber.join(second)
+      assert.isTrue(Exit.isFailure(exit) && (Cause.squash(exit.cause) as { _tag: string })._tag === "LicenseExists")
+      assert.strictEqual((yield* licenses.findByKey(KEY_A))?.userId, 1)
+    }))
+
+  test("... and succeeds after its rollback", () =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const licenses = yield* LicenseRepository
+      const inserted = yield* Deferred.make<void>()
+      const abort = yield* Deferred.make<void>()
+      const first = yield* Effect.forkChild(Effect.exit(store.transaction(Effect.gen(function*() {
+        yield* licenses.insert(draft(KEY_A, { userId: 1 }))
+        yield* Deferred.succeed(inserted, undefined)
+        yield* Deferred.await(abort)
+        return yield* Effect.fail("abort" as const)
+      }))))
+      yield* Deferred.await(inserted)
+      const second = yield* Effect.forkChild(licenses.insert(draft(KEY_A, { userId: 2 })))
+      yield* settle
+      yield* Deferred.succeed(abort, undefined)
+      yield* Fiber.join(first)
+      assert.strictEqual((yield* Fiber.join(second)).userId, 2)
+      assert.strictEqual((yield* licenses.findByKey(KEY_A))?.userId, 2)
+    }))
+
+  test("event ids follow commit order; a transaction sees its own events and revocation bump", () =>
+    Effect.gen(function*() {
+      const outbox = yield* EventOutbox
+      const store = yield* Store
+      const event = (type: "license.created" | "license.revoked", n: number) => ({ type, occurredAt: n, licenseId: null, machineId: null, data: { n } })
+      const open = yield* holdOpen(Effect.gen(function*() {
+        yield* outbox.append([event("license.revoked", 1)])
+        return { own: yield* outbox.readAfter(0, 10), seq: yield* outbox.revocationSeq }
+      }))
+      assert.deepStrictEqual(open.value.own.map((e) => e.data), [{ n: 1 }])
+      assert.strictEqual(open.value.seq, 1)
+      assert.strictEqual(yield* outbox.revocationSeq, 0)
+      yield* store.transaction(outbox.append([event("license.created", 2)]))
+      yield* open.release
+      yield* Fiber.join(open.fiber)
+      const all = yield* outbox.readAfter(0, 10)
+      assert.deepStrictEqual(all.map((e) => [e.id, e.data]), [[1, { n: 2 }], [2, { n: 1 }]])
+      assert.strictEqual(yield* outbox.revocationSeq, 1)
+    }))
+
+  test("claims outside a transaction die instead of handing out a claim that is already gone", () =>
+    Effect.gen(function*() {
+      const licenses = yield* LicenseRepository
+      const machines = yield* MachineRepository
+      const generator = yield* (yield* GeneratorRepository).insert({
+        name: "g",
+        charset: "ABCDEFGHJKLMNPQRSTUVWXYZ23456789",
+        chunkLength: 4,
+        prefix: "",
+        productId: null,
+        defaultMaxActivations: null,
+        defaultValidDays: null,
+        defaultOverageStrategy: null,
+        defaultIsFloating: null,
+        createdAt: 0,
+        updatedAt: 0
+      })
+      yield* licenses.insert(draft(KEY_A, { state: "pending", generatorId: generator.id }))
+      const pool = yield* Effect.exit(licenses.claimFromPool(generator.id))
+      const sweep = yield* Effect.exit(machines.claimExpired(0, 10))
+      assert.isTrue(Exit.isFailure(pool) && Cause.hasDies(pool.cause))
+      assert.isTrue(Exit.isFailure(sweep) && Cause.hasDies(sweep.cause))
+    }))
+
+  test("updating a row that does not exist is a defect", () =>
+    Effect.gen(function*() {
+      const licenses = yield* LicenseRepository
+      const license = yield* licenses.insert(draft(KEY_A))
+      yield* licenses.delete(license.id)
+      const exit = yield* Effect.exit(licenses.update(license))
+      assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+      assert.isUndefined(yield* licenses.findByKey(KEY_A))
+    }))
+
+  test("the store keeps its own copy: changing what was written or read does not change it", () =>
+    Effect.gen(function*() {
+      const licenses = yield* LicenseRepository
+      const meta = { tags: ["a"] }
+      const written = yield* licenses.insert(draft(KEY_A, { meta }))
+      meta.tags.push("b")
+      const read = (yield* licenses.findByKey(KEY_A))!
+      assert.deepStrictEqual(read.meta, { tags: ["a"] })
+      assert.throws(() => (read.meta["tags"] as Array<string>).push("c"))
+      assert.deepStrictEqual(written.meta, { tags: ["a"] })
+    }))
+
+  it.effect("each build of the layer is a separate, empty store", () =>
+    Effect.gen(function*() {
+      const insert = Effect.gen(function*() {
+        const licenses = yield* LicenseRepository
+        return yield* licenses.insert(draft(KEY_A))
+      })
+      const first = yield* Effect.provide(insert, MemoryStore.layer)
+      const second = yield* Effect.provide(Effect.exit(insert), MemoryStore.layer)
+      assert.strictEqual(first.key, KEY_A)
+      assert.isTrue(Exit.isSuccess(second))
+    }))
+})
