@@ -118,3 +118,24 @@ export const failureOf = <A, E>(result: Result.Result<A, E>): E => {
   if (Result.isSuccess(result)) throw new Error(`expected a failure, got a success`)
   return result.failure
 }
+
+/**
+ * A `Random` whose i-th call answers bytes all equal to `values[i]`, then seeded bytes: with a 32-character
+ * charset each minted key is one character repeated, so a test can aim a mint at a key it chose.
+ */
+export const repeatedByteRandom = (values: ReadonlyArray<number>, seed = 1): Layer.Layer<Random> => {
+  const next = seededWords(seed)
+  let call = 0
+  return Layer.succeed(
+    Random,
+    Random.of({
+      bytes: (n) =>
+        Effect.sync(() => {
+          const value = values[call++]
+          const out = new Uint8Array(n)
+          for (let i = 0; i < n; i++) out[i] = value ?? next() & 0xff
+          return out
+        })
+    })
+  )
+}

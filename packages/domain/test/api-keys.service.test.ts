@@ -1,0 +1,110 @@
+/**
+ * API keys (CONTRACT §2, §11, §14) through the service on the memory store: credentials, authentication,
+ * scopes, hashes-only storage and the truncated key.
+ */
+import { createHash } from "node:crypto"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
+import { ApiKeyRepository, ApiKeys, type ApiKeyScope } from "@lm/domain"
+import { onEngine } from "./engine.js"
+import { T0 } from "./fixtures.js"
+
+const sha256 = (value: string) => createHash("sha256").update(value).digest("hex")
+const stored = ApiKeyRepository.use((repo) => repo.list({ page: 1, perPage: 100 }))
+
+describe("ApiKeys", () => {
+  it.effect("creates ck_/cs_ credentials that authenticate; a wrong secret or unknown key is unauthorized", () =>
+    onEngine(Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      const issued = yield* apiKeys.create({ description: "ci", scope: "read" })
+      expect(issued.consumerKey).toMatch(/^ck_[0-9a-f]{40}$/)
+      expect(issued.consumerSecret).toMatch(/^cs_[0-9a-f]{40}$/)
+      const found = yield* apiKeys.authenticate(issued.consumerKey, issued.consumerSecret)
+      expect(found).toMatchObject({ id: issued.apiKey.id, scope: "read", description: "ci" })
+
+      const other = yield* apiKeys.create({ description: "other", scope: "write" })
+      const refusals = [
+        [issued.consumerKey, other.consumerSecret],
+        [other.consumerKey, issued.consumerSecret],
+        [`ck_${"0".repeat(40)}`, issued.consumerSecret],
+        [issued.consumerKey, ""],
+        ["", ""],
+        [issued.consumerKey.toUpperCase(), issued.consumerSecret]
+      ] as const
+      for (const [key, secret] of refusals) {
+        expect(yield* Effect.flip(apiKeys.authenticate(key, secret))).toMatchObject({ _tag: "Unauthorized", code: "rest_unauthorized", status: 401 })
+      }
+    })))
+
+  it.effect("stores only SHA-256 hashes of the key and secret, and a … + last-7 truncated key", () =>
+    onEngine(Effect.gen(function*() {
+      const issued = yield* (yield* ApiKeys).create({ description: "x", scope: "read_write" })
+      const [row] = (yield* stored).items
+      expect(row).toMatchObject({
+        consumerKeyHash: sha256(issued.consumerKey),
+        consumerSecretHash: sha256(issued.consumerSecret),
+        truncatedKey: `\u2026${issued.consumerKey.slice(-7)}`
+      })
+      expect(row!.truncatedKey).toHaveLength(8)
+      const text = JSON.stringify(row)
+      expect(text).not.toContain(issued.consumerKey.slice(3))
+      expect(text).not.toContain(issued.consumerSecret.slice(3))
+    })))
+
+  it.effect("authorizes by scope: read → GET, write → POST/PUT/PATCH/DELETE, read_write → all", () =>
+    onEngine(Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      const matrix: Record<ApiKeyScope, Record<string, boolean>> = {
+        read: { GET: true, POST: false, PUT: false, PATCH: false, DELETE: false },
+        write: { GET: false, POST: true, PUT: true, PATCH: true, DELETE: true },
+        read_write: { GET: true, POST: true, PUT: true, PATCH: true, DELETE: true }
+      }
+      for (const scope of Object.keys(matrix) as Array<ApiKeyScope>) {
+        const { apiKey } = yield* apiKeys.create({ description: scope, scope })
+        for (const [method, allowed] of Object.entries(matrix[scope])) {
+          const exit = yield* Effect.exit(apiKeys.authorize(apiKey, method))
+          expect([scope, method, exit._tag]).toEqual([scope, method, allowed ? "Success" : "Failure"])
+          if (!allowed) expect(yield* Effect.flip(apiKeys.authorize(apiKey, method))).toMatchObject({ _tag: "Forbidden", code: "rest_forbidden", status: 403 })
+        }
+      }
+    })))
+
+  it.effect("records the last access, at most once a minute", () =>
+    onEngine(Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      const issued = yield* apiKeys.create({ description: "x", scope: "read" })
+      expect((yield* stored).items[0]!.lastAccessAt).toBeNull()
+      yield* apiKeys.authenticate(issued.consumerKey, issued.consumerSecret)
+      expect((yield* stored).items[0]!.lastAccessAt).toBe(T0)
+      yield* TestClock.adjust("30 seconds")
+      yield* apiKeys.authenticate(issued.consumerKey, issued.consumerSecret)
+      expect((yield* stored).items[0]!.lastAccessAt).toBe(T0)
+      yield* TestClock.adjust("31 seconds")
+      yield* apiKeys.authenticate(issued.consumerKey, issued.consumerSecret)
+      expect((yield* stored).items[0]!.lastAccessAt).toBe(T0 + 61_000)
+    })))
+
+  it.effect("a deleted key no longer authenticates; bootstrap creates a read_write key only in an empty store", () =>
+    onEngine(Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      const boot = yield* apiKeys.bootstrapIfEmpty
+      expect(boot?.apiKey.scope).toBe("read_write")
+      expect(yield* apiKeys.bootstrapIfEmpty).toBeUndefined()
+      yield* apiKeys.delete(boot!.apiKey.id)
+      expect(yield* Effect.flip(apiKeys.authenticate(boot!.consumerKey, boot!.consumerSecret))).toMatchObject({ _tag: "Unauthorized" })
+      expect(yield* Effect.flip(apiKeys.delete(boot!.apiKey.id))).toMatchObject({ _tag: "ApiKeyNotFound", status: 404 })
+    })))
+
+  it.effect("ensure keeps exactly the given credentials and scope", () =>
+    onEngine(Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      const consumerKey = `ck_${"a".repeat(40)}`
+      const consumerSecret = `cs_${"b".repeat(40)}`
+      yield* apiKeys.ensure({ consumerKey, consumerSecret, scope: "read", description: "boot" })
+      yield* apiKeys.ensure({ consumerKey, consumerSecret, scope: "read_write", description: "boot" })
+      expect((yield* stored).items.map((k) => k.scope)).toEqual(["read_write"])
+      expect((yield* apiKeys.authenticate(consumerKey, consumerSecret)).scope).toBe("read_write")
+      expect(yield* Effect.flip(apiKeys.ensure({ consumerKey: "nope", consumerSecret, scope: "read", description: "x" }))).toMatchObject({ _tag: "Unauthorized" })
+    })))
+})
