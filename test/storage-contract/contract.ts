@@ -56,16 +56,15 @@ class Boom {
  * each store call on every store (a store that answers synchronously would otherwise run them one by one).
  */
 const yielding = <S extends object>(service: S): S =>
-  Object.fromEntries(
-    Object.entries(service).map(([name, value]) => [
-      name,
-      typeof value === "function"
-        ? (...args: Array<unknown>) => Effect.tap(value(...args) as Effect.Effect<unknown>, () => Effect.yieldNow)
-        : Effect.isEffect(value)
-        ? Effect.tap(value, () => Effect.yieldNow)
-        : value
-    ])
-  ) as S
+  new Proxy(service, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name)
+      if (typeof value === "function") {
+        return (...args: Array<unknown>) => Effect.tap(value.apply(target, args) as Effect.Effect<unknown>, () => Effect.yieldNow)
+      }
+      return Effect.isEffect(value) ? Effect.tap(value, () => Effect.yieldNow) : value
+    }
+  })
 
 const isPositiveInt = (n: number) => Number.isInteger(n) && n > 0
 
