@@ -124,7 +124,7 @@ describe("request bodies", () => {
   it("reads no body, or an empty JSON body, on a POST as {}", async () => {
     const none = await call("/echo/touch", { method: "POST" })
     expect(none.status).toBe(200)
-    expect(none.body).toEqual({ success: true, data: { note: null }, meta: {} })
+    expect(none.body).toEqual({ success: true, data: { note: null, request_id: none.headers.get("x-request-id") }, meta: {} })
     const empty = await call("/echo/touch", { method: "POST", headers: json, body: "" })
     expect(empty.status).toBe(200)
     // {} reaches the schema, so a required field is reported as missing rather than the body as invalid
@@ -152,32 +152,40 @@ describe("request bodies", () => {
     expectEnvelope(result, 413, "rest_payload_too_large")
   })
 
+  it("reads a chunked body (no Content-Length), and an empty chunked body as {}", async () => {
+    const body = await chunkedPost("/echo", ["{\"license_key\":", "\"ABCD-EFGH-IJKL-MNOP\"}"])
+    expect(body.status).toBe(200)
+    expect(body.body.data).toEqual({ license_key: "ABCD-EFGH-IJKL-MNOP" })
+    const empty = await chunkedPost("/echo/touch", [])
+    expect(empty.status).toBe(200)
+  })
+
   it("answers a 2 MiB chunked body with 413, stopping at the limit", async () => {
     const chunk = "x".repeat(64 * 1024)
-    let sent = 0
-    const stream = Readable.from((function*() {
-      yield "{\"license_key\":\""
-      while (sent < 2 * 1024 * 1024) {
-        sent += chunk.length
-        yield chunk
-      }
-      yield "\"}"
-    })())
-    const result = await new Promise<{ status: number; body: any; requestId: string | undefined }>((resolve, reject) => {
-      const url = new URL(server.apiBase + "/echo")
-      const req = httpRequest(url, { method: "POST", headers: { ...json, "transfer-encoding": "chunked" } }, (res) => {
-        let text = ""
-        res.setEncoding("utf8")
-        res.on("data", (part) => text += part)
-        res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text), requestId: res.headers["x-request-id"] as string | undefined }))
-      })
-      req.on("error", reject)
-      stream.pipe(req)
-    })
+    const chunks = ["{\"license_key\":\"", ...Array.from({ length: 32 }, () => chunk), "\"}"]
+    const result = await chunkedPost("/echo", chunks)
     expect(result.requestId).toMatch(/\S/)
     expectEnvelope(result, 413, "rest_payload_too_large")
   })
 })
+
+/** POSTs JSON with `Transfer-Encoding: chunked`, one chunk per string. */
+const chunkedPost = (path: string, chunks: ReadonlyArray<string>) =>
+  new Promise<{ status: number; body: any; requestId: string | undefined }>((resolve, reject) => {
+    const req = httpRequest(new URL(server.apiBase + path), {
+      method: "POST",
+      headers: { ...json, "transfer-encoding": "chunked" }
+    }, (res) => {
+      let text = ""
+      res.setEncoding("utf8")
+      res.on("data", (part) => text += part)
+      res.on("end", () =>
+        resolve({ status: res.statusCode!, body: JSON.parse(text), requestId: res.headers["x-request-id"] as string | undefined })
+      )
+    })
+    req.on("error", reject)
+    Readable.from(chunks).pipe(req)
+  })
 
 describe("errors from handlers", () => {
   it("maps a domain error to its code and status, its extra fields to data", async () => {
@@ -207,6 +215,12 @@ describe("errors from handlers", () => {
 })
 
 describe("X-Request-Id", () => {
+  it("is the id handlers see (currentRequestId)", async () => {
+    const result = await call("/echo/touch", { method: "POST", headers: { ...json, "x-request-id": "trace-7" }, body: "{}" })
+    expect(result.headers.get("x-request-id")).toBe("trace-7")
+    expect(result.body.data.request_id).toBe("trace-7")
+  })
+
   it("reuses a sane incoming id and replaces an unusable one", async () => {
     const reused = await fetch(server.apiBase + "/health", { headers: { "x-request-id": "client-req.42" } })
     expect(reused.headers.get("x-request-id")).toBe("client-req.42")

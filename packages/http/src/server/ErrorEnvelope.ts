@@ -19,23 +19,17 @@ import * as InvalidParams from "../domain/InvalidParams.js"
 import { envelope, errorResponse } from "./Responses.js"
 import { HttpSettings } from "./Settings.js"
 
-const emptyJsonBody = Effect.succeed("{}")
-
 /**
- * The request with its (empty) body read as `{}` and typed as JSON. Only requests without a body take this
- * path, so the proxy costs nothing on the others.
+ * The request with an empty body read as `{}`. A request whose `Content-Length` is positive takes no detour;
+ * one with no length (chunked, HTTP/2, a web `Request`) may or may not have a body, so its text is mapped once
+ * read. An explicit `Content-Length: 0` is JSON whatever its content type says (`curl -X POST -d ''`).
  */
-const withEmptyJsonBody = (request: HttpServerRequest): HttpServerRequest => {
-  const headers = Headers.set(request.headers, "content-type", "application/json")
+const withEmptyBodyAsObject = (request: HttpServerRequest, declaredEmpty: boolean): HttpServerRequest => {
+  const text = Effect.map(request.text, (body) => body === "" ? "{}" : body)
+  const headers = declaredEmpty ? Headers.set(request.headers, "content-type", "application/json") : request.headers
   return new Proxy(request, {
-    get: (target, key) => key === "text" ? emptyJsonBody : key === "headers" ? headers : Reflect.get(target, key, target)
+    get: (target, key) => key === "text" ? text : key === "headers" ? headers : Reflect.get(target, key, target)
   })
-}
-
-/** Whether a request carries no body: `Content-Length: 0`, or neither a length nor a chunked body. */
-const hasNoBody = (request: HttpServerRequest): boolean => {
-  const length = request.headers["content-length"]
-  return length === undefined ? request.headers["transfer-encoding"] === undefined : Number(length) === 0
 }
 
 const isJson = (text: string): boolean => {
@@ -87,9 +81,11 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
         let request = Context.getUnsafe(fiber.context, HttpServerRequest)
         let effect = httpEffect
         if (endpoint.payload.size > 0 && HttpMethod.hasBody(request.method)) {
-          if (Number(request.headers["content-length"]) > maxBodyBytes) return Effect.sync(tooLarge)
-          if (hasNoBody(request)) {
-            request = withEmptyJsonBody(request)
+          const length = request.headers["content-length"]
+          const declared = length === undefined ? undefined : Number(length)
+          if (declared !== undefined && declared > maxBodyBytes) return Effect.sync(tooLarge)
+          if (declared === undefined || declared === 0) {
+            request = withEmptyBodyAsObject(request, declared === 0)
             effect = Effect.provideService(effect, HttpServerRequest, request)
           }
         }

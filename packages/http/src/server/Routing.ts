@@ -73,8 +73,14 @@ const saneRequestId = /^[A-Za-z0-9._:@+=-]{1,128}$/
 export const requestIdFor = (incoming: string | undefined): string =>
   incoming !== undefined && saneRequestId.test(incoming) ? incoming : randomUUID()
 
-/** The request id of the current request (also in the log annotations as `request_id`). */
-export class RequestId extends Context.Reference<string>("lm/http/RequestId", { defaultValue: () => "" }) {}
+/** Request ids by the underlying request (shared by every view of it), so a lookup costs nothing per request. */
+const requestIds = new WeakMap<object, string>()
+
+/** The request id of the current request, as sent back in `X-Request-Id` (e.g. to put in a log line). */
+export const currentRequestId: Effect.Effect<string, never, HttpServerRequest> = Effect.map(
+  Effect.service(HttpServerRequest),
+  (request) => requestIds.get(request.source) ?? ""
+)
 
 const isTagged = (u: unknown, tag: string): u is { readonly _tag: string } =>
   typeof u === "object" && u !== null && (u as { readonly _tag?: unknown })._tag === tag
@@ -121,7 +127,7 @@ const failureResponse = (
   }
   return Effect.as(
     Effect.logError("Request failed", cause).pipe(
-      Effect.annotateLogs({ method: request.method, url: request.url })
+      Effect.annotateLogs({ request_id: requestId, method: request.method, url: request.url })
     ),
     envelope(500, "internal_error", internalErrorMessage, { request_id: requestId })
   )
@@ -137,11 +143,11 @@ export const requestEnvelope = (table: RouteTable) =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest)
         const requestId = requestIdFor(request.headers["x-request-id"])
+        requestIds.set(request.source, requestId)
+        // No log annotation or service per request: they would cost more than the rest of this middleware.
         return httpEffect.pipe(
           Effect.catchCause((cause) => failureResponse(cause, request, requestId, table)),
-          Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)),
-          Effect.provideService(RequestId, requestId),
-          Effect.annotateLogs("request_id", requestId)
+          Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
         ) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>
       }),
     { global: true }

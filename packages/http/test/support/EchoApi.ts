@@ -11,6 +11,7 @@ import { ErrorEnvelope } from "../../src/api/ErrorEnvelope.js"
 import { SystemGroup } from "../../src/api/System.js"
 import * as ApiErrors from "../../src/domain/ApiErrors.js"
 import { ok, Success } from "../../src/domain/Envelope.js"
+import { currentRequestId } from "../../src/server/Routing.js"
 
 const LicenseKey = Schema.String.check(Schema.isPattern(/^[A-Z0-9]{4}(-[A-Z0-9]{4}){3}$/, { message: "is not a license key" }))
 
@@ -43,7 +44,10 @@ export class FakeStorageUnavailable extends Schema.TaggedError<FakeStorageUnavai
 export class EchoGroup extends HttpApiGroup.make("echo")
   .add(
     HttpApiEndpoint.post("echo", "/echo", { payload: EchoPayload, success: Success(EchoPayload) }),
-    HttpApiEndpoint.post("touch", "/echo/touch", { payload: Schema.Struct({ note: Schema.optionalKey(Schema.String) }), success: Success(Schema.Struct({ note: Schema.NullOr(Schema.String) })) }),
+    HttpApiEndpoint.post("touch", "/echo/touch", {
+      payload: Schema.Struct({ note: Schema.optionalKey(Schema.String) }),
+      success: Success(Schema.Struct({ note: Schema.NullOr(Schema.String), request_id: Schema.String }))
+    }),
     HttpApiEndpoint.get("list", "/echo/list", {
       query: { page: Schema.optionalKey(Schema.FiniteFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1))) },
       success: Success(Schema.Struct({ page: Schema.Number }))
@@ -86,7 +90,7 @@ export class EchoApi extends HttpApi.make("lm")
 export const EchoHandlers = HttpApiBuilder.group(EchoApi, "echo", (handlers) =>
   handlers.handleAll({
     echo: ({ payload }) => Effect.succeed(ok(payload)),
-    touch: ({ payload }) => Effect.succeed(ok({ note: payload.note ?? null })),
+    touch: ({ payload }) => Effect.map(currentRequestId, (requestId) => ok({ note: payload.note ?? null, request_id: requestId })),
     list: ({ query }) => Effect.succeed(ok({ page: query.page ?? 1 })),
     transition: () =>
       Effect.fail(new FakeTransitionError({ message: "Cannot reinstate a license that is active.", from: "active", action: "reinstate" }))
