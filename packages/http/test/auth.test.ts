@@ -144,3 +144,22 @@ describe("restRequestValid guards added by an embedder", () => {
     }
   })
 })
+
+describe("an authenticator that cannot reach the store", () => {
+  it("answers 503 service_unavailable with Retry-After, not 401", async () => {
+    const server = await startEchoServer({
+      authenticator: {
+        authenticate: () => Effect.fail({ code: "service_unavailable", status: 503, message: "The store cannot be reached." })
+      },
+      logs: []
+    })
+    try {
+      const response = await get(server, basic(testKeys.read.consumerKey, testKeys.read.consumerSecret))
+      expect(response.headers.get("retry-after")).toMatch(/^\d+$/)
+      const result = await outcome(response)
+      expect([result.status, result.code]).toEqual([503, "service_unavailable"])
+    } finally {
+      await server.close()
+    }
+  })
+})

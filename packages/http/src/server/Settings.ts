@@ -102,9 +102,13 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   )
 }
 
-/** `HOST` and `PORT` from the environment. */
-export const listenFromEnv: Effect.Effect<Listen, Config.ConfigError> = Effect.gen(function*() {
+/** `HOST` and `PORT` from the environment (`PORT=0` picks a free port). */
+export const listenFromEnv: Effect.Effect<Listen, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
   const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
-  const port = yield* Config.Port("PORT").pipe(Config.withDefault(8080))
+  // Not `Config.Port`: it refuses 0, which here asks for a free port.
+  const port = yield* Config.Int("PORT").pipe(Config.withDefault(8080))
+  if (port < 0 || port > 65535) {
+    return yield* new InvalidSetting({ name: "PORT", message: `PORT: expected 0 to 65535, got ${port}` })
+  }
   return { host, port }
 })

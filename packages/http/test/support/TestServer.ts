@@ -86,6 +86,8 @@ export interface CapturedLog {
 /** Options of {@link startEchoServer}. */
 export interface EchoServerOptions {
   readonly settings?: Partial<Settings>
+  /** Replaces the stub authenticator. */
+  readonly authenticator?: ApiKeyAuthenticator["Service"]
   /** Guards run after the bundled ones. */
   readonly guards?: ReadonlyArray<RestRequestGuard>
   readonly storage?: StorageHealth["Service"]
@@ -98,7 +100,7 @@ export const echoServerLayer = (options: EchoServerOptions = {}, listen = { host
   const settings = HttpSettings.layer(options.settings)
   const middlewares = Layer.mergeAll(ErrorEnvelopeLive, AuthenticationLive).pipe(
     Layer.provide(RestRequestValid.layerBundled(options.guards)),
-    Layer.provide(stubAuthenticator)
+    Layer.provide(options.authenticator === undefined ? stubAuthenticator : Layer.succeed(ApiKeyAuthenticator, options.authenticator))
   )
   const handlers = Layer.mergeAll(SystemHandlers, TestHandlers).pipe(
     Layer.provide(middlewares),
