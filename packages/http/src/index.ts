@@ -31,7 +31,16 @@ export { type GuardedRequest, ipAllowListGuard, type RestRequestGuard, RestReque
 export { layerMiddlewares, layerRoutes, layerServer, openApiDocument } from "./server/Http.js"
 export { runServer } from "./server/Main.js"
 export { defaultRetryAfterSeconds, envelope, errorResponse, wwwAuthenticate } from "./server/Responses.js"
-export { currentRequestId, makeRouteTable, mountAt, requestEnvelope, requestIdFor, type RouteTable } from "./server/Routing.js"
+export {
+  currentRequestId,
+  makeRouteTable,
+  mountAt,
+  payloadTooLarge,
+  requestEnvelope,
+  type RequestEnvelopeOptions,
+  requestIdFor,
+  type RouteTable
+} from "./server/Routing.js"
 export {
   apiBase,
   defaultMaxBodyBytes,

@@ -17,6 +17,7 @@ import { ErrorEnvelope } from "../api/ErrorEnvelope.js"
 import * as ApiErrors from "../domain/ApiErrors.js"
 import * as InvalidParams from "../domain/InvalidParams.js"
 import { envelope, errorResponse } from "./Responses.js"
+import { payloadTooLarge } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
 
 /**
@@ -75,7 +76,6 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
   ErrorEnvelope,
   Effect.gen(function*() {
     const { maxBodyBytes } = yield* HttpSettings
-    const tooLarge = () => envelope(413, "rest_payload_too_large", `The request body is larger than ${maxBodyBytes} bytes.`)
     return ErrorEnvelope.of((httpEffect, { endpoint }) =>
       Effect.withFiber((fiber) => {
         let request = Context.getUnsafe(fiber.context, HttpServerRequest)
@@ -83,7 +83,7 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
         if (endpoint.payload.size > 0 && HttpMethod.hasBody(request.method)) {
           const length = request.headers["content-length"]
           const declared = length === undefined ? undefined : Number(length)
-          if (declared !== undefined && declared > maxBodyBytes) return Effect.sync(tooLarge)
+          if (declared !== undefined && declared > maxBodyBytes) return Effect.sync(() => payloadTooLarge(maxBodyBytes))
           if (declared === undefined || declared === 0) {
             request = withEmptyBodyAsObject(request, declared === 0)
             effect = Effect.provideService(effect, HttpServerRequest, request)

@@ -34,7 +34,7 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
  */
 export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
   Layer.unwrap(Effect.gen(function*() {
-    const { restRoot } = yield* HttpSettings
+    const { maxBodyBytes, restRoot } = yield* HttpSettings
     const table = makeRouteTable()
     // Built on the first request, then kept.
     let document: HttpServerResponse.HttpServerResponse | undefined
@@ -43,7 +43,7 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
       `${apiPath}/openapi.json`,
       Effect.sync(() => document ??= HttpServerResponse.jsonUnsafe(openApiDocument(api, restRoot)))
     )
-    return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, requestEnvelope(table)).pipe(
+    return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, requestEnvelope({ table, maxBodyBytes })).pipe(
       Layer.provide(mountAt(restRoot, table))
     )
   }))

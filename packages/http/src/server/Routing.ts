@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { Cause, Context, Effect, Layer } from "effect"
 import type { Types } from "effect"
-import { FindMyWay, HttpRouter, HttpServerResponse } from "effect/http"
+import { FindMyWay, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { envelope } from "./Responses.js"
 
@@ -82,32 +82,41 @@ export const currentRequestId: Effect.Effect<string, never, HttpServerRequest> =
   (request) => requestIds.get(request.source) ?? ""
 )
 
-const isTagged = (u: unknown, tag: string): u is { readonly _tag: string } =>
-  typeof u === "object" && u !== null && (u as { readonly _tag?: unknown })._tag === tag
-
-/** The `HttpServerError` reason in a cause (failed or died with), if any. */
-const serverErrorReason = (cause: Cause.Cause<unknown>): { readonly _tag: string; readonly reason?: unknown } | undefined => {
+/** The `HttpServerError` a cause failed or died with, if any (no route, an unreadable or oversized body). */
+const serverError = (cause: Cause.Cause<unknown>): HttpServerError.HttpServerError | undefined => {
   for (const reason of cause.reasons) {
     const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
-    if (isTagged(error, "HttpServerError")) return (error as unknown as { readonly reason: { readonly _tag: string } }).reason
+    if (HttpServerError.isHttpServerError(error)) return error
   }
   return undefined
 }
 
 const internalErrorMessage = "An internal error occurred. Quote the request id when reporting it."
 
+/** What the global middleware needs to know. */
+export interface RequestEnvelopeOptions {
+  /** The routes served, to tell 404 from 405. */
+  readonly table: RouteTable
+  /** The body limit, for the 413 message. */
+  readonly maxBodyBytes: number
+}
+
+/** The 413 for a body over the limit. */
+export const payloadTooLarge = (maxBodyBytes: number): HttpServerResponse.HttpServerResponse =>
+  envelope(413, "rest_payload_too_large", `The request body is larger than the limit of ${maxBodyBytes} bytes.`)
+
 /** The response for a request whose handling failed. */
 const failureResponse = (
   cause: Cause.Cause<unknown>,
   request: HttpServerRequest,
   requestId: string,
-  table: RouteTable
+  options: RequestEnvelopeOptions
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   // An interrupted request (the client went away) holds no error to answer.
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-  const reason = serverErrorReason(cause)
+  const reason = serverError(cause)?.reason
   if (reason?._tag === "RouteNotFound") {
-    const allowed = table.allowedMethods(request.url)
+    const allowed = options.table.allowedMethods(request.url)
     if (allowed.length === 0) {
       return Effect.succeed(envelope(404, "rest_no_route", "No route was found matching the URL and request method."))
     }
@@ -120,9 +129,7 @@ const failureResponse = (
     ))
   }
   if (reason?._tag === "RequestParseError") {
-    if ((reason as { readonly reason?: string }).reason === "BodyTooLarge") {
-      return Effect.succeed(envelope(413, "rest_payload_too_large", "The request body is larger than 1 MiB."))
-    }
+    if (reason.reason === "BodyTooLarge") return Effect.succeed(payloadTooLarge(options.maxBodyBytes))
     return Effect.succeed(envelope(400, "rest_invalid_json", "The request body could not be read."))
   }
   return Effect.as(
@@ -137,7 +144,7 @@ const failureResponse = (
  * The global middleware: request id, `X-Request-Id` on every response, and envelopes for the failures no
  * route handles (unknown route, wrong method, oversized body, defects).
  */
-export const requestEnvelope = (table: RouteTable) =>
+export const requestEnvelope = (options: RequestEnvelopeOptions) =>
   HttpRouter.middleware<{ handles: unknown }>()(
     (httpEffect) =>
       Effect.withFiber((fiber) => {
@@ -146,7 +153,7 @@ export const requestEnvelope = (table: RouteTable) =>
         requestIds.set(request.source, requestId)
         // No log annotation or service per request: they would cost more than the rest of this middleware.
         return httpEffect.pipe(
-          Effect.catchCause((cause) => failureResponse(cause, request, requestId, table)),
+          Effect.catchCause((cause) => failureResponse(cause, request, requestId, options)),
           Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
         ) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>
       }),
