@@ -7,6 +7,8 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Effect, Layer, Redacted, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import * as PgliteBridge from "./PgliteBridge.js"
 
 /** The store cannot be reached or opened (maps to `service_unavailable`, 503). */
@@ -60,7 +62,7 @@ export interface PgliteOptions {
 /**
  * `SqlClient` + `PgClient` on embedded PGlite, through {@link PgliteBridge}, with a pool of one connection
  * (PGlite has one session; concurrent transactions queue for it). Releasing the layer closes PGlite.
- * One process at a time may open a data folder.
+ * A data folder is locked while open: a second opener (in any process) fails with `StoreUnavailable`.
  */
 export const layerPglite = (
   options: PgliteOptions = {}
@@ -78,9 +80,13 @@ export const makePglite = Effect.fnUntraced(function*(options: PgliteOptions) {
   }).pipe(Effect.mapError(storeUnavailable))
 })
 
-/** Opens PGlite for the scope: on release, the bridge's sockets are cleaned up, then PGlite is closed. */
-const openPglite = (options: PgliteOptions) =>
-  Effect.acquireRelease(
+/**
+ * Opens PGlite for the scope (locking its data folder first): on release, the bridge's sockets are cleaned
+ * up, then PGlite is closed, then the lock is released.
+ */
+const openPglite = Effect.fnUntraced(function*(options: PgliteOptions) {
+  if (options.dataDir !== undefined) yield* lockDataDir(options.dataDir)
+  const { bridge } = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
         const db = await PGlite.create({
@@ -96,4 +102,48 @@ const openPglite = (options: PgliteOptions) =>
         Effect.tapError((error) => Effect.logWarning("PGlite did not close cleanly", error)),
         Effect.ignore
       )
-  ).pipe(Effect.map(({ bridge }) => bridge))
+  )
+  return bridge
+})
+
+/**
+ * Holds `<dataDir>/lm.lock` (the owner's pid) for the scope. PGlite does not lock its folder, and two
+ * processes writing one folder would corrupt it; a lock whose process is gone (killed) is taken over.
+ */
+const lockDataDir = (dataDir: string) =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => takeLock(dataDir),
+      catch: (cause) => new StoreUnavailable({ message: cause instanceof Error ? cause.message : String(cause) })
+    }),
+    (file) => Effect.sync(() => fs.rmSync(file, { force: true }))
+  )
+
+const takeLock = (dataDir: string): string => {
+  const file = path.join(dataDir, "lm.lock")
+  fs.mkdirSync(dataDir, { recursive: true })
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(file, `${process.pid}\n`, { flag: "wx" })
+      return file
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+      const owner = Number.parseInt(fs.readFileSync(file, "utf8"), 10)
+      if (isRunning(owner)) {
+        throw new Error(`The data folder ${dataDir} is in use by process ${owner} (if it is not, delete ${file})`)
+      }
+      fs.rmSync(file, { force: true })
+    }
+  }
+  throw new Error(`Could not lock the data folder ${dataDir}`)
+}
+
+const isRunning = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}

@@ -4,12 +4,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { layerPglite, PgliteBridge, PgliteTemplate } from "@lm/storage-pg"
+import { layerPglite, PgliteBridge, PgliteTemplate, StoreUnavailable } from "@lm/storage-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { Deferred, Effect, Fiber } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql/SqlClient"
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
+import { writeFileSync } from "node:fs"
 import { once } from "node:events"
 import * as path from "node:path"
 import type { Duplex } from "node:stream"
@@ -59,6 +60,32 @@ describe("PGlite data folder", () => {
         return yield* sql`SELECT note FROM crash ORDER BY note`
       }).pipe(Effect.provide(layerPglite({ dataDir })))
       assert.deepStrictEqual(rows, [{ note: "committed before SIGKILL" }])
+    }).pipe(Effect.scoped))
+})
+
+describe("PGlite data folder lock", () => {
+  it.live("refuses a second opener while the folder is open, and lets it in after close", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* PgliteTemplate.temporaryDataDir
+      const ping = Effect.flatMap(SqlClient, (sql) => sql`SELECT 1`)
+      // The second store is built while the first (provided around it) is open.
+      const second = yield* Effect.flip(ping.pipe(Effect.provide(layerPglite({ dataDir })))).pipe(
+        Effect.provide(layerPglite({ dataDir }))
+      )
+      assert.instanceOf(second, StoreUnavailable)
+      assert.match(second.message, new RegExp(`in use by process ${process.pid}`))
+      yield* ping.pipe(Effect.provide(layerPglite({ dataDir })))
+    }).pipe(Effect.scoped))
+
+  it.live("takes over the lock of a process that is gone", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* PgliteTemplate.temporaryDataDir
+      const gone = spawnSync(process.execPath, ["-e", ""]).pid
+      writeFileSync(path.join(dataDir, "lm.lock"), `${gone}\n`)
+      const rows = yield* Effect.flatMap(SqlClient, (sql) => sql`SELECT 1 AS one`).pipe(
+        Effect.provide(layerPglite({ dataDir }))
+      )
+      assert.deepStrictEqual(rows, [{ one: 1 }])
     }).pipe(Effect.scoped))
 })
 
