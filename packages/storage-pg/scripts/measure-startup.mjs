@@ -1,13 +1,14 @@
 // Start-up time and memory of the PGlite store, each case in a fresh process (RSS is per process).
 // Build first (`npx tsc -b packages/storage-pg`), then: node packages/storage-pg/scripts/measure-startup.mjs [runs]
-import { Effect, Layer } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { layerPglite, PgliteTemplate } from "../dist/index.js"
+import { layerPglite, makePglite, PgliteTemplate } from "../dist/index.js"
 
 const self = fileURLToPath(import.meta.url)
 const [mode, arg] = process.argv.slice(2)
@@ -29,13 +30,14 @@ const measure = async (layer) => {
   console.log(JSON.stringify({ ready, closed, rss: mib(process.memoryUsage().rss), peak: Math.round(process.resourceUsage().maxRSS / 1024) }))
 }
 
+// "close" includes deleting the copied folder where there is one.
 const cases = {
   "new data folder (initdb)": (dir) => layerPglite({ dataDir: dir }),
   "existing data folder": (dir) => layerPglite({ dataDir: dir }),
   "in memory (initdb)": () => layerPglite(),
-  "tests: copy of the template folder": () => PgliteTemplate.layerTemporary,
-  "tests: in memory from a template tarball": (tar) =>
-    layerPglite({ loadDataDir: new Blob([fs.readFileSync(tar)]) })
+  "tests: copy of the template folder": () =>
+    PgClient.layerFrom(Effect.flatMap(PgliteTemplate.temporaryDataDir, (dataDir) => makePglite({ dataDir }))),
+  "tests: in memory from the template tarball": () => PgliteTemplate.layerTemporary
 }
 
 if (mode !== undefined && mode !== "--runs") {
@@ -43,17 +45,8 @@ if (mode !== undefined && mode !== "--runs") {
 } else {
   const runs = Number(process.argv[3] ?? 3)
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "lm-measure-"))
-  // The template (made once per machine) and a tarball of it, outside the timings.
-  const template = await Effect.runPromise(PgliteTemplate.templateDataDir)
-  const tar = path.join(work, "template.tar")
-  {
-    const { PGlite } = await import("@electric-sql/pglite")
-    const copy = path.join(work, "copy")
-    fs.cpSync(template, copy, { recursive: true })
-    const db = await PGlite.create(copy)
-    fs.writeFileSync(tar, Buffer.from(await (await db.dumpDataDir("none")).arrayBuffer()))
-    await db.close()
-  }
+  // The template is made once per machine, outside the timings.
+  await Effect.runPromise(PgliteTemplate.templateDataDir)
   const child = (name, arg) => {
     const out = spawnSync(process.execPath, [self, name, arg ?? ""], { encoding: "utf8" })
     if (out.status !== 0) throw new Error(out.stderr)
@@ -68,7 +61,7 @@ if (mode !== undefined && mode !== "--runs") {
     for (let run = 0; run < runs; run++) {
       const dir = path.join(work, `db-${run}`)
       if (name === "new data folder (initdb)") fs.rmSync(dir, { recursive: true, force: true })
-      results.push(child(name, name === "tests: in memory from a template tarball" ? tar : dir))
+      results.push(child(name, dir))
     }
     const m = (key) => median(results.map((result) => result[key]))
     console.log(`| ${name} | ${Math.round(m("ready"))} ms | ${Math.round(m("closed"))} ms | ${m("rss")} MiB | ${m("peak")} MiB |`)

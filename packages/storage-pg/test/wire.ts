@@ -4,25 +4,13 @@
 import { PGlite } from "@electric-sql/pglite"
 import * as PgProtocol from "@effect/sql-pg/PgProtocol"
 import { Effect, Result } from "effect"
-import * as fs from "node:fs/promises"
-import * as os from "node:os"
-import * as path from "node:path"
 import type { Duplex } from "node:stream"
 import { PgliteTemplate } from "@lm/storage-pg"
 
-/** PGlite on a fresh copy of the template; `close` closes it and deletes the folder. */
+/** An empty PGlite database in memory, from the template. */
 export const openDb = async (): Promise<{ readonly db: PGlite; readonly close: () => Promise<void> }> => {
-  const template = await Effect.runPromise(PgliteTemplate.templateDataDir)
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "lm-pglite-bridge-"))
-  await fs.cp(template, dir, { recursive: true })
-  const db = await PGlite.create(dir)
-  return {
-    db,
-    close: async () => {
-      await db.close()
-      await fs.rm(dir, { recursive: true, force: true })
-    }
-  }
+  const db = await PGlite.create({ loadDataDir: await Effect.runPromise(PgliteTemplate.templateTarball) })
+  return { db, close: () => db.close() }
 }
 
 const copy = (bytes: Uint8Array): Buffer => Buffer.from(bytes)
