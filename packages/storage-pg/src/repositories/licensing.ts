@@ -291,7 +291,7 @@ export const layer = Layer.effectContext(
       findById: (id) => sql`SELECT * FROM lm_generators WHERE id = ${id}`.pipe(Effect.map((r) => one(r.map(toGenerator))), orUnavailable),
       list: (page) =>
         Effect.all({
-          rows: sql`SELECT * FROM lm_generators ORDER BY id DESC LIMIT ${page.perPage} OFFSET ${(page.page - 1) * page.perPage}`,
+          rows: sql`SELECT * FROM lm_generators ORDER BY id ASC LIMIT ${page.perPage} OFFSET ${(page.page - 1) * page.perPage}`,
           total: sql<{ readonly n: unknown }>`SELECT count(*) AS n FROM lm_generators`
         }).pipe(
           Effect.map(({ rows, total }) => ({ items: rows.map(toGenerator), total: num(total[0]?.n ?? 0) })),
@@ -323,7 +323,7 @@ export const layer = Layer.effectContext(
         sql`SELECT * FROM lm_api_keys WHERE consumer_key_hash = ${hash}`.pipe(Effect.map((r) => one(r.map(toApiKey))), orUnavailable),
       list: (page) =>
         Effect.all({
-          rows: sql`SELECT * FROM lm_api_keys ORDER BY id DESC LIMIT ${page.perPage} OFFSET ${(page.page - 1) * page.perPage}`,
+          rows: sql`SELECT * FROM lm_api_keys ORDER BY id ASC LIMIT ${page.perPage} OFFSET ${(page.page - 1) * page.perPage}`,
           total: sql<{ readonly n: unknown }>`SELECT count(*) AS n FROM lm_api_keys`
         }).pipe(
           Effect.map(({ rows, total }) => ({ items: rows.map(toApiKey), total: num(total[0]?.n ?? 0) })),

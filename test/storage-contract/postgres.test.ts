@@ -1,0 +1,54 @@
+/** The storage contract against a real PostgreSQL server: runs whenever DATABASE_URL is set (CI sets it). */
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer } from "effect"
+import { ActivityRecorder, LicenseRepository, Licensing, MachineRepository, newLicenseDraft } from "@lm/domain"
+import { layerPostgresStore } from "@lm/storage-pg"
+import { databaseUrl, freshPostgresStore } from "./pg-support.js"
+import { storageContract } from "./contract.js"
+import { SqlClient } from "effect/sql/SqlClient"
+import { layerPostgres } from "@lm/storage-pg"
+
+const url = process.env.DATABASE_URL
+
+if (url !== undefined && url !== "") {
+  storageContract("postgres", () => freshPostgresStore(url))
+
+  describe("postgres: two connection pools on one database (two server processes)", () => {
+    it.live("racing for a license's last seats never over-allocates", () =>
+      Effect.gen(function*() {
+        const name = `lm_two_pools_${process.pid}_${Date.now()}`
+        const admin = (statement: string) =>
+          Effect.flatMap(SqlClient, (sql) => sql.unsafe(statement)).pipe(
+            Effect.provide(layerPostgres({ url, maxConnections: 1 })),
+            Effect.scoped
+          )
+        yield* Effect.acquireRelease(admin(`CREATE DATABASE ${name}`), () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore))
+        const processLayer = () =>
+          Licensing.layer.pipe(
+            Layer.provide(ActivityRecorder.layerDiscard),
+            Layer.provideMerge(layerPostgresStore({ url: databaseUrl(url, name), maxConnections: 8 }))
+          )
+        // Each "process" has its own pool; both see the same database.
+        const [a, b] = yield* Effect.all([Layer.build(Layer.fresh(processLayer())), Layer.build(Layer.fresh(processLayer()))])
+        const licenses = yield* Effect.provideContext(LicenseRepository, a)
+        const license = yield* licenses.insert(newLicenseDraft("RACE-SEAT-AAAA-BBBB", { maxActivations: 3 }, "api", null, Date.now()))
+        const activate = (ctx: typeof a, i: number) =>
+          Effect.provideContext(
+            Effect.flatMap(Licensing, (l) => l.activate({ licenseKey: license.key, facts: { fingerprint: `race-${i}` }, ipAddress: null })),
+            ctx
+          ).pipe(Effect.exit)
+        const exits = yield* Effect.forEach(Array.from({ length: 100 }, (_, i) => i), (i) => activate(i % 2 === 0 ? a : b, i), {
+          concurrency: "unbounded"
+        })
+        const created = exits.filter((e) => Exit.isSuccess(e) && e.value.created).length
+        const refused = exits.filter((e) => Exit.isFailure(e) && (Cause.squash(e.cause) as { _tag?: string })._tag === "MachineLimitExceeded").length
+        assert.strictEqual(created, 3)
+        assert.strictEqual(refused, 97)
+        const machines = yield* Effect.provideContext(MachineRepository, b)
+        assert.strictEqual((yield* machines.listActive(license.id)).length, 3)
+      }).pipe(Effect.scoped), { timeout: 120_000 })
+  })
+} else {
+  // Skipped without a server: set DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run it.
+  describe.skip("storage contract: postgres (DATABASE_URL not set)", () => {})
+}
