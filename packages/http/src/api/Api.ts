@@ -10,6 +10,11 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { version } from "../version.js"
 import { ErrorEnvelope } from "./ErrorEnvelope.js"
+import { ApiKeysGroup } from "./ApiKeys.js"
+import { ClientGroup } from "./Client.js"
+import { GeneratorsGroup } from "./Generators.js"
+import { LicensesGroup } from "./Licenses.js"
+import { MachinesGroup } from "./Machines.js"
 import { SystemGroup } from "./System.js"
 
 /** The path of the API under `{rest_root}`. */
@@ -24,6 +29,11 @@ export const strictPayloadOptions = { errors: "all", onExcessProperty: "error" }
 /** The lm/v1 API. */
 export class Api extends HttpApi.make("lm")
   .add(SystemGroup)
+  .add(ClientGroup)
+  .add(LicensesGroup)
+  .add(MachinesGroup)
+  .add(GeneratorsGroup)
+  .add(ApiKeysGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)

@@ -1,0 +1,4 @@
+/** The `licenses` routes of the lm/v1 API (placeholder: routes are added by the engineer who owns this group). */
+import { HttpApiGroup } from "effect/http-api"
+
+export class LicensesGroup extends HttpApiGroup.make("licenses") {}

@@ -1,0 +1,116 @@
+#!/usr/bin/env node
+/**
+ * `lm`: the bundled server and its command line (CONTRACT §13). Every command uses the same store settings
+ * as the server: `LM_STORAGE=memory`, `DATABASE_URL`, or PGlite in `LM_DATA_DIR` (default `./data`).
+ *
+ *   lm serve                                    run the HTTP server (HOST, PORT, LM_* settings)
+ *   lm migrate                                  create or upgrade the store's schema
+ *   lm api-keys create [--scope S] [--description D]
+ *   lm api-keys list
+ *   lm signing-keys rotate                      make a new current signing key; old ones stay published
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Layer } from "effect"
+import { ApiKeys, type ApiKeyScope, SigningKeys } from "@lm/domain"
+import { engineLayer, engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../server/App.js"
+import { runServer } from "../server/Main.js"
+import { listenFromEnv } from "../server/Settings.js"
+import { HttpSettings } from "../server/Settings.js"
+
+const usage = `usage:
+  lm serve
+  lm migrate
+  lm api-keys create [--scope read|write|read_write] [--description TEXT]
+  lm api-keys list
+  lm signing-keys rotate
+
+Store: LM_STORAGE=memory | DATABASE_URL=postgres://… | LM_DATA_DIR=./data (embedded PGlite, the default).
+With PGlite, stop the server before running other commands on the same data folder.`
+
+/** `--name value` pairs after the command words. */
+const flags = (args: ReadonlyArray<string>): Map<string, string> => {
+  const out = new Map<string, string>()
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (!arg.startsWith("--")) continue
+    const eq = arg.indexOf("=")
+    if (eq > 0) out.set(arg.slice(2, eq), arg.slice(eq + 1))
+    else out.set(arg.slice(2), args[i + 1] ?? "")
+  }
+  return out
+}
+
+/** Runs a one-off command against the engine on the configured store (no background sweep). */
+const withEngine = <A, E>(program: Effect.Effect<A, E, ApiKeys | SigningKeys>) =>
+  Effect.gen(function*() {
+    const choice = yield* storeChoiceFromEnv
+    const options = yield* engineOptionsFromEnv
+    return yield* program.pipe(Effect.provide(engineLayer(storeLayer(choice), { ...options, sweepIntervalSeconds: 0 })))
+  })
+
+const fail = (message: string) => Effect.andThen(Console.error(message), Effect.sync(() => { process.exitCode = 2 }))
+
+const main = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
+  const [command, sub] = argv
+  const options = flags(argv)
+  switch (`${command ?? ""} ${command === "api-keys" || command === "signing-keys" ? sub ?? "" : ""}`.trim()) {
+    case "migrate":
+      return Effect.gen(function*() {
+        const choice = yield* storeChoiceFromEnv
+        yield* Layer.build(storeLayer(choice)).pipe(Effect.scoped)
+        yield* Console.log(`migrated: ${choice._tag}`)
+      })
+    case "api-keys create": {
+      const scope = (options.get("scope") ?? "read_write") as ApiKeyScope
+      if (!["read", "write", "read_write"].includes(scope)) return fail(`--scope must be read, write or read_write\n\n${usage}`)
+      return withEngine(
+        Effect.gen(function*() {
+          const issued = yield* (yield* ApiKeys).create({ description: options.get("description") ?? "", scope })
+          yield* Console.log(`api key created: id=${issued.apiKey.id} scope=${scope}`)
+          yield* Console.log(`consumer_key=${issued.consumerKey}`)
+          yield* Console.log(`consumer_secret=${issued.consumerSecret}`)
+          yield* Console.log("The secret is shown only now; store it safely.")
+        })
+      )
+    }
+    case "api-keys list":
+      return withEngine(
+        Effect.gen(function*() {
+          const page = yield* (yield* ApiKeys).list({ page: 1, perPage: 100 })
+          for (const key of page.items) {
+            yield* Console.log(`${key.id}\t${key.scope}\t${key.truncatedKey}\t${key.description}`)
+          }
+          if (page.items.length === 0) yield* Console.log("no API keys")
+        })
+      )
+    case "signing-keys rotate":
+      return withEngine(
+        Effect.gen(function*() {
+          const kid = yield* (yield* SigningKeys).rotate
+          yield* Console.log(`new current signing key: kid=${kid}; earlier keys stay published in /public-key`)
+        })
+      )
+    case "help":
+    case "--help":
+    case "":
+      return Console.log(usage)
+    default:
+      return fail(`unknown command: ${argv.join(" ")}\n\n${usage}`)
+  }
+}
+
+const argv = process.argv.slice(2)
+if (argv[0] === "serve") {
+  runServer(
+    Layer.unwrap(
+      Effect.gen(function*() {
+        const choice = yield* storeChoiceFromEnv
+        const listen = yield* listenFromEnv
+        const options = yield* engineOptionsFromEnv
+        return serverLayer(choice, listen, options)
+      })
+    ).pipe(Layer.provide(HttpSettings.layerFromEnv))
+  )
+} else {
+  NodeRuntime.runMain(main(argv))
+}

@@ -1,0 +1,198 @@
+/**
+ * The composition root of the bundled server: picks the store (embedded PGlite by default, PostgreSQL with
+ * `DATABASE_URL`, memory with `LM_STORAGE=memory`), wires the domain's services, signing and the CRL onto it,
+ * and serves the lm/v1 API. The store opens (and migrates) before the port listens; on SIGTERM the server
+ * stops accepting, finishes requests in flight, flushes the event log and closes the store, in that order.
+ */
+import { Config, Effect, Layer, Option, Redacted } from "effect"
+import {
+  ApiKeys,
+  Blacklist,
+  blacklistFromEntries,
+  Random,
+  RevocationList,
+  servicesLayer,
+  SigningKeys,
+  Store,
+  Sweeper,
+  Tokens
+} from "@lm/domain"
+import { MemoryStore } from "@lm/storage-memory"
+import { layerPgliteStore, layerPostgresStore } from "@lm/storage-pg"
+import { Api } from "../api/Api.js"
+import { ApiKeyAuthenticator } from "./Authentication.js"
+import { ApiKeysHandlers } from "./handlers/ApiKeys.js"
+import { ClientHandlers } from "./handlers/Client.js"
+import { GeneratorsHandlers } from "./handlers/Generators.js"
+import { LicensesHandlers } from "./handlers/Licenses.js"
+import { MachinesHandlers } from "./handlers/Machines.js"
+import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
+import { HttpSettings, type Listen } from "./Settings.js"
+import { StorageHealth, SystemHandlers } from "./System.js"
+
+/** Which store the server runs on. */
+export type StoreChoice =
+  | { readonly _tag: "pglite"; readonly dataDir: string }
+  | { readonly _tag: "postgres"; readonly url: Redacted.Redacted<string> }
+  | { readonly _tag: "memory" }
+
+/** `LM_STORAGE=memory`, else `DATABASE_URL` (PostgreSQL), else PGlite in `LM_DATA_DIR` (default `./data`). */
+export const storeChoiceFromEnv = Effect.gen(function*() {
+  const storage = yield* Config.String("LM_STORAGE").pipe(Config.withDefault(""))
+  if (storage === "memory") return { _tag: "memory" } as StoreChoice
+  const url = yield* Config.Redacted("DATABASE_URL").pipe(Config.option)
+  if (Option.isSome(url) && Redacted.value(url.value) !== "") return { _tag: "postgres", url: url.value } as StoreChoice
+  const dataDir = yield* Config.String("LM_DATA_DIR").pipe(Config.withDefault("./data"))
+  return { _tag: "pglite", dataDir } as StoreChoice
+})
+
+/** A short description of the store for the start-up line and `/health`. */
+export const storeName = (choice: StoreChoice): string => choice._tag
+
+/** Every port of the domain on the chosen store (opened and migrated when the layer is built). */
+export const storeLayer = (choice: StoreChoice) => {
+  switch (choice._tag) {
+    case "memory":
+      return MemoryStore.layer
+    case "pglite":
+      return layerPgliteStore({ dataDir: choice.dataDir })
+    case "postgres":
+      return layerPostgresStore({ url: choice.url })
+  }
+}
+
+/** Settings of the licensing engine (CONTRACT §13 and §5). */
+export interface EngineOptions {
+  /** `LM_SIGNING_KEY`: base64 of a 32-byte Ed25519 seed. */
+  readonly signingKey?: Redacted.Redacted<string> | undefined
+  /** `LM_OFFLINE_TTL`: seconds a signed validation stays usable offline (default 7 days). */
+  readonly offlineTtlSeconds?: number | undefined
+  /** `LM_BLACKLIST`: entries `key:…`, `fp:…`, `ip:…`, comma separated. */
+  readonly blacklist?: ReadonlyArray<string> | undefined
+  /** `LM_SWEEP_INTERVAL`: seconds between sweeps (default 30); 0 turns the background sweep off. */
+  readonly sweepIntervalSeconds?: number | undefined
+}
+
+export const engineOptionsFromEnv = Effect.gen(function*() {
+  const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
+  const offline = yield* Config.Int("LM_OFFLINE_TTL").pipe(Config.option)
+  const blacklist = yield* Config.String("LM_BLACKLIST").pipe(Config.withDefault(""))
+  const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(30))
+  return {
+    signingKey: Option.getOrUndefined(signingKey),
+    offlineTtlSeconds: Option.getOrUndefined(offline),
+    blacklist: blacklist.split(",").filter((e) => e.trim() !== ""),
+    sweepIntervalSeconds: sweep
+  } satisfies EngineOptions
+})
+
+/**
+ * The licensing engine on a store: every domain service, the stored signing keys and a node:crypto signer,
+ * signed tokens and the CRL.
+ */
+export const engineLayer = <E, R>(store: Layer.Layer<any, E, R>, options: EngineOptions = {}) => {
+  const core = Layer.mergeAll(
+    servicesLayer(),
+    Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
+    RevocationList.layer()
+  ).pipe(
+    Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
+    Layer.provideMerge(Random.layerCrypto),
+    Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? [])))
+  )
+  const sweeping = (options.sweepIntervalSeconds ?? 30) > 0
+    ? Sweeper.layerBackground(`${options.sweepIntervalSeconds ?? 30} seconds`)
+    : Layer.empty
+  return sweeping.pipe(Layer.provideMerge(core), Layer.provideMerge(store))
+}
+
+/** API credentials checked against the domain's API keys. */
+const authenticatorLayer = Layer.effect(
+  ApiKeyAuthenticator,
+  Effect.gen(function*() {
+    const apiKeys = yield* ApiKeys
+    return ApiKeyAuthenticator.of({
+      authenticate: (consumerKey, consumerSecret) =>
+        apiKeys.authenticate(consumerKey, consumerSecret).pipe(
+          Effect.map((key) => ({ id: key.id, scope: key.scope })),
+          Effect.catchTag("Unauthorized", () => Effect.succeed(undefined))
+        )
+    })
+  })
+)
+
+const storageHealthLayer = (storage: string) =>
+  Layer.effect(
+    StorageHealth,
+    Effect.map(Store, (store) => StorageHealth.of({ storage, check: store.ping }))
+  )
+
+/** The routes of the whole API with their handlers, middlewares and health check, on an engine. */
+export const routesLayer = (storage: string) => {
+  const handlers = Layer.mergeAll(
+    SystemHandlers,
+    ClientHandlers,
+    LicensesHandlers,
+    MachinesHandlers,
+    GeneratorsHandlers,
+    ApiKeysHandlers
+  ).pipe(
+    Layer.provide(layerMiddlewares),
+    Layer.provide(authenticatorLayer),
+    Layer.provide(storageHealthLayer(storage))
+  )
+  return layerRoutes(Api).pipe(Layer.provide(handlers), Layer.provide(authenticatorLayer), Layer.provide(storageHealthLayer(storage)))
+}
+
+/** The bootstrap key of CONTRACT §2: `LM_BOOTSTRAP_CONSUMER_*` ensured, or one printed when the store has none. */
+export const bootstrapKeyLayer = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const apiKeys = yield* ApiKeys
+    const key = yield* Config.String("LM_BOOTSTRAP_CONSUMER_KEY").pipe(Config.option)
+    const secret = yield* Config.Redacted("LM_BOOTSTRAP_CONSUMER_SECRET").pipe(Config.option)
+    if (Option.isSome(key) && Option.isSome(secret)) {
+      yield* apiKeys.ensure({ consumerKey: key.value, consumerSecret: Redacted.value(secret.value), scope: "read_write", description: "bootstrap" })
+      return
+    }
+    const issued = yield* apiKeys.bootstrapIfEmpty
+    if (issued !== undefined) {
+      // Printed once, on stdout, so an operator can pick it up; it is never logged again.
+      process.stdout.write(`bootstrap api key: consumer_key=${issued.consumerKey} consumer_secret=${issued.consumerSecret}\n`)
+    }
+  })
+)
+
+/** The whole server on a store choice, listening on `listen`. */
+export const serverLayer = (choice: StoreChoice, listen: Listen, options: EngineOptions = {}) =>
+  serverLayerOn(storeLayer(choice), { storage: storeName(choice), description: describeStore(choice) }, listen, options)
+
+/** The whole server on any store layer (tests use throw-away stores). */
+export const serverLayerOn = <E, R>(
+  store: Layer.Layer<any, E, R>,
+  names: { readonly storage: string; readonly description: string },
+  listen: Listen,
+  options: EngineOptions = {}
+) =>
+  layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
+    Layer.provideMerge(bootstrapKeyLayer),
+    Layer.provideMerge(engineLayer(store, options))
+  )
+
+/** The store as the start-up line names it (never the password of a URL). */
+export const describeStore = (choice: StoreChoice): string => {
+  switch (choice._tag) {
+    case "memory":
+      return "memory (not durable)"
+    case "pglite":
+      return `pglite ${choice.dataDir}`
+    case "postgres": {
+      try {
+        const url = new URL(Redacted.value(choice.url))
+        url.password = ""
+        return `postgres ${url.host}${url.pathname}`
+      } catch {
+        return "postgres"
+      }
+    }
+  }
+}

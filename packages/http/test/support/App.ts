@@ -1,0 +1,65 @@
+/**
+ * The real bundled server (every route, the domain, signing, the CRL) started in-process on an ephemeral port,
+ * on the memory store or a throw-away PGlite store, with a known read_write API key.
+ */
+import { Layer } from "effect"
+import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
+import { MemoryStore } from "@lm/storage-memory"
+import { serverLayerOn, type EngineOptions } from "../../src/server/App.js"
+import { HttpSettings } from "../../src/server/Settings.js"
+import { startServer, type RunningServer } from "./TestServer.js"
+
+export type TestStore = "memory" | "pglite"
+
+/** The bootstrap key every test app is started with (`LM_BOOTSTRAP_CONSUMER_*`). */
+export const adminKey = {
+  consumerKey: `ck_${"a1".repeat(20)}`,
+  consumerSecret: `cs_${"b2".repeat(20)}`
+}
+
+/** `Authorization` header of {@link adminKey}. */
+export const adminAuth = `Basic ${Buffer.from(`${adminKey.consumerKey}:${adminKey.consumerSecret}`).toString("base64")}`
+
+/** A running app plus helpers to call it. */
+export interface TestApp extends RunningServer {
+  /** JSON request to `{apiBase}{path}`; returns status, headers and the parsed body. */
+  readonly call: (
+    method: string,
+    path: string,
+    options?: { readonly body?: unknown; readonly auth?: string | null; readonly headers?: Record<string, string> }
+  ) => Promise<{ readonly status: number; readonly headers: Headers; readonly body: any }>
+}
+
+const storeLayer = (store: TestStore) =>
+  store === "memory" ? MemoryStore.layer : layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))
+
+/** Starts the whole server; `close()` it after the tests. */
+export const startApp = async (store: TestStore, options: EngineOptions & { readonly settings?: Parameters<typeof HttpSettings.layer>[0] } = {}): Promise<TestApp> => {
+  process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
+  process.env.LM_BOOTSTRAP_CONSUMER_SECRET = adminKey.consumerSecret
+  const layer = serverLayerOn(storeLayer(store), { storage: store, description: store }, { host: "127.0.0.1", port: 0 }, {
+    sweepIntervalSeconds: 0,
+    ...options
+  }).pipe(Layer.provide(HttpSettings.layer(options.settings ?? {})))
+  const server = await startServer(layer as any, { restRoot: options.settings?.restRoot ?? "/api" })
+  const call: TestApp["call"] = async (method, path, opts = {}) => {
+    const headers: Record<string, string> = { ...opts.headers }
+    const auth = opts.auth === undefined ? adminAuth : opts.auth
+    if (auth !== null) headers.authorization = auth
+    let body: string | undefined
+    if (opts.body !== undefined) {
+      body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body)
+      headers["content-type"] ??= "application/json"
+    }
+    const response = await fetch(`${server.apiBase}${path}`, { method, headers, ...(body === undefined ? {} : { body }) })
+    const text = await response.text()
+    let parsed: unknown = text
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, headers: response.headers, body: parsed }
+  }
+  return { ...server, call }
+}
