@@ -41,6 +41,19 @@ describe("drawing from a generator", () => {
       expect((yield* events).filter((e) => e.type === "license.created").map((e) => e.data["source"])).toEqual(["pool", "pool", "pool", "generator"])
     })))
 
+  it.effect("never hands the same pool key to two concurrent draws", () =>
+    onEngine(Effect.gen(function*() {
+      const generators = yield* Generators
+      const licenses = yield* Licenses
+      const { generator } = yield* generators.create({ name: "Race" })
+      const pool = yield* generators.generate(generator.id, 10, {})
+      const drawn = yield* Effect.forEach(Array.from({ length: 25 }), () => licenses.create({ generatorId: generator.id }), { concurrency: "unbounded" })
+      const keys = drawn.map((v) => v.license.key)
+      expect(new Set(keys).size).toBe(25)
+      expect(drawn.filter((v) => v.license.source === "pool").map((v) => v.license.key).sort()).toEqual(pool.map((v) => v.license.key).sort())
+      expect(drawn.filter((v) => v.license.source === "generator")).toHaveLength(15)
+    })))
+
   it.effect("refuses a generator id that does not exist, and a key together with a generator", () =>
     onEngine(Effect.gen(function*() {
       const licenses = yield* Licenses

@@ -1,0 +1,79 @@
+/**
+ * CONTRACT §4: the seat check and the insert are atomic. 200 concurrent activations of distinct fingerprints on
+ * a license with ceiling 5 end with exactly 5 active machines and 195 `machine_limit_exceeded`, on the memory
+ * store. The machine repository here yields to other fibers on every read, so the activations really do
+ * interleave between checking the seats and writing; a control run without the license lock shows that the
+ * interleaving oversells, so the main assertion is not passing by luck of scheduling.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { ActivityRecorder, LicenseRepository, Licenses, Licensing, MachineRepository, Store } from "@lm/domain"
+import { MemoryStore } from "@lm/storage-memory"
+import { seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
+
+const CONCURRENT = 200
+
+/** A memory store whose machine reads yield to other fibers, optionally with a license "lock" that locks nothing. */
+const interleavingStore = (options: { readonly lock: boolean }) =>
+  Layer.syncContext(() => {
+    const ports = MemoryStore.make()
+    const machines = Context.get(ports, MachineRepository)
+    const store = Context.get(ports, Store)
+    const repository = MachineRepository.of({
+      ...machines,
+      listActive: (licenseId) => Effect.tap(machines.listActive(licenseId), () => Effect.yieldNow),
+      findByFingerprint: (licenseId, fingerprint) => Effect.tap(machines.findByFingerprint(licenseId, fingerprint), () => Effect.yieldNow)
+    })
+    const unlocked = Store.of({
+      ...store,
+      lockLicense: (key) => Context.get(ports, LicenseRepository).findByKey(key)
+    })
+    return ports.pipe(Context.add(MachineRepository, repository), Context.add(Store, options.lock ? store : unlocked))
+  })
+
+const engine = (options: { readonly lock: boolean }) =>
+  Layer.mergeAll(Licenses.layer, Licensing.layer).pipe(
+    Layer.provide(ActivityRecorder.layerDiscard),
+    Layer.provideMerge(interleavingStore(options)),
+    Layer.provide(seededRandom(5))
+  )
+
+/** Activates CONCURRENT distinct fingerprints at once; answers the outcomes and the seats held afterwards. */
+const race = Effect.gen(function*() {
+  const licenses = yield* Licenses
+  const licensing = yield* Licensing
+  const key = (yield* licenses.create({ maxActivations: 5 })).license.key
+  const outcomes = yield* Effect.forEach(
+    Array.from({ length: CONCURRENT }, (_, i) => `device-${i}`),
+    (fingerprint) =>
+      licensing.activate({ licenseKey: key, ipAddress: null, facts: { fingerprint } }).pipe(
+        Effect.match({ onSuccess: () => "activated", onFailure: (error) => error._tag })
+      ),
+    { concurrency: "unbounded" }
+  )
+  const detail = yield* licenses.get(key)
+  const count = (what: string) => outcomes.filter((o) => o === what).length
+  return {
+    activated: count("activated"),
+    refused: count("MachineLimitExceeded"),
+    activationCount: detail.activationCount,
+    activeRecords: detail.machines.filter((m) => m.status === "active").length
+  }
+})
+
+describe("concurrent activations", () => {
+  it.effect(`${CONCURRENT} distinct fingerprints on a license with ceiling 5 leave exactly 5 active machines`, () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const result = yield* Effect.provide(race, engine({ lock: true }))
+      expect(result).toEqual({ activated: 5, refused: CONCURRENT - 5, activationCount: 5, activeRecords: 5 })
+    }))
+
+  it.effect("control: without the license lock the same interleaving oversells", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const result = yield* Effect.provide(race, engine({ lock: false }))
+      expect(result.activeRecords).toBeGreaterThan(5)
+    }))
+})
