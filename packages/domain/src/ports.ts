@@ -2,7 +2,7 @@
  * Ports: what the domain needs from a store. `@lm/storage-memory` and `@lm/storage-pg` implement every one.
  * No business rule lives behind a port: stores filter, order and lock, the domain decides.
  */
-import { Context, type Effect } from "effect"
+import { Context, Effect, type Scope } from "effect"
 import type { LicenseExists, StorageUnavailable } from "./errors.js"
 import type {
   ActivityEntry,
@@ -173,3 +173,15 @@ export class ActivityLog extends Context.Service<ActivityLog, {
   readonly record: (entries: ReadonlyArray<ActivityEntry>) => Op<void>
   readonly count: (filter: { readonly licenseId?: number | undefined }) => Op<number>
 }>()("@lm/domain/ActivityLog") {}
+
+/**
+ * Licenses changed by other processes sharing the store: `subscribe` calls `onChange` with a license id for each
+ * change another process commits (or `"all"` when changes may have been missed, e.g. after a reconnect), for as
+ * long as its scope lives. Stores that only one process can open (memory, PGlite) need no feed: the default
+ * reports nothing.
+ */
+export const LicenseChangeFeed = Context.Reference<{
+  readonly subscribe: (onChange: (licenseId: number | "all") => void) => Effect.Effect<void, never, Scope.Scope>
+}>("@lm/domain/LicenseChangeFeed", {
+  defaultValue: () => ({ subscribe: () => Effect.void })
+})

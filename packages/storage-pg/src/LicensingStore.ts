@@ -5,13 +5,17 @@
 import { Layer } from "effect"
 import * as Migrations from "./Migrations.js"
 import { layerPglite, layerPostgres, type PgliteOptions, type PostgresOptions } from "./PgStore.js"
-import { portsLayer } from "./repositories/index.js"
+import { layerChangeFeed, portsLayer } from "./repositories/index.js"
 
 /** The ports on a migrated database, given a `PgClient`. */
 export const layerOnClient = portsLayer.pipe(Layer.provideMerge(Migrations.layer))
 
-/** Every port on a PostgreSQL server (`DATABASE_URL`), migrated at start. */
-export const layerPostgresStore = (options: PostgresOptions) => layerOnClient.pipe(Layer.provide(layerPostgres(options)))
+/**
+ * Every port on a PostgreSQL server (`DATABASE_URL`), migrated at start, with the change feed through which
+ * several server processes sharing the database keep their caches coherent.
+ */
+export const layerPostgresStore = (options: PostgresOptions) =>
+  Layer.merge(layerOnClient, layerChangeFeed).pipe(Layer.provide(layerPostgres(options)))
 
 /** Every port on embedded PGlite in a data folder (or in memory), migrated at start. */
 export const layerPgliteStore = (options: PgliteOptions = {}) => layerOnClient.pipe(Layer.provide(layerPglite(options)))

@@ -6,7 +6,7 @@ import { Effect, Layer } from "effect"
 import * as Migrator from "effect/sql/Migrator"
 import { SqlClient } from "effect/sql/SqlClient"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
-import { createLicensingSchema } from "./repositories/schema.js"
+import { createChangeNotifications, createLicensingSchema } from "./repositories/schema.js"
 
 /** The migrations, keyed `<id>_<name>`, applied in id order. Never edit one that has shipped: add a new one. */
 export const migrations = {
@@ -14,7 +14,8 @@ export const migrations = {
     const sql = yield* SqlClient
     yield* sql`CREATE TABLE lm_meta (key text PRIMARY KEY, value text NOT NULL)`
   }),
-  "2_licensing_schema": createLicensingSchema
+  "2_licensing_schema": createLicensingSchema,
+  "3_change_notifications": createChangeNotifications
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

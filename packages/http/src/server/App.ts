@@ -9,6 +9,7 @@ import {
   ApiKeys,
   Blacklist,
   blacklistFromEntries,
+  layerValidationCache,
   Random,
   RevocationList,
   servicesLayer,
@@ -103,7 +104,10 @@ export const engineLayer = <E, R>(store: Layer.Layer<any, E, R>, options: Engine
   const sweeping = (options.sweepIntervalSeconds ?? 30) > 0
     ? Sweeper.layerBackground(`${options.sweepIntervalSeconds ?? 30} seconds`)
     : Layer.empty
-  return sweeping.pipe(Layer.provideMerge(core), Layer.provideMerge(store))
+  // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with
+  // other processes' writes through LISTEN/NOTIFY), so the validate hot path needs no store round trip.
+  const cachedStore = layerValidationCache().pipe(Layer.provideMerge(store))
+  return sweeping.pipe(Layer.provideMerge(core), Layer.provideMerge(cachedStore))
 }
 
 /** API credentials checked against the domain's API keys. */

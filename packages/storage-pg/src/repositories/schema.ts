@@ -139,3 +139,28 @@ export const createLicensingSchema = Effect.gen(function*() {
   yield* sql`CREATE INDEX lm_activity_license ON lm_activity (license_id, at)`
   yield* sql`CREATE INDEX lm_activity_at ON lm_activity (at)`
 })
+
+/** The channel on which every committed change of a license or its machines is announced (payload: license id). */
+export const licenseChangedChannel = "lm_license_changed"
+
+/**
+ * Triggers that announce license and machine changes with NOTIFY, delivered at commit to every process
+ * listening (the validation caches of other server processes). PostgreSQL folds duplicates within a
+ * transaction.
+ */
+export const createChangeNotifications = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  yield* sql`
+    CREATE FUNCTION lm_notify_license_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_TABLE_NAME = 'lm_licenses' THEN
+        PERFORM pg_notify('lm_license_changed', COALESCE(NEW.id, OLD.id)::text);
+      ELSE
+        PERFORM pg_notify('lm_license_changed', COALESCE(NEW.license_id, OLD.license_id)::text);
+      END IF;
+      RETURN NULL;
+    END
+    $$`
+  yield* sql`CREATE TRIGGER lm_licenses_changed AFTER UPDATE OR DELETE ON lm_licenses FOR EACH ROW EXECUTE FUNCTION lm_notify_license_changed()`
+  yield* sql`CREATE TRIGGER lm_machines_changed AFTER INSERT OR UPDATE OR DELETE ON lm_machines FOR EACH ROW EXECUTE FUNCTION lm_notify_license_changed()`
+})

@@ -1,0 +1,137 @@
+/**
+ * The validation cache (issue 6): validate reads from memory, and still sees every revoke, suspend, terminate
+ * and seat change at once in the same process, and within 1 s in another process on the same PostgreSQL.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { Licenses, Licensing, Machines, MachineRepository, LicenseRepository } from "@lm/domain"
+import { MemoryStore } from "@lm/storage-memory"
+import { engineLayer } from "../../packages/http/src/server/App.js"
+import { databaseUrl, freshPgliteStore, freshPostgresStore } from "../storage-contract/pg-support.js"
+import { layerPostgres, layerPostgresStore } from "@lm/storage-pg"
+import { SqlClient } from "effect/sql/SqlClient"
+
+const engine = (store: Layer.Layer<any, any, any>) => engineLayer(store, { sweepIntervalSeconds: 0 })
+
+/** Counts the store reads validation makes, to prove the cache serves repeated validations. */
+const countingReads = (counter: { n: number }) =>
+  Layer.effectContext(
+    Effect.gen(function*() {
+      const licenses = yield* LicenseRepository
+      const machines = yield* MachineRepository
+      return Context.make(LicenseRepository, {
+        ...licenses,
+        findByKey: (key: string) => Effect.tap(licenses.findByKey(key), () => Effect.sync(() => void counter.n++))
+      }).pipe(Context.add(MachineRepository, {
+        ...machines,
+        listActive: (id: number) => Effect.tap(machines.listActive(id), () => Effect.sync(() => void counter.n++))
+      }))
+    })
+  )
+
+const sameProcessCases = (name: string, store: () => Layer.Layer<any, any, any>) =>
+  describe(`validation cache on ${name}`, () => {
+    it.live("repeated validations are served from memory", () => {
+      const counter = { n: 0 }
+      return Effect.gen(function*() {
+        const licenses = yield* Licenses
+        const licensing = yield* Licensing
+        const created = yield* licenses.create({ maxActivations: 2 })
+        yield* licensing.validate({ licenseKey: created.license.key, ipAddress: null })
+        const after = counter.n
+        for (let i = 0; i < 20; i++) yield* licensing.validate({ licenseKey: created.license.key, ipAddress: null })
+        assert.strictEqual(counter.n, after, "no store read for validations of a cached license")
+      }).pipe(Effect.provide(engine(countingReads(counter).pipe(Layer.provideMerge(store())))))
+    })
+
+    it.live("every state and seat change is seen by the very next validation", () =>
+      Effect.gen(function*() {
+        const licenses = yield* Licenses
+        const licensing = yield* Licensing
+        const machines = yield* Machines
+        const { license } = yield* licenses.create({ maxActivations: 1 })
+        const key = license.key
+        const code = (fingerprint?: string) =>
+          Effect.map(licensing.validate({ licenseKey: key, fingerprint, ipAddress: null }), (r) => r.validation.code)
+        assert.strictEqual(yield* code("fp-1"), "fingerprint_not_activated")
+        const { machine } = yield* licensing.activate({ licenseKey: key, facts: { fingerprint: "fp-1" }, ipAddress: null })
+        assert.strictEqual(yield* code("fp-1"), "valid")
+        yield* licenses.suspend(key)
+        assert.strictEqual(yield* code(), "license_suspended")
+        yield* licenses.reinstate(key)
+        assert.strictEqual(yield* code("fp-1"), "valid")
+        yield* machines.revoke(machine.id)
+        assert.strictEqual(yield* code("fp-1"), "machine_revoked")
+        yield* licenses.revoke(key)
+        assert.strictEqual(yield* code(), "license_revoked")
+        yield* licenses.reinstate(key)
+        yield* licenses.update(key, { maxActivations: 5 })
+        const r = yield* licensing.validate({ licenseKey: key, fingerprint: "fp-2", ipAddress: null })
+        assert.isTrue(r.validation.needsActivation)
+        yield* licenses.terminate(key, true)
+        assert.strictEqual(yield* code(), "license_terminated")
+        yield* licenses.delete(key)
+        const gone = yield* Effect.flip(licensing.validate({ licenseKey: key, ipAddress: null }))
+        assert.strictEqual(gone._tag, "LicenseNotFound")
+      }).pipe(Effect.provide(engine(store()))))
+  })
+
+sameProcessCases("memory", () => MemoryStore.layer)
+sameProcessCases("pglite", freshPgliteStore)
+
+const url = process.env.DATABASE_URL
+if (url !== undefined && url !== "") {
+  sameProcessCases("postgres", () => freshPostgresStore(url))
+
+  describe("validation cache across two processes on one PostgreSQL", () => {
+    it.live("a change committed by one process is seen by the other within 1 s", () =>
+      Effect.gen(function*() {
+        // One database, two engines with their own pools and caches: two server processes.
+        const dbUrl = yield* freshDatabase(url, `lm_cache_${process.pid}_${Date.now()}`)
+        const a = yield* Layer.build(Layer.fresh(engine(layerPostgresStore({ url: dbUrl }))))
+        const b = yield* Layer.build(Layer.fresh(engine(layerPostgresStore({ url: dbUrl }))))
+        const inA = <X, E>(eff: Effect.Effect<X, E, any>) => Effect.provideContext(eff, a as Context.Context<any>)
+        const inB = <X, E>(eff: Effect.Effect<X, E, any>) => Effect.provideContext(eff, b as Context.Context<any>)
+        const { license } = yield* inA(Effect.flatMap(Licenses, (l) => l.create({ maxActivations: 1 })))
+        const codeInA = inA(Effect.flatMap(Licensing, (l) => l.validate({ licenseKey: license.key, ipAddress: null }))).pipe(
+          Effect.map((r) => r.validation.code)
+        )
+        assert.strictEqual(yield* codeInA, "valid") // now cached in A
+        const seenWithin = (expected: string) =>
+          Effect.gen(function*() {
+            const start = Date.now()
+            while (Date.now() - start < 1000) {
+              if ((yield* codeInA) === expected) return Date.now() - start
+              yield* Effect.sleep("10 millis")
+            }
+            return -1
+          })
+        for (const [action, expected] of [["suspend", "license_suspended"], ["reinstate", "valid"], ["revoke", "license_revoked"]] as const) {
+          yield* inB(Effect.flatMap(Licenses, (l) => l[action](license.key)))
+          const ms = yield* seenWithin(expected)
+          assert.isTrue(ms >= 0, `${action} by B was not seen by A within 1 s`)
+        }
+        // A seat taken in B shows in A's validation.
+        yield* inB(Effect.flatMap(Licenses, (l) => l.reinstate(license.key)))
+        yield* inB(Effect.flatMap(Licensing, (l) => l.activate({ licenseKey: license.key, facts: { fingerprint: "fp-b" }, ipAddress: null })))
+        const start = Date.now()
+        let valid = false
+        while (Date.now() - start < 1000 && !valid) {
+          const r = yield* inA(Effect.flatMap(Licensing, (l) => l.validate({ licenseKey: license.key, fingerprint: "fp-b", ipAddress: null })))
+          valid = r.validation.code === "valid"
+          if (!valid) yield* Effect.sleep("10 millis")
+        }
+        assert.isTrue(valid, "B's activation was not seen by A within 1 s")
+      }).pipe(Effect.scoped), { timeout: 60_000 })
+  })
+}
+
+/** A fresh, empty database on the server of `url` (dropped with the scope); returns its URL. */
+const freshDatabase = (url: string, name: string) =>
+  Effect.acquireRelease(
+    adminRun(url, `CREATE DATABASE ${name}`),
+    () => adminRun(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore)
+  ).pipe(Effect.as(databaseUrl(url, name)))
+
+const adminRun = (url: string, statement: string) =>
+  Effect.flatMap(SqlClient, (sql) => sql.unsafe(statement)).pipe(Effect.provide(layerPostgres({ url, maxConnections: 1 })), Effect.scoped)
