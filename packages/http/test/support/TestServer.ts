@@ -24,6 +24,8 @@ export interface RunningServer {
   readonly apiBase: string
   /** Stops the server: no new connections, requests in flight finish. */
   readonly close: () => Promise<void>
+  /** Runs an effect with the server's services (e.g. the domain's), for setting up and inspecting state. */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, any>) => Promise<A>
 }
 
 /**
@@ -44,7 +46,8 @@ export const startServer = async <E>(
   return {
     origin,
     apiBase: apiBase(origin, { restRoot: options.restRoot ?? "/api" }),
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void)),
+    run: (effect) => Effect.runPromise(Effect.provideContext(effect, context as Context.Context<any>))
   }
 }
 
