@@ -15,16 +15,13 @@ import { ClientGroup } from "./Client.js"
 import { GeneratorsGroup } from "./Generators.js"
 import { LicensesGroup } from "./Licenses.js"
 import { MachinesGroup } from "./Machines.js"
+import { parseOptions } from "./ParseOptions.js"
 import { SystemGroup } from "./System.js"
 
 /** The path of the API under `{rest_root}`. */
 export const apiPath = "/lm/v1"
 
-/** Decode options for every endpoint: report every bad field, not just the first. */
-export const parseOptions = { errors: "all" } as const
-
-/** Decode options for management writes: also reject unknown body fields (CONTRACT §14). */
-export const strictPayloadOptions = { errors: "all", onExcessProperty: "error" } as const
+export { parseOptions, strictPayloadOptions } from "./ParseOptions.js"
 
 /** The lm/v1 API. */
 export class Api extends HttpApi.make("lm")
