@@ -67,4 +67,22 @@ if (mode !== undefined && mode !== "--runs") {
     console.log(`| ${name} | ${Math.round(m("ready"))} ms | ${Math.round(m("closed"))} ms | ${m("rss")} MiB | ${m("peak")} MiB |`)
   }
   fs.rmSync(work, { recursive: true, force: true })
+
+  // Tests open many stores per process: time open + SELECT 1 + close of each test fast path, alternating,
+  // after one warm-up each (wasm compiled, tarball read).
+  const timed = async (layer) => {
+    const started = performance.now()
+    await Effect.runPromise(Effect.flatMap(SqlClient, (sql) => sql`SELECT 1`).pipe(Effect.provide(layer)))
+    return performance.now() - started
+  }
+  const fastPaths = ["tests: copy of the template folder", "tests: in memory from the template tarball"]
+  const times = Object.fromEntries(fastPaths.map((name) => [name, []]))
+  for (let round = 0; round <= runs * 2; round++) {
+    for (const name of fastPaths) {
+      const time = await timed(cases[name]())
+      if (round > 0) times[name].push(time)
+    }
+  }
+  console.log(`\nSame process, open + SELECT 1 + close, median of ${runs * 2}:`)
+  for (const name of fastPaths) console.log(`- ${name}: ${Math.round(median(times[name]))} ms`)
 }
