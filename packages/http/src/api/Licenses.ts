@@ -122,8 +122,8 @@ export class LicensesGroup extends HttpApiGroup.make("licenses")
       summary: "Create a license",
       description: "201 with the new license (status `inactive`). `license_key` and `generator_id` together: 400. " +
         "With `generator_id`, the generator's defaults apply under the body's fields; an unknown generator is 404 " +
-        "`generator_not_found`. A key already in use: 409 `license_exists`. A null field is the same as leaving it " +
-        "out. Unknown fields: 400."
+        "`generator_not_found`. A key already in use: 409 `license_exists`. A null setting is null (or its default), " +
+        "overriding a generator's default. Unknown fields: 400."
     })),
     HttpApiEndpoint.get("get", "/licenses/:key", {
       params: keyParam,

@@ -1,6 +1,46 @@
-/** Handlers of the `api-keys` group (placeholder until its routes land). */
+/**
+ * Handlers of the `api-keys` group: each calls one method of the domain's `ApiKeys` service and writes the
+ * result with `Wire.ts`. Domain errors map to the envelope mechanically.
+ */
 import { Effect } from "effect"
+import { ApiKeys } from "@lm/domain"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../api/Api.js"
+import * as ApiErrors from "../../domain/ApiErrors.js"
+import { ok } from "../../domain/Envelope.js"
+import { apiKeyToWire, iso, listMeta, pageRequest } from "../../domain/Wire.js"
 
-export const ApiKeysHandlers = HttpApiBuilder.group(Api, "api-keys", (handlers) => Effect.succeed(handlers))
+/** The `api-keys` handlers, on the domain's `ApiKeys` service. */
+export const ApiKeysHandlers = HttpApiBuilder.group(Api, "api-keys", (handlers) =>
+  Effect.gen(function*() {
+    const apiKeys = yield* ApiKeys
+    return handlers.handleAll({
+      create: ({ payload }) =>
+        apiKeys.create({ description: payload.description ?? "", scope: payload.scope }).pipe(
+          Effect.map(({ apiKey, consumerKey, consumerSecret }) =>
+            ok({
+              id: apiKey.id,
+              description: apiKey.description,
+              scope: apiKey.scope,
+              consumer_key: consumerKey,
+              consumer_secret: consumerSecret,
+              truncated_key: apiKey.truncatedKey,
+              created_at: iso(apiKey.createdAt)
+            })
+          ),
+          Effect.mapError(ApiErrors.fromDomain)
+        ),
+      list: ({ query }) => {
+        const page = pageRequest(query)
+        return apiKeys.list(page).pipe(
+          Effect.map((result) => ok({ api_keys: result.items.map(apiKeyToWire) }, listMeta(result.total, page.page, page.perPage))),
+          Effect.mapError(ApiErrors.fromDomain)
+        )
+      },
+      delete: ({ params }) =>
+        apiKeys.delete(params.id).pipe(
+          Effect.as(ok({ deleted: true as const, id: params.id })),
+          Effect.mapError(ApiErrors.fromDomain)
+        )
+    })
+  }))
