@@ -24,6 +24,7 @@ const expectOk = (res: Response, status = 200) => {
   expect(res.status, JSON.stringify(res.body)).toBe(status)
   expect(res.body.success).toBe(true)
   expect(res.body.meta).toEqual({})
+  expect(res.headers.get("x-request-id")).toMatch(/\S/)
   return res.body.data
 }
 
@@ -420,7 +421,31 @@ for (const store of ["memory", "pglite"] as const) {
         expect(data.keys).toContainEqual({ kid: data.kid, public_key: data.public_key, current: true })
         const alias = await app.call("GET", "/public-keyk", { auth: null })
         expect(expectOk(alias)).toEqual(data)
+        // The answer is built once per key ring, but each response still carries its own request id.
+        expect(alias.headers.get("x-request-id")).not.toBe(res.headers.get("x-request-id"))
       })
+    })
+
+    it("documents the client routes, public, in the OpenAPI document", async () => {
+      const doc = (await app.call("GET", "/openapi.json", { auth: null })).body
+      const op = (path: string, method: string) => doc.paths[`/api/lm/v1${path}`]?.[method]
+      for (const [path, method] of [
+        ["/validate", "post"],
+        ["/activate", "post"],
+        ["/deactivate", "post"],
+        ["/heartbeat", "post"],
+        ["/crl", "get"],
+        ["/public-key", "get"],
+        ["/public-keyk", "get"]
+      ] as const) {
+        expect(op(path, method), path).toBeDefined()
+        expect(op(path, method).security ?? [], path).toEqual([])
+      }
+      expect(Object.keys(op("/activate", "post").responses)).toEqual(expect.arrayContaining(["200", "201", "403", "404", "422"]))
+      expect(Object.keys(op("/crl", "get").responses)).toEqual(expect.arrayContaining(["200", "304"]))
+      expect(op("/public-keyk", "get").deprecated).toBe(true)
+      // Unknown body fields are ignored on these routes, and the document says so.
+      expect(op("/validate", "post").requestBody.content["application/json"].schema.additionalProperties).toBe(true)
     })
   })
 }

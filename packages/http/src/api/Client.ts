@@ -17,10 +17,10 @@ const LicenseKey = Schema.String.annotate({
   description: "Four dash-separated groups of A-Z and 0-9; surrounding spaces and lower case are accepted."
 })
 
-/** A device fingerprint: 1–255 characters, none of them a control character. */
+/** A device fingerprint: 1–255 characters, none of them a control character (Unicode category Cc). */
 export const Fingerprint = Schema.String.check(
   Schema.isBetweenLength(1, 255, { message: "must be 1 to 255 characters" }),
-  Schema.isPattern(/^[^\p{Cc}]*$/u, { message: "must contain only printable characters" })
+  Schema.isPattern(/^[^\u0000-\u001f\u007f-\u009f]*$/, { message: "must contain only printable characters" })
 ).annotate({ description: "The device's fingerprint: 1 to 255 printable characters." })
 
 const ShortText = Schema.NullOr(Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" })))
@@ -159,6 +159,16 @@ export const crlCacheControl = "public, no-cache"
 /** `Cache-Control` of `GET /public-key`: short, so that a rotated key shows up within a minute. */
 export const publicKeyCacheControl = "public, max-age=60"
 
+/**
+ * OpenAPI: a public route's body may carry other fields, which are ignored (the document generator marks every
+ * object closed, as the management writes are).
+ */
+const ignoresUnknownFields = (operation: Record<string, any>): Record<string, any> => {
+  const schema = operation.requestBody?.content?.["application/json"]?.schema
+  if (schema !== undefined && schema.additionalProperties === false) schema.additionalProperties = true
+  return operation
+}
+
 const publicKeyEndpoint = (name: "publicKey" | "publicKeyAlias", path: "/public-key" | "/public-keyk") =>
   HttpApiEndpoint.get(name, path, { success: Success(PublicKeyResponse) })
 
@@ -171,6 +181,7 @@ export class ClientGroup extends HttpApiGroup.make("client")
       error: NotFound
     }).annotateMerge(OpenApi.annotations({
       summary: "Validate a license (and a device)",
+      transform: ignoresUnknownFields,
       description: "Always 200 for an existing key; `valid` and `code` say whether it may be used. Codes are " +
         "checked in this order, the first failure wins: `blacklisted`, `license_terminated`, `license_revoked`, " +
         "`license_suspended`, `license_pending`, `license_expired`, `machine_limit_exceeded` (more machines hold " +
@@ -190,6 +201,7 @@ export class ClientGroup extends HttpApiGroup.make("client")
       error: [Forbidden, NotFound, UnprocessableEntity]
     }).annotateMerge(OpenApi.annotations({
       summary: "Activate a device on a license",
+      transform: ignoresUnknownFields,
       description: "Takes a seat for the fingerprint. The response is the Machine object with a signed " +
         "`certificate` added beside its fields (201 for a new seat, 200 when the fingerprint already held one; " +
         "both carry a fresh certificate). The machine's `ip_address` is the caller's socket address (or " +
@@ -204,6 +216,7 @@ export class ClientGroup extends HttpApiGroup.make("client")
       error: NotFound
     }).annotateMerge(OpenApi.annotations({
       summary: "Deactivate a device and free its seat",
+      transform: ignoresUnknownFields,
       description: "Names the machine by `fingerprint` or `machine_id` (one is required; when both are sent, " +
         "`fingerprint` is used). A machine already inactive answers the same 200. A machine that is not on that " +
         "license: 404 `machine_not_found`."
@@ -214,6 +227,7 @@ export class ClientGroup extends HttpApiGroup.make("client")
       error: [Forbidden, NotFound, Conflict]
     }).annotateMerge(OpenApi.annotations({
       summary: "Record a heartbeat (renews a floating lease)",
+      transform: ignoresUnknownFields,
       description: "Records the beat and renews a floating lease. A fingerprint never activated on the license: " +
         "404 `machine_not_found`; a deactivated, culled or lease-expired machine: 409 `machine_inactive` " +
         "(activate again); a revoked machine: 403 `machine_revoked`; a license that is not valid: 403 with its " +
