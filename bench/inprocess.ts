@@ -1,0 +1,156 @@
+/**
+ * In-process benchmarks: the licensing engine of the bundled server (`engineLayer` of packages/http, i.e. the
+ * domain's services, stored signing keys and the node:crypto signer) on the memory store and on PGlite (in
+ * memory, loaded from the template), called directly, without HTTP. What each case does:
+ * - `validate`: `Licensing.validate` of a license key (no fingerprint); `validate fp`: with an activated
+ *   fingerprint;
+ * - `validate fp + sign`: the whole work of POST /validate's handler (validate, then the signed payload);
+ * - `activate+deactivate`: `Licensing.activate` of the worker's fingerprint and its machine certificate, then
+ *   `Licensing.deactivate` — one cycle, on one license with as many seats as workers;
+ * - `sign only` (no store): `Tokens.licensePayload` alone, the signing share of validate.
+ * Each case runs with 1 worker and with `BENCH_CONNECTIONS` (64) concurrent fibers, after a warm-up. Every call
+ * buffers an event-log entry (as in the server); the buffer is written between cases, outside the timings, and
+ * how long that took is printed on stderr. After the cycles the license must hold no seat; the count is printed.
+ *
+ * Run: `node bench/inprocess.ts` (after `npx tsc -b`); `--json` prints the figures as JSON for `run.ts`.
+ * Settings: BENCH_QUICK=1, BENCH_INPROCESS_SECONDS (per case, default 3), BENCH_CONNECTIONS.
+ */
+import { Effect, Layer } from "effect"
+import { ActivityRecorder, Licenses, Licensing, Tokens, type ValidateResult } from "@lm/domain"
+import { MemoryStore } from "@lm/storage-memory"
+import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
+import { engineLayer } from "../packages/http/dist/server/App.js"
+import { fixed, markdownTable } from "./stats.ts"
+import { envNumber } from "./support.ts"
+
+/** One figure: a case on a store at a concurrency. */
+export interface InProcessFigure {
+  readonly store: string
+  readonly case: string
+  readonly concurrency: number
+  readonly opsPerSecond: number
+  /** Mean time of one operation as a caller sees it, in microseconds (concurrency / throughput). */
+  readonly meanMicros: number
+}
+
+/** What `--json` prints. */
+export interface InProcessReport {
+  readonly figures: ReadonlyArray<InProcessFigure>
+  /** Seats held on the cycle license after the cycles, per store (must be 0). */
+  readonly seatsAfterCycles: Record<string, number>
+}
+
+const quick = process.env.BENCH_QUICK === "1"
+const seconds = envNumber("BENCH_INPROCESS_SECONDS", quick ? 0.5 : 3)
+const warmupSeconds = Math.min(seconds, quick ? 0.3 : 1)
+const connections = envNumber("BENCH_CONNECTIONS", 64)
+const licenseCount = 64
+const ipAddress = "127.0.0.1"
+
+/**
+ * Runs `op` in `workers` fibers until `durationSeconds` have passed; operations per second. `op` gets the
+ * worker's number.
+ */
+const throughput = <E, R>(durationSeconds: number, workers: number, op: (worker: number) => Effect.Effect<unknown, E, R>) =>
+  Effect.gen(function*() {
+    let count = 0
+    const started = performance.now()
+    const deadline = started + durationSeconds * 1000
+    const worker = (w: number) =>
+      Effect.gen(function*() {
+        while (performance.now() < deadline) {
+          yield* op(w)
+          count++
+        }
+      })
+    yield* Effect.forEach(Array.from({ length: workers }, (_, i) => i), worker, { concurrency: "unbounded", discard: true })
+    return count / ((performance.now() - started) / 1000)
+  })
+
+/** Every case on one store. */
+const casesOn = (store: string) =>
+  Effect.gen(function*() {
+    const licensing = yield* Licensing
+    const licenses = yield* Licenses
+    const tokens = yield* Tokens
+    const recorder = yield* ActivityRecorder
+
+    const keys: Array<string> = []
+    for (let i = 0; i < licenseCount; i++) {
+      const view = yield* licenses.create({ maxActivations: 64 })
+      keys.push(view.license.key)
+      yield* licensing.activate({ licenseKey: view.license.key, ipAddress, facts: { fingerprint: `validate-${i}` } })
+    }
+    const cycleKey = (yield* licenses.create({ maxActivations: connections })).license.key
+    let sample: ValidateResult | undefined
+
+    const cases: ReadonlyArray<readonly [string, (worker: number) => Effect.Effect<unknown, unknown>]> = [
+      ["validate", (w) => licensing.validate({ licenseKey: keys[w % licenseCount]!, ipAddress })],
+      ["validate fp", (w) => licensing.validate({ licenseKey: keys[w % licenseCount]!, fingerprint: `validate-${w % licenseCount}`, ipAddress })],
+      [
+        "validate fp + sign",
+        (w) => {
+          const fingerprint = `validate-${w % licenseCount}`
+          return Effect.flatMap(
+            licensing.validate({ licenseKey: keys[w % licenseCount]!, fingerprint, ipAddress }),
+            (result) => {
+              sample = result
+              return tokens.licensePayload(result, { fingerprint, nonce: null })
+            }
+          )
+        }
+      ],
+      ["sign only", () => (sample === undefined ? Effect.void : tokens.licensePayload(sample, { fingerprint: "validate-0", nonce: null }))],
+      [
+        "activate+deactivate",
+        (w) =>
+          licensing.activate({ licenseKey: cycleKey, ipAddress, facts: { fingerprint: `cycle-${w}` } }).pipe(
+            Effect.flatMap(({ license, machine, now }) => tokens.machineCertificate(license, machine, now)),
+            Effect.andThen(licensing.deactivate({ licenseKey: cycleKey, fingerprint: `cycle-${w}`, ipAddress }))
+          )
+      ]
+    ]
+
+    const figures: Array<InProcessFigure> = []
+    for (const [name, op] of cases) {
+      for (const workers of [1, connections]) {
+        yield* throughput(warmupSeconds, workers, op)
+        const opsPerSecond = yield* throughput(seconds, workers, op)
+        figures.push({ store, case: name, concurrency: workers, opsPerSecond, meanMicros: (workers / opsPerSecond) * 1e6 })
+        // The event log of these calls is written now, outside the timings, so that it does not slow the next case.
+        const flushed = performance.now()
+        yield* recorder.flush
+        process.stderr.write(
+          `in-process ${store} ${name} ×${workers}: ${fixed(opsPerSecond)} ops/s (event log flush ${fixed(performance.now() - flushed)} ms)\n`
+        )
+      }
+    }
+    const seats = (yield* licenses.get(cycleKey)).activationCount
+    return { figures, seats }
+  })
+
+const stores: ReadonlyArray<readonly [string, Layer.Layer<any, unknown>]> = [
+  ["memory", MemoryStore.layer],
+  ["pglite", layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))]
+]
+
+const figures: Array<InProcessFigure> = []
+const seatsAfterCycles: Record<string, number> = {}
+for (const [name, store] of stores) {
+  const result = await Effect.runPromise(
+    casesOn(name).pipe(Effect.provide(engineLayer(store, { sweepIntervalSeconds: 0 })), Effect.scoped)
+  )
+  figures.push(...result.figures)
+  seatsAfterCycles[name] = result.seats
+}
+
+if (process.argv.includes("--json")) {
+  const report: InProcessReport = { figures, seatsAfterCycles }
+  console.log(JSON.stringify(report))
+} else {
+  console.log(markdownTable(
+    ["store", "case", "fibers", "ops/s", "µs/op"],
+    figures.map((f) => [f.store, f.case, String(f.concurrency), fixed(f.opsPerSecond), fixed(f.meanMicros, 1)])
+  ))
+  console.log(`seats held after the cycles (must be 0): ${JSON.stringify(seatsAfterCycles)}`)
+}

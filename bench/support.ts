@@ -1,0 +1,233 @@
+/**
+ * What the benchmark scripts share: starting a server (or the floor) as a child process and reading its address
+ * from its start-up line, sampling a process's RSS, small HTTP calls for seeding, throw-away stores (a copy of
+ * the PGlite template folder, a fresh database on the PostgreSQL server of `DATABASE_URL`) and statistics.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { layerPostgres, PgliteTemplate } from "@lm/storage-pg"
+
+/** The repository's root folder. */
+export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
+
+/** The bundled server's command line (built by `tsc -b`). */
+export const lmBin = path.join(repoRoot, "packages/http/dist/bin/lm.js")
+
+/** A number from the environment, or `fallback` when unset or empty. */
+export const envNumber = (name: string, fallback: number): number => {
+  const text = process.env[name]
+  if (text === undefined || text.trim() === "") return fallback
+  const value = Number(text)
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}: expected a non-negative number, got ${text}`)
+  return value
+}
+
+/** A running child process that printed `Listening on <url>`. */
+export interface Listening {
+  readonly pid: number
+  /** The URL of the start-up line, e.g. `http://127.0.0.1:41234/api/lm/v1`. */
+  readonly base: string
+  /** Everything the process printed so far (the last 64 KiB). */
+  readonly output: () => string
+  /** SIGTERM, then SIGKILL after `graceMillis`; resolves once the process has exited. */
+  readonly stop: (graceMillis?: number) => Promise<void>
+}
+
+/** Environment variables that pick the server's store: removed before each configuration sets its own. */
+const storeVariables = ["LM_STORAGE", "DATABASE_URL", "LM_DATA_DIR"]
+
+/** The environment of a child: ours without store settings, with `extra` on top. */
+export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  for (const name of storeVariables) delete env[name]
+  return { ...env, ...extra }
+}
+
+/** Resolves when `child` has exited (at once if it already has). */
+const exited = (child: ChildProcess): Promise<void> =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((resolve) => child.once("exit", () => resolve()))
+
+/**
+ * Starts `node <args>` and waits for its `Listening on http://…` line (the bundled server's start-up log and the
+ * floor both print one). Fails with the process's output when it exits first or does not listen in time.
+ */
+export const startListening = (
+  args: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv,
+  timeoutMillis = 180_000
+): Promise<Listening> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    let settled = false
+    const stop = async (graceMillis = 30_000) => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill("SIGTERM")
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMillis)
+      await exited(child)
+      clearTimeout(timer)
+    }
+    const fail = (message: string) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      void stop(1_000)
+      reject(new Error(`${message}\n--- output of node ${args.join(" ")} ---\n${output}`))
+    }
+    const timer = setTimeout(() => fail(`no "Listening on" line within ${timeoutMillis} ms`), timeoutMillis)
+    const onData = (chunk: Buffer) => {
+      output = (output + chunk.toString("utf8")).slice(-65_536)
+      const match = /Listening on (http:\/\/[^\s"]+)/.exec(output)
+      if (match !== null && !settled) {
+        settled = true
+        clearTimeout(timer)
+        resolve({ pid: child.pid!, base: match[1]!, output: () => output, stop })
+      }
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", onData)
+    child.once("exit", (code, signal) => fail(`exited (${signal ?? code}) before listening`))
+    child.once("error", (error) => fail(String(error)))
+  })
+
+/** Runs `node <args>` to completion; fails with its output on a non-zero exit. */
+export const runNode = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    child.once("error", reject)
+    child.once("exit", (code, signal) =>
+      code === 0 ? resolve(output) : reject(new Error(`node ${args.join(" ")} exited (${signal ?? code}):\n${output}`)))
+  })
+
+/** The resident set size of a process in MiB (`VmRSS` of /proc/<pid>/status), or NaN when it is gone. */
+export const rssMiB = (pid: number): number => {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8")
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)
+    return match === null ? Number.NaN : Number(match[1]) / 1024
+  } catch {
+    return Number.NaN
+  }
+}
+
+/** Samples a process's RSS every `everyMillis` until stopped; `stop` returns the peak and the last sample. */
+export const sampleRss = (pid: number, everyMillis = 200) => {
+  let peak = rssMiB(pid)
+  let last = peak
+  const timer = setInterval(() => {
+    last = rssMiB(pid)
+    if (last > peak || Number.isNaN(peak)) peak = last
+  }, everyMillis)
+  return {
+    stop: (): { readonly peak: number; readonly last: number } => {
+      clearInterval(timer)
+      last = rssMiB(pid)
+      if (last > peak) peak = last
+      return { peak, last }
+    }
+  }
+}
+
+/** A `read_write` API key for `LM_BOOTSTRAP_CONSUMER_*` (CONTRACT §2 format). */
+export const bootstrapCredentials = () => ({
+  consumerKey: `ck_${randomBytes(20).toString("hex")}`,
+  consumerSecret: `cs_${randomBytes(20).toString("hex")}`
+})
+
+/** The answer of {@link call}. */
+export interface Answer {
+  readonly status: number
+  readonly body: any
+}
+
+/** One JSON request to the API (`path` relative to the API base), with HTTP Basic when `auth` is given. */
+export const call = async (
+  base: string,
+  method: string,
+  route: string,
+  body?: unknown,
+  auth?: { readonly consumerKey: string; readonly consumerSecret: string }
+): Promise<Answer> => {
+  const headers: Record<string, string> = { "content-type": "application/json" }
+  if (auth !== undefined) {
+    headers.authorization = `Basic ${Buffer.from(`${auth.consumerKey}:${auth.consumerSecret}`).toString("base64")}`
+  }
+  const response = await fetch(`${base}${route}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  const text = await response.text()
+  let parsed: unknown = text
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, body: parsed }
+}
+
+/** Like {@link call}, but fails unless the status is `expected`. */
+export const expectStatus = async (
+  expected: number | ReadonlyArray<number>,
+  ...args: Parameters<typeof call>
+): Promise<Answer> => {
+  const answer = await call(...args)
+  const ok = typeof expected === "number" ? answer.status === expected : expected.includes(answer.status)
+  if (!ok) {
+    throw new Error(`${args[1]} ${args[2]}: expected ${expected}, got ${answer.status} ${JSON.stringify(answer.body)}`)
+  }
+  return answer
+}
+
+/** A temporary data folder holding an empty (unmigrated) PGlite database: a copy of the PGlite template. */
+export const pgliteDataDir = async (): Promise<{ readonly dir: string; readonly remove: () => Promise<void> }> => {
+  const template = await Effect.runPromise(PgliteTemplate.templateDataDir)
+  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), "lm-bench-pglite-"))
+  await fs.promises.cp(template, dir, { recursive: true })
+  return { dir, remove: () => fs.promises.rm(dir, { recursive: true, force: true }) }
+}
+
+/** Runs SQL statements, one after the other, on the database of `url`. */
+export const runSql = (url: string, statements: ReadonlyArray<string>) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      for (const statement of statements) yield* sql.unsafe(statement)
+    }).pipe(Effect.provide(layerPostgres({ url, maxConnections: 1 })), Effect.scoped)
+  )
+
+/** A new, empty database on the PostgreSQL server of `url`; `drop` removes it (closing its connections). */
+export const freshPostgresDatabase = async (
+  url: string,
+  label: string
+): Promise<{ readonly url: string; readonly name: string; readonly drop: () => Promise<void> }> => {
+  const name = `lm_bench_${label}_${process.pid}_${Date.now()}`
+  await runSql(url, [`CREATE DATABASE ${name}`])
+  const parsed = new URL(url)
+  parsed.pathname = `/${name}`
+  return {
+    url: parsed.toString(),
+    name,
+    drop: () => runSql(url, [`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`])
+  }
+}
+
+/** Node, CPU and core count, for the heading of a result. */
+export const machineLine = (): string => {
+  const cpus = os.cpus()
+  return `node ${process.version}, ${cpus.length} × ${cpus[0]?.model.trim() ?? "unknown cpu"}, ${
+    Math.round(os.totalmem() / 2 ** 30)
+  } GiB, ${os.platform()} ${os.release()}`
+}
