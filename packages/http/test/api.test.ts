@@ -1,25 +1,12 @@
-/** The real `Api`, wired the way the composition root wires it, served over HTTP. */
-import { Layer } from "effect"
+/** The real `Api`, wired by the composition root (every group with its handlers), served over HTTP. */
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { Api } from "../src/api/Api.js"
-import { layerMiddlewares, layerRoutes, layerServer } from "../src/server/Http.js"
-import { HttpSettings } from "../src/server/Settings.js"
-import { StorageHealth, SystemHandlers } from "../src/server/System.js"
-import { type RunningServer, startServer, stubAuthenticator } from "./support/TestServer.js"
+import { startApp, type TestApp } from "./support/App.js"
 
-let server: RunningServer
+let server: TestApp
 beforeAll(async () => {
-  const handlers = SystemHandlers.pipe(
-    Layer.provide(layerMiddlewares),
-    Layer.provide(stubAuthenticator),
-    Layer.provide(StorageHealth.layerAlwaysUp("memory"))
-  )
-  const layer = layerServer(layerRoutes(Api).pipe(Layer.provide(handlers)), { host: "127.0.0.1", port: 0 }).pipe(
-    Layer.provide(HttpSettings.layer())
-  )
-  server = await startServer(layer)
+  server = await startApp("memory")
 })
-afterAll(() => server.close())
+afterAll(() => server?.close())
 
 it("serves /health and the OpenAPI document of the lm/v1 API", async () => {
   const health = await fetch(`${server.apiBase}/health`)
