@@ -247,10 +247,18 @@ export const sweepReason = (machine: Machine, license: License, now: number): "l
   return "heartbeat_dead"
 }
 
-/** Recomputes each active machine's stored seat deadline after the license's seat rules changed. */
-export const refreshSeatDeadlines = (machines: ReadonlyArray<Machine>, license: SeatRules): ReadonlyArray<Machine> =>
+/**
+ * Brings the license's active machines in line with its seat rules after they changed: a machine of a license
+ * that became floating gets a lease from now (else it would hold its seat for ever); one of a license that is no
+ * longer floating loses its lease; and each stored seat deadline is recomputed. Returns the machines that changed.
+ */
+export const refreshSeatDeadlines = (machines: ReadonlyArray<Machine>, license: SeatRules, now: number): ReadonlyArray<Machine> =>
   machines.flatMap((machine) => {
     if (machine.status !== "active") return []
-    const deadline = seatDeadline(machine, license)
-    return deadline === machine.seatDeadline ? [] : [{ ...machine, seatDeadline: deadline }]
+    const leaseExpiresAt = !license.isFloating
+      ? null
+      : machine.leaseExpiresAt ?? now + license.leaseDuration * 1000
+    const next = { ...machine, leaseExpiresAt }
+    const deadline = seatDeadline(next, license)
+    return deadline === machine.seatDeadline && leaseExpiresAt === machine.leaseExpiresAt ? [] : [{ ...next, seatDeadline: deadline }]
   })

@@ -41,6 +41,18 @@ describe("drawing from a generator", () => {
       expect((yield* events).filter((e) => e.type === "license.created").map((e) => e.data["source"])).toEqual(["pool", "pool", "pool", "generator"])
     })))
 
+  it.effect("a drawn pool key keeps the settings it was generated with; only the body's fields change them", () =>
+    onEngine(Effect.gen(function*() {
+      const generators = yield* Generators
+      const licenses = yield* Licenses
+      const { generator } = yield* generators.create({ name: "Seats", defaultMaxActivations: 2 })
+      yield* generators.generate(generator.id, 2, { maxActivations: 7, graceDays: 3 })
+      const plain = yield* licenses.create({ generatorId: generator.id })
+      expect(plain.license).toMatchObject({ source: "pool", maxActivations: 7, graceDays: 3 })
+      const overridden = yield* licenses.create({ generatorId: generator.id, maxActivations: 1 })
+      expect(overridden.license).toMatchObject({ source: "pool", maxActivations: 1, graceDays: 3 })
+    })))
+
   it.effect("never hands the same pool key to two concurrent draws", () =>
     onEngine(Effect.gen(function*() {
       const generators = yield* Generators

@@ -39,6 +39,21 @@ describe("actions", () => {
       expect(types).toEqual(["license.suspended", "license.revoked", "license.reinstated"])
     })))
 
+  it.effect("a license switched to floating gives its machines a lease from then; they do not hold seats for ever", () =>
+    onEngine(Effect.gen(function*() {
+      const key = yield* newLicense({ maxActivations: 1, leaseDuration: 600 })
+      yield* activate(key, "fp-1")
+      yield* TestClock.adjust(3600 * SECOND)
+      yield* Licenses.use((l) => l.update(key, { isFloating: true }))
+      expect((yield* view(key)).machines[0]?.leaseExpiresAt).toBe(T0 + 3600 * SECOND + 600 * SECOND)
+      yield* TestClock.adjust(599 * SECOND)
+      expect((yield* view(key)).activationCount).toBe(1)
+      yield* TestClock.adjust(1 * SECOND)
+      expect((yield* view(key)).activationCount).toBe(0)
+      // The freed seat can be taken by another machine.
+      expect((yield* activate(key, "fp-2")).created).toBe(true)
+    })))
+
   it.effect("reinstate lands on inactive or expired by seats and the clock", () =>
     onEngine(Effect.gen(function*() {
       const licenses = yield* Licenses

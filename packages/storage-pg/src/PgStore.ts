@@ -4,17 +4,17 @@
  */
 import { PGlite } from "@electric-sql/pglite"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Duration, Effect, Layer, Redacted, Schema } from "effect"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import { StorageUnavailable } from "@lm/domain"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as PgliteBridge from "./PgliteBridge.js"
 
-/** The store cannot be reached or opened (maps to `service_unavailable`, 503). */
-export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
-  message: Schema.String
-}) {}
+/** The store cannot be reached or opened: the domain's `StorageUnavailable` (503 `service_unavailable`). */
+export const StoreUnavailable = StorageUnavailable
+export type StoreUnavailable = StorageUnavailable
 
 /** A `StoreUnavailable` carrying the message of a failed connection or query. */
 export const storeUnavailable = (error: SqlError): StoreUnavailable =>

@@ -161,13 +161,13 @@ export class Licenses extends Context.Service<Licenses, {
             Effect.gen(function*() {
               const generator = yield* generators.findById(generatorId)
               if (generator === undefined) return yield* generatorNotFound()
-              const merged = { ...generatorDefaults(generator), ...settings }
               const pooled = yield* licenses.claimFromPool(generatorId)
               let license: License
               if (pooled !== undefined) {
+                // A pool key keeps the settings it was generated with; only the body's fields change them.
                 license = yield* licenses.update({
                   ...pooled,
-                  ...merged,
+                  ...settings,
                   state: "issued",
                   source: "pool",
                   createdAt: pooled.createdAt,
@@ -176,6 +176,7 @@ export class Licenses extends Context.Service<Licenses, {
                 })
               } else {
                 const key = yield* withRandom(mintKey(generator))
+                const merged = { ...generatorDefaults(generator), ...settings }
                 license = yield* licenses.insert(newLicenseDraft(key, merged, "generator", generatorId, now))
               }
               yield* outbox.append([licenseCreated(license, now)])
@@ -247,7 +248,7 @@ export class Licenses extends Context.Service<Licenses, {
           Effect.gen(function*() {
             const change = yield* Effect.fromResult(updateLicense(license, settingsOf(patch), now))
             // Seat rules may have changed: keep each machine's stored seat deadline true to them.
-            for (const machine of refreshSeatDeadlines(active, change.license)) yield* machines.update(machine)
+            for (const machine of refreshSeatDeadlines(active, change.license, now)) yield* machines.update(machine)
             return change
           })
         )

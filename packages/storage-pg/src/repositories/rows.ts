@@ -108,8 +108,17 @@ const unavailableReasons = new Set([
 export const isUnavailable = (error: SqlError): boolean => unavailableReasons.has(error.reason._tag)
 
 /**
- * Turns SQL failures into the domain's `StorageUnavailable` when the store cannot be reached; any other SQL
- * failure is a defect (a 500 with the cause logged), never a silently swallowed error.
+ * How long one store call (or one whole transaction) may take before it is answered as unavailable. A server
+ * that stops answering without closing its connections would otherwise hold the request forever.
+ */
+export const STORE_CALL_TIMEOUT = "15 seconds"
+
+const timedOut = () =>
+  Effect.fail(new StorageUnavailable({ message: `The store did not answer within ${STORE_CALL_TIMEOUT}.` }))
+
+/**
+ * Turns SQL failures into the domain's `StorageUnavailable` when the store cannot be reached or does not answer
+ * in time; any other SQL failure is a defect (a 500 with the cause logged), never a silently swallowed error.
  */
 export const orUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | StorageUnavailable, R> =>
   Effect.catchIf(
@@ -119,4 +128,4 @@ export const orUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>
       isUnavailable(error)
         ? Effect.fail(new StorageUnavailable({ message: `The store is unavailable: ${error.message}` }))
         : Effect.die(error)
-  ) as any
+  ).pipe(Effect.timeoutOrElse({ duration: STORE_CALL_TIMEOUT, orElse: timedOut })) as any
