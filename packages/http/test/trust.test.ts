@@ -50,7 +50,7 @@ for (const store of ["memory", "pglite"] as const) {
     let app: TestApp
     let manage: ReturnType<typeof admin>
 
-    const record = (res: { readonly headers: Headers; readonly body: unknown }) => {
+    const record = <R extends { readonly headers: Headers; readonly body: unknown }>(res: R): R => {
       received.push(typeof res.body === "string" ? res.body : JSON.stringify(res.body ?? ""))
       res.headers.forEach((value, name) => received.push(`${name}: ${value}`))
       return res
