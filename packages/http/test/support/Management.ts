@@ -44,6 +44,13 @@ export const expectOk = (res: Reply, status = 200, meta: Record<string, unknown>
   return res.body.data
 }
 
+/** Checks that a request succeeded (2xx, `success: true`), whatever its data. */
+export const expectSuccess = (res: Reply): void => {
+  expect(res.status, JSON.stringify(res.body)).toBeGreaterThanOrEqual(200)
+  expect(res.status, JSON.stringify(res.body)).toBeLessThan(300)
+  expect(res.body.success).toBe(true)
+}
+
 /** Checks a list: its items under `key`, and the list meta. Returns the items. */
 export const expectList = (
   res: Reply,
