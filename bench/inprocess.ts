@@ -1,7 +1,8 @@
 /**
  * In-process benchmarks: the licensing engine of the bundled server (`engineLayer` of packages/http, i.e. the
- * domain's services, stored signing keys and the node:crypto signer) on the memory store and on PGlite (in
- * memory, loaded from the template), called directly, without HTTP. What each case does:
+ * domain's services, stored signing keys and the node:crypto signer) on the memory store, on PGlite (in
+ * memory, loaded from the template) and, when `DATABASE_URL` is set, on a fresh PostgreSQL database (dropped
+ * after), called directly, without HTTP. What each case does:
  * - `validate`: `Licensing.validate` of a license key (no fingerprint); `validate fp`: with an activated
  *   fingerprint;
  * - `validate fp + sign`: the whole work of POST /validate's handler (validate, then the signed payload);
@@ -18,10 +19,10 @@
 import { Effect, Layer } from "effect"
 import { ActivityRecorder, Licenses, Licensing, Tokens, type ValidateResult } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
+import { layerOnClient, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
 import { engineLayer } from "../packages/http/dist/server/App.js"
 import { fixed, markdownTable } from "./stats.ts"
-import { envNumber } from "./support.ts"
+import { envNumber, freshPostgresDatabase } from "./support.ts"
 
 /** One figure: a case on a store at a concurrency. */
 export interface InProcessFigure {
@@ -46,6 +47,7 @@ const warmupSeconds = Math.min(seconds, quick ? 0.3 : 1)
 const connections = envNumber("BENCH_CONNECTIONS", 64)
 const licenseCount = 64
 const ipAddress = "127.0.0.1"
+const databaseUrl = process.env.DATABASE_URL ?? ""
 
 /**
  * Runs `op` in `workers` fibers until `durationSeconds` have passed; operations per second. `op` gets the
@@ -129,19 +131,40 @@ const casesOn = (store: string) =>
     return { figures, seats }
   })
 
-const stores: ReadonlyArray<readonly [string, Layer.Layer<any, unknown>]> = [
-  ["memory", MemoryStore.layer],
-  ["pglite", layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))]
+/** A store to run the cases on, and what to remove after. */
+interface StoreUnderTest {
+  readonly name: string
+  readonly open: () => Promise<{ readonly layer: Layer.Layer<any, unknown>; readonly cleanup: () => Promise<void> }>
+}
+
+const stores: ReadonlyArray<StoreUnderTest> = [
+  { name: "memory", open: async () => ({ layer: MemoryStore.layer, cleanup: async () => {} }) },
+  {
+    name: "pglite",
+    open: async () => ({ layer: layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary)), cleanup: async () => {} })
+  },
+  ...(databaseUrl === "" ? [] : [{
+    name: "postgres",
+    open: async () => {
+      const database = await freshPostgresDatabase(databaseUrl, "inproc")
+      return { layer: layerPostgresStore({ url: database.url }), cleanup: database.drop }
+    }
+  }])
 ]
 
 const figures: Array<InProcessFigure> = []
 const seatsAfterCycles: Record<string, number> = {}
-for (const [name, store] of stores) {
-  const result = await Effect.runPromise(
-    casesOn(name).pipe(Effect.provide(engineLayer(store, { sweepIntervalSeconds: 0 })), Effect.scoped)
-  )
-  figures.push(...result.figures)
-  seatsAfterCycles[name] = result.seats
+for (const store of stores) {
+  const { layer, cleanup } = await store.open()
+  try {
+    const result = await Effect.runPromise(
+      casesOn(store.name).pipe(Effect.provide(engineLayer(layer, { sweepIntervalSeconds: 0 })), Effect.scoped)
+    )
+    figures.push(...result.figures)
+    seatsAfterCycles[store.name] = result.seats
+  } finally {
+    await cleanup()
+  }
 }
 
 if (process.argv.includes("--json")) {

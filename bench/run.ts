@@ -2,31 +2,33 @@
  * `npm run bench`: the benchmarks of the hot path, in one run, printed as one table.
  *
  * 1. builds once (`tsc -b`);
- * 2. in-process: `inprocess.ts` in its own process (the engine on memory and PGlite, no HTTP);
- * 3. over HTTP, for each configuration — the floor (`floor.ts`: bare node:http + node:crypto), the bundled
- *    server on memory, on PGlite (a fresh copy of the template data folder) and on PostgreSQL (a fresh database
- *    on the server of `DATABASE_URL`, dropped after; skipped without it) — starts the server as a child process
- *    on a free port, seeds licenses over HTTP, and drives it from a second process (`load.ts`, autocannon,
- *    `BENCH_CONNECTIONS` connections, a warm-up, then `BENCH_RUNS` measured runs) with POST /validate without
- *    and with a fingerprint, then activate+deactivate cycles (connection i cycles fingerprint `cycle-i` on one
- *    license with one seat per connection); the server's RSS is sampled during the measured runs;
- * 4. after the cycles, the cycle license's seats are counted, every fingerprint is deactivated once more, and
- *    the count must then be 0;
- * 5. prints the table (req/s, p50, p99, non-2xx, RSS, ratio to the floor for the same work) and writes it,
- *    with the raw figures, to bench/results/ (not committed).
+ * 2. in process: `inprocess.ts` in its own process (the engine on memory and PGlite, no HTTP);
+ * 3. over HTTP: the floor (`floor.ts`: bare node:http + node:crypto) is started and stays up; then for each
+ *    configuration — the bundled server on memory, on PGlite (a fresh copy of the template data folder), on
+ *    PostgreSQL (a fresh database on the server of `DATABASE_URL`, dropped after; skipped without it) — the
+ *    server starts as a child process on a free port, licenses are seeded over HTTP, and a second process
+ *    (`load.ts`, autocannon, `BENCH_CONNECTIONS` connections) drives each scenario: a warm-up, then
+ *    `BENCH_RUNS` measured runs, each followed by a floor run of the same work, so that every ratio compares
+ *    two runs made under the same background load. Scenarios: POST /validate without and with a fingerprint;
+ *    activate+deactivate cycles, connection i cycling fingerprint `cycle-i` on one license with one seat per
+ *    connection, and again with connection i on its own single-seat license. The server's RSS is sampled
+ *    during its measured runs;
+ * 4. after each cycle scenario, the seats are counted, every fingerprint is deactivated once more, and the
+ *    count must then be 0 (with single-seat licenses, a leaked seat would also have shown as 422s);
+ * 5. prints the table (req/s, p50, p99, non-2xx, RSS, ratio to the floor) and writes it, with the raw figures,
+ *    to bench/results/ (not committed).
  *
  * Settings (environment): BENCH_QUICK=1 (1 s warm-up, one 2 s run, short in-process cases), BENCH_WARMUP
  * (seconds, default 5), BENCH_DURATION (seconds per run, default 10), BENCH_RUNS (default 3),
- * BENCH_CONNECTIONS (default 64), BENCH_CONFIGS (comma list of floor, memory, pglite, postgres; default all),
+ * BENCH_CONNECTIONS (default 64), BENCH_CONFIGS (comma list of floor, memory, pglite, postgres and the opt-in
+ * postgres-nosync, a database with `synchronous_commit = off`; default floor,memory,pglite,postgres),
  * BENCH_INPROCESS=0 (skip the in-process part), BENCH_SKIP_BUILD=1, DATABASE_URL (enables PostgreSQL).
  * Nothing is asserted: the figures are read, never compared with a threshold.
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as readline from "node:readline"
 import type { InProcessReport } from "./inprocess.ts"
-import type { LoadEvent, LoadRequest, LoadSpec, RunFigures } from "./load.ts"
+import type { LoadRequest, LoadSpec, LoadTarget, RunFigures } from "./load.ts"
 import { fixed, markdownTable, median } from "./stats.ts"
 import {
   bootstrapCredentials,
@@ -40,7 +42,10 @@ import {
   machineLine,
   pgliteDataDir,
   repoRoot,
+  rssMiB,
+  runLoad,
   runNode,
+  runSql,
   sampleRss,
   startListening
 } from "./support.ts"
@@ -61,39 +66,54 @@ const licenseCount = Math.min(64, settings.connections)
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`)
 
 /** A benchmarked workload. */
-type Scenario = "validate" | "validate fp" | "activate+deactivate"
-const scenarios: ReadonlyArray<Scenario> = ["validate", "validate fp", "activate+deactivate"]
+type Scenario = "validate" | "validate fp" | "activate+deactivate" | "activate+deactivate, 64 licenses"
+const scenarios: ReadonlyArray<Scenario> = ["validate", "validate fp", "activate+deactivate", "activate+deactivate, 64 licenses"]
+const isCycle = (scenario: Scenario) => scenario.startsWith("activate")
 
 /** The figures of one scenario on one configuration. */
 interface Row {
   readonly config: string
   readonly scenario: Scenario
   readonly runs: ReadonlyArray<RunFigures>
+  /** The floor's runs, each made right after the configuration's run of the same number. */
+  readonly floorRuns: ReadonlyArray<RunFigures>
   /** Server RSS in MiB: the peak sampled during the measured runs. */
   readonly rssPeak: number
-  /** Seat counts of the cycle license (activate+deactivate on a server only). */
+  /** Seat counts after activate+deactivate (bundled server only). */
   readonly seats?: SeatCheck
 }
 
-/** What the cycle license held after the run and after deactivating every fingerprint once more. */
+/** What the cycle licenses held after the run and after deactivating every fingerprint once more. */
 interface SeatCheck {
+  readonly licenses: number
+  /** Sum of `activation_count` right after the run. */
   readonly afterRun: number
+  /** Machines listed with status `active` right after the run. */
   readonly listedActive: number
+  /** Sum of `activation_count` after deactivating every cycle fingerprint once more (must be 0). */
   readonly afterCleanup: number
+  /** Sum of the ceilings. */
   readonly ceiling: number
 }
 
-/** What seeding left on a server: the keys to validate, the fingerprint activated on each, the cycle license. */
+/**
+ * What seeding left on a server: the keys to validate (fingerprint `validate-i` active on key i), the cycle
+ * license (one seat per connection) and one license per connection with a single seat.
+ */
 interface Seeded {
   readonly keys: ReadonlyArray<string>
   readonly cycleKey: string
-  readonly auth?: ReturnType<typeof bootstrapCredentials>
+  readonly spreadKeys: ReadonlyArray<string>
 }
 
 const body = (value: unknown) => JSON.stringify(value)
 
 /** Each connection's loop of requests for a scenario. */
-const loopsFor = (apiPath: string, scenario: Scenario, seeded: Seeded): LoadSpec["loops"] => {
+const loopsFor = (apiPath: string, scenario: Scenario, seeded: Seeded): LoadTarget["loops"] => {
+  const cycle = (key: string, fingerprint: string): ReadonlyArray<LoadRequest> => [
+    { path: `${apiPath}/activate`, body: body({ license_key: key, fingerprint }) },
+    { path: `${apiPath}/deactivate`, body: body({ license_key: key, fingerprint }) }
+  ]
   switch (scenario) {
     case "validate":
       return seeded.keys.map((key): ReadonlyArray<LoadRequest> => [{ path: `${apiPath}/validate`, body: body({ license_key: key }) }])
@@ -102,86 +122,118 @@ const loopsFor = (apiPath: string, scenario: Scenario, seeded: Seeded): LoadSpec
         { path: `${apiPath}/validate`, body: body({ license_key: key, fingerprint: `validate-${i}` }) }
       ])
     case "activate+deactivate":
-      return Array.from({ length: settings.connections }, (_, i): ReadonlyArray<LoadRequest> => [
-        { path: `${apiPath}/activate`, body: body({ license_key: seeded.cycleKey, fingerprint: `cycle-${i}` }) },
-        { path: `${apiPath}/deactivate`, body: body({ license_key: seeded.cycleKey, fingerprint: `cycle-${i}` }) }
-      ])
+      return Array.from({ length: settings.connections }, (_, i) => cycle(seeded.cycleKey, `cycle-${i}`))
+    case "activate+deactivate, 64 licenses":
+      return Array.from({ length: settings.connections }, (_, i) => cycle(seeded.spreadKeys[i % seeded.spreadKeys.length]!, `cycle-${i}`))
   }
 }
 
-/** Runs `load.ts` against `target`, sampling the target's RSS during each measured run. */
-const drive = (target: Listening, loops: LoadSpec["loops"]): Promise<{ runs: Array<RunFigures>; rssPeak: number }> =>
-  new Promise((resolve, reject) => {
-    const url = new URL(target.base)
-    const spec: LoadSpec = {
-      origin: url.origin,
-      connections: settings.connections,
-      warmupSeconds: settings.warmup,
-      durationSeconds: settings.duration,
-      runs: settings.runs,
-      loops
-    }
-    const child = spawn(process.execPath, [path.join(repoRoot, "bench/load.ts"), JSON.stringify(spec)], {
-      cwd: repoRoot,
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    const runs: Array<RunFigures> = []
-    let rssPeak = 0
-    let sampler: ReturnType<typeof sampleRss> | undefined
-    readline.createInterface({ input: child.stdout! }).on("line", (line) => {
-      const event = JSON.parse(line) as LoadEvent
-      if (event.event === "warmed") {
-        progress(`  warm-up: ${fixed(event.figures.rps)} req/s`)
-      } else if (event.event === "start") {
-        sampler = sampleRss(target.pid)
+/** A server under test: its address and pid, and the requests of each scenario. */
+interface Target {
+  readonly listening: Listening
+  readonly seeded: Seeded
+}
+
+const targetOf = (target: Target, scenario: Scenario): LoadTarget => {
+  const url = new URL(target.listening.base)
+  return { origin: url.origin, loops: loopsFor(url.pathname, scenario, target.seeded) }
+}
+
+/**
+ * Runs `load.ts` on `target` (and on `floor`, alternating run by run, when given), sampling the target's RSS
+ * during its measured runs.
+ */
+const drive = async (
+  scenario: Scenario,
+  target: Target,
+  floor: Target | undefined
+): Promise<{ runs: Array<RunFigures>; floorRuns: Array<RunFigures>; rssPeak: number }> => {
+  const spec: LoadSpec = {
+    targets: floor === undefined ? [targetOf(target, scenario)] : [targetOf(target, scenario), targetOf(floor, scenario)],
+    connections: settings.connections,
+    warmupSeconds: settings.warmup,
+    durationSeconds: settings.duration,
+    runs: settings.runs
+  }
+  const runs: Array<RunFigures> = []
+  const floorRuns: Array<RunFigures> = []
+  let rssPeak = 0
+  let sampler: ReturnType<typeof sampleRss> | undefined
+  const name = (index: number) => (index === 0 ? "" : "floor ")
+  await runLoad(spec, (event) => {
+    if (event.event === "warmed") {
+      progress(`  ${name(event.target)}warm-up: ${fixed(event.figures.rps)} req/s`)
+    } else if (event.event === "start") {
+      if (event.target === 0) sampler = sampleRss(target.listening.pid)
+    } else {
+      const f = event.figures
+      let rss = ""
+      if (event.target === 0) {
+        const sampled = sampler?.stop()
+        if (sampled !== undefined && sampled.peak > rssPeak) rssPeak = sampled.peak
+        rss = `, RSS ${fixed(sampled?.peak ?? Number.NaN)} MiB`
+        runs.push(f)
       } else {
-        const rss = sampler?.stop()
-        if (rss !== undefined && rss.peak > rssPeak) rssPeak = rss.peak
-        runs.push(event.figures)
-        const f = event.figures
-        progress(
-          `  run ${event.run}: ${fixed(f.rps)} req/s, p50 ${fixed(f.p50, 2)} ms, p99 ${fixed(f.p99, 2)} ms, statuses ${
-            JSON.stringify(f.statuses)
-          }, errors ${f.errors}, RSS ${fixed(rss?.peak ?? Number.NaN)} MiB`
-        )
+        floorRuns.push(f)
       }
-    })
-    child.once("error", reject)
-    child.once("exit", (code) => (code === 0 ? resolve({ runs, rssPeak }) : reject(new Error(`load.ts exited with ${code}`))))
+      progress(
+        `  ${name(event.target)}run ${event.run}: ${fixed(f.rps)} req/s, p50 ${fixed(f.p50, 2)} ms, p99 ${fixed(f.p99, 2)} ms, statuses ${
+          JSON.stringify(f.statuses)
+        }, errors ${f.errors + f.timeouts}${rss}`
+      )
+    }
   })
+  return { runs, floorRuns, rssPeak }
+}
 
 /** Creates the licenses of the run on a server and checks validate answers `valid` for them. */
-const seed = async (base: string, auth: ReturnType<typeof bootstrapCredentials>): Promise<Seeded> => {
+const seed = async (base: string): Promise<Seeded> => {
+  const create = async (maxActivations: number) =>
+    (await expectStatus(201, base, "POST", "/licenses", { max_activations: maxActivations }, bootstrapAuth)).body.data.license_key as string
   const keys: Array<string> = []
   for (let i = 0; i < licenseCount; i++) {
-    const created = await expectStatus(201, base, "POST", "/licenses", { max_activations: 64 }, auth)
-    const key = created.body.data.license_key as string
+    const key = await create(64)
     await expectStatus(201, base, "POST", "/activate", { license_key: key, fingerprint: `validate-${i}` })
     keys.push(key)
   }
-  const cycle = await expectStatus(201, base, "POST", "/licenses", { max_activations: settings.connections }, auth)
+  const cycleKey = await create(settings.connections)
+  const spreadKeys: Array<string> = []
+  for (let i = 0; i < settings.connections; i++) spreadKeys.push(await create(1))
   for (const fingerprint of [undefined, "validate-0"]) {
     const answer = await expectStatus(200, base, "POST", "/validate", { license_key: keys[0], ...(fingerprint === undefined ? {} : { fingerprint }) })
     if (answer.body.data.valid !== true) throw new Error(`validate of a seeded license is not valid: ${JSON.stringify(answer.body)}`)
   }
-  return { keys, cycleKey: cycle.body.data.license_key as string, auth }
+  return { keys, cycleKey, spreadKeys }
 }
 
-/** Counts the cycle license's seats, deactivates every cycle fingerprint once more, and counts again. */
-const checkSeats = async (base: string, seeded: Seeded): Promise<SeatCheck> => {
-  const route = `/licenses/${encodeURIComponent(seeded.cycleKey)}`
-  const before = await expectStatus(200, base, "GET", route, undefined, seeded.auth)
-  const listedActive = (before.body.data.machines as ReadonlyArray<{ readonly status: string }>).filter((m) => m.status === "active").length
-  for (let i = 0; i < settings.connections; i++) {
-    await expectStatus(200, base, "POST", "/deactivate", { license_key: seeded.cycleKey, fingerprint: `cycle-${i}` })
+/**
+ * Counts the seats of the licenses a cycle scenario used, deactivates every cycle fingerprint once more, and
+ * counts again.
+ */
+const checkSeats = async (base: string, scenario: Scenario, seeded: Seeded): Promise<SeatCheck> => {
+  const pairs = Array.from({ length: settings.connections }, (_, i) => ({
+    key: scenario === "activate+deactivate" ? seeded.cycleKey : seeded.spreadKeys[i % seeded.spreadKeys.length]!,
+    fingerprint: `cycle-${i}`
+  }))
+  const licenses = [...new Set(pairs.map((p) => p.key))]
+  const count = async () => {
+    let held = 0
+    let listed = 0
+    let ceiling = 0
+    for (const key of licenses) {
+      const { body: answer } = await expectStatus(200, base, "GET", `/licenses/${encodeURIComponent(key)}`, undefined, bootstrapAuth)
+      held += answer.data.activation_count as number
+      listed += (answer.data.machines as ReadonlyArray<{ readonly status: string }>).filter((m) => m.status === "active").length
+      ceiling += answer.data.max_activations as number
+    }
+    return { held, listed, ceiling }
   }
-  const after = await expectStatus(200, base, "GET", route, undefined, seeded.auth)
-  return {
-    afterRun: before.body.data.activation_count as number,
-    listedActive,
-    afterCleanup: after.body.data.activation_count as number,
-    ceiling: settings.connections
+  const before = await count()
+  for (const { key, fingerprint } of pairs) {
+    await expectStatus(200, base, "POST", "/deactivate", { license_key: key, fingerprint })
   }
+  const after = await count()
+  return { licenses: licenses.length, afterRun: before.held, listedActive: before.listed, afterCleanup: after.held, ceiling: before.ceiling }
 }
 
 /** Waits until the server answers its health check (the store is open before it listens, but be sure). */
@@ -194,44 +246,40 @@ const ready = async (base: string) => {
   throw new Error(`${base}/health never answered 200`)
 }
 
-/** One configuration: start it, seed it, drive every scenario, check the seats, stop it. */
-const benchConfig = async (
-  config: string,
-  start: () => Promise<{ readonly target: Listening; readonly cleanup: () => Promise<void> }>
-): Promise<Array<Row>> => {
+/** A started configuration and how to stop it and remove its store. */
+interface Started {
+  readonly listening: Listening
+  readonly cleanup: () => Promise<void>
+}
+
+/** Keys of the right format for the floor, which keeps no state. */
+const floorSeeded: Seeded = {
+  keys: Array.from({ length: licenseCount }, (_, i) => `BNCH-FLOR-0000-${String(i).padStart(4, "0")}`),
+  cycleKey: "BNCH-FLOR-CYCL-0000",
+  spreadKeys: Array.from({ length: settings.connections }, (_, i) => `BNCH-FLOR-SPRD-${String(i).padStart(4, "0")}`)
+}
+
+/** One configuration: start it, seed it, drive every scenario (paired with the floor), check the seats, stop it. */
+const benchConfig = async (config: string, start: () => Promise<Started>, floor: Target | undefined): Promise<Array<Row>> => {
   progress(`${config}: starting`)
-  const { target, cleanup } = await start()
+  const { listening, cleanup } = await start()
   const rows: Array<Row> = []
   try {
-    const apiPath = new URL(target.base).pathname
-    let seeded: Seeded
-    if (config === "floor") {
-      seeded = {
-        keys: Array.from({ length: licenseCount }, (_, i) => `BNCH-FLOR-0000-${String(i).padStart(4, "0")}`),
-        cycleKey: "BNCH-FLOR-CYCL-0000"
-      }
-    } else {
-      await ready(target.base)
-      seeded = await seed(target.base, bootstrapAuth)
-    }
-    progress(`${config}: listening at ${target.base}, pid ${target.pid}, RSS ${fixed(rssNow(target.pid))} MiB after seeding`)
+    await ready(listening.base)
+    const target: Target = { listening, seeded: await seed(listening.base) }
+    progress(`${config}: listening at ${listening.base}, pid ${listening.pid}, RSS ${fixed(rssMiB(listening.pid))} MiB after seeding`)
     for (const scenario of scenarios) {
       progress(`${config}: ${scenario}`)
-      const { runs, rssPeak } = await drive(target, loopsFor(apiPath, scenario, seeded))
-      const seats = scenario === "activate+deactivate" && config !== "floor" ? await checkSeats(target.base, seeded) : undefined
+      const { runs, floorRuns, rssPeak } = await drive(scenario, target, floor)
+      const seats = isCycle(scenario) ? await checkSeats(listening.base, scenario, target.seeded) : undefined
       if (seats !== undefined) progress(`  seats: ${JSON.stringify(seats)}`)
-      rows.push({ config, scenario, runs, rssPeak, ...(seats === undefined ? {} : { seats }) })
+      rows.push({ config, scenario, runs, floorRuns, rssPeak, ...(seats === undefined ? {} : { seats }) })
     }
   } finally {
-    await target.stop()
+    await listening.stop()
     await cleanup()
   }
   return rows
-}
-
-const rssNow = (pid: number) => {
-  const sampler = sampleRss(pid)
-  return sampler.stop().last
 }
 
 /** The credentials every bundled server of this run is started with. */
@@ -247,16 +295,14 @@ const serverEnv = (store: Record<string, string>) =>
     LM_RATE_LIMIT: "off"
   })
 
-const starters: Record<string, () => Promise<{ readonly target: Listening; readonly cleanup: () => Promise<void> }>> = {
-  floor: async () => ({
-    target: await startListening([path.join(repoRoot, "bench/floor.ts")], childEnv({ PORT: "0", HOST: "127.0.0.1" })),
-    cleanup: async () => {}
-  }),
-  memory: async () => ({ target: await startListening([lmBin, "serve"], serverEnv({ LM_STORAGE: "memory" })), cleanup: async () => {} }),
+const startFloor = () => startListening([path.join(repoRoot, "bench/floor.ts")], childEnv({ PORT: "0", HOST: "127.0.0.1" }))
+
+const starters: Record<string, () => Promise<Started>> = {
+  memory: async () => ({ listening: await startListening([lmBin, "serve"], serverEnv({ LM_STORAGE: "memory" })), cleanup: async () => {} }),
   pglite: async () => {
     const data = await pgliteDataDir()
     try {
-      return { target: await startListening([lmBin, "serve"], serverEnv({ LM_DATA_DIR: data.dir })), cleanup: data.remove }
+      return { listening: await startListening([lmBin, "serve"], serverEnv({ LM_DATA_DIR: data.dir })), cleanup: data.remove }
     } catch (error) {
       await data.remove()
       throw error
@@ -265,7 +311,18 @@ const starters: Record<string, () => Promise<{ readonly target: Listening; reado
   postgres: async () => {
     const database = await freshPostgresDatabase(settings.databaseUrl, "http")
     try {
-      return { target: await startListening([lmBin, "serve"], serverEnv({ DATABASE_URL: database.url })), cleanup: database.drop }
+      return { listening: await startListening([lmBin, "serve"], serverEnv({ DATABASE_URL: database.url })), cleanup: database.drop }
+    } catch (error) {
+      await database.drop()
+      throw error
+    }
+  },
+  "postgres-nosync": async () => {
+    // Commits return before their WAL reaches the disk: shows what the commit's fsync costs.
+    const database = await freshPostgresDatabase(settings.databaseUrl, "nosync")
+    try {
+      await runSql(settings.databaseUrl, [`ALTER DATABASE ${database.name} SET synchronous_commit = off`])
+      return { listening: await startListening([lmBin, "serve"], serverEnv({ DATABASE_URL: database.url })), cleanup: database.drop }
     } catch (error) {
       await database.drop()
       throw error
@@ -287,74 +344,109 @@ if (process.env.BENCH_SKIP_BUILD !== "1") {
 
 let inProcess: InProcessReport | undefined
 if (settings.inProcess) {
-  progress("in-process (memory, PGlite)")
-  const output = await runNode([path.join(repoRoot, "bench/inprocess.ts"), "--json"], childEnv({ BENCH_CONNECTIONS: String(settings.connections) }))
+  progress(`in-process (memory, PGlite${settings.databaseUrl === "" ? "" : ", PostgreSQL"})`)
+  const output = await runNode(
+    [path.join(repoRoot, "bench/inprocess.ts"), "--json"],
+    childEnv({ BENCH_CONNECTIONS: String(settings.connections), DATABASE_URL: settings.databaseUrl })
+  )
   const last = output.trim().split("\n").filter((line) => line.startsWith("{")).at(-1)
   inProcess = JSON.parse(last ?? "null") as InProcessReport
 }
 
 const rows: Array<Row> = []
 const skipped: Array<string> = []
-for (const config of settings.configs) {
-  const start = starters[config]
-  if (start === undefined) throw new Error(`BENCH_CONFIGS: unknown configuration ${config}`)
-  if (config === "postgres" && settings.databaseUrl === "") {
-    skipped.push("postgres (DATABASE_URL is not set)")
-    continue
+const servers = settings.configs.filter((c) => c !== "floor")
+for (const config of servers) {
+  if (starters[config] === undefined) throw new Error(`BENCH_CONFIGS: unknown configuration ${config}`)
+}
+const floorListening = settings.configs.includes("floor") ? await startFloor() : undefined
+const floor: Target | undefined = floorListening === undefined ? undefined : { listening: floorListening, seeded: floorSeeded }
+try {
+  if (floor !== undefined) progress(`floor: listening at ${floor.listening.base}, pid ${floor.listening.pid}`)
+  if (floor !== undefined && servers.length === 0) {
+    // The floor alone: its own figures, nothing to pair with.
+    for (const scenario of scenarios) {
+      progress(`floor: ${scenario}`)
+      const { runs, rssPeak } = await drive(scenario, floor, undefined)
+      rows.push({ config: "floor", scenario, runs, floorRuns: runs, rssPeak })
+    }
   }
-  try {
-    rows.push(...(await benchConfig(config, start)))
-  } catch (error) {
-    progress(`${config}: FAILED: ${error instanceof Error ? error.message : String(error)}`)
-    skipped.push(`${config} (failed: ${(error instanceof Error ? error.message : String(error)).split("\n")[0]})`)
+  for (const config of servers) {
+    if (config.startsWith("postgres") && settings.databaseUrl === "") {
+      skipped.push(`${config} (DATABASE_URL is not set)`)
+      continue
+    }
+    try {
+      rows.push(...(await benchConfig(config, starters[config]!, floor)))
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error)
+      progress(`${config}: FAILED: ${message}`)
+      skipped.push(`${config} (failed: ${message.split("\n")[0]})`)
+    }
   }
+} finally {
+  await floorListening?.stop()
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 
-const summary = (row: Row) => {
-  const rps = row.runs.map((r) => r.rps)
+/** Median and spread of a list of runs. */
+const summary = (runs: ReadonlyArray<RunFigures>) => {
+  const rps = runs.map((r) => r.rps)
   return {
     rps: median(rps),
     minRps: Math.min(...rps),
     maxRps: Math.max(...rps),
-    p50: median(row.runs.map((r) => r.p50)),
-    p99: median(row.runs.map((r) => r.p99)),
-    worstP99: Math.max(...row.runs.map((r) => r.p99)),
-    non2xx: row.runs.reduce((n, r) => n + Object.entries(r.statuses).filter(([s]) => !s.startsWith("2")).reduce((a, [, c]) => a + c, 0), 0),
-    errors: row.runs.reduce((n, r) => n + r.errors + r.timeouts, 0),
-    bytes: median(row.runs.map((r) => r.bytesPerResponse))
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    worstP99: Math.max(...runs.map((r) => r.p99)),
+    non2xx: runs.reduce((n, r) => n + Object.entries(r.statuses).filter(([s]) => !s.startsWith("2")).reduce((a, [, c]) => a + c, 0), 0),
+    errors: runs.reduce((n, r) => n + r.errors + r.timeouts, 0),
+    bytes: median(runs.map((r) => r.bytesPerResponse))
   }
 }
-const floorOf = (scenario: Scenario) => {
-  const row = rows.find((r) => r.config === "floor" && r.scenario === scenario)
-  return row === undefined ? Number.NaN : summary(row).rps
+
+/** The median over pairs of (configuration run ÷ floor run of the same number). */
+const pairedRatio = (row: Row): number =>
+  row.floorRuns.length === 0 || row.config === "floor"
+    ? Number.NaN
+    : median(row.runs.map((r, i) => r.rps / (row.floorRuns[i]?.rps ?? Number.NaN)).filter(Number.isFinite))
+
+const tableRow = (config: string, scenario: Scenario, runs: ReadonlyArray<RunFigures>, rss: number, ratio: string) => {
+  const s = summary(runs)
+  const cycles = isCycle(scenario) ? ` (${fixed(s.rps / 2)} cycles/s)` : ""
+  return [
+    config,
+    scenario,
+    `${fixed(s.rps)}${cycles}`,
+    `${fixed(s.minRps)}–${fixed(s.maxRps)}`,
+    fixed(s.p50, 2),
+    `${fixed(s.p99, 2)} (${fixed(s.worstP99, 2)})`,
+    `${s.non2xx} / ${s.errors}`,
+    fixed(s.bytes),
+    fixed(rss),
+    ratio
+  ]
 }
 
+// The floor's own rows gather its runs of every pairing, per scenario.
+const floorRows = scenarios.flatMap((scenario) => {
+  const runs = rows.filter((r) => r.scenario === scenario).flatMap((r) => r.floorRuns)
+  return runs.length === 0 ? [] : [tableRow("floor", scenario, runs, Number.NaN, "1")]
+})
+
 const httpTable = markdownTable(
-  ["config", "scenario", "req/s (median)", "runs min–max", "p50 ms", "p99 ms (worst)", "non-2xx / errors", "bytes/resp", "server RSS MiB", "× floor"],
-  rows.map((row) => {
-    const s = summary(row)
-    const cycles = row.scenario === "activate+deactivate" ? ` (${fixed(s.rps / 2)} cycles/s)` : ""
-    return [
-      row.config,
-      row.scenario,
-      `${fixed(s.rps)}${cycles}`,
-      `${fixed(s.minRps)}–${fixed(s.maxRps)}`,
-      fixed(s.p50, 2),
-      `${fixed(s.p99, 2)} (${fixed(s.worstP99, 2)})`,
-      `${s.non2xx} / ${s.errors}`,
-      fixed(s.bytes),
-      fixed(row.rssPeak),
-      row.config === "floor" ? "1.00" : fixed(s.rps / floorOf(row.scenario), 2)
-    ]
-  })
+  ["config", "scenario", "req/s (median)", "runs min–max", "p50 ms", "p99 ms (worst)", "non-2xx / errors", "bytes/resp", "server RSS MiB", "× floor (paired)"],
+  [
+    ...floorRows,
+    ...rows.filter((r) => r.config !== "floor").map((row) => tableRow(row.config, row.scenario, row.runs, row.rssPeak, fixed(pairedRatio(row), 2)))
+  ]
 )
 
 const seatLines = rows.filter((r) => r.seats !== undefined).map((r) => {
   const seats = r.seats!
   const exact = seats.afterCleanup === 0 && seats.afterRun === seats.listedActive && seats.afterRun <= seats.ceiling
-  return `- ${r.config}: ${seats.afterRun} seats held right after the cycles (${seats.listedActive} machines listed active, ceiling ${seats.ceiling}); after deactivating every fingerprint once more: ${seats.afterCleanup} (must be 0) — ${exact ? "exact" : "WRONG"}`
+  return `- ${r.config}, ${r.scenario}: ${seats.afterRun} seats held right after the run on ${seats.licenses} license(s) (${seats.listedActive} machines listed active, ceiling ${seats.ceiling}); after deactivating every fingerprint once more: ${seats.afterCleanup} (must be 0) — ${exact ? "exact" : "WRONG"}`
 })
 
 const inProcessTable = inProcess === undefined ? "" : markdownTable(

@@ -12,6 +12,8 @@ import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { layerPostgres, PgliteTemplate } from "@lm/storage-pg"
+import * as readline from "node:readline"
+import type { LoadEvent, LoadSpec } from "./load.ts"
 
 /** The repository's root folder. */
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
@@ -109,6 +111,29 @@ export const runNode = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Pr
     child.once("exit", (code, signal) =>
       code === 0 ? resolve(output) : reject(new Error(`node ${args.join(" ")} exited (${signal ?? code}):\n${output}`)))
   })
+
+/**
+ * Runs `load.ts` (autocannon) as its own process on `spec` (handed over in a temporary file), calling `onEvent`
+ * for each line it prints; resolves when it exits cleanly.
+ */
+export const runLoad = async (spec: LoadSpec, onEvent: (event: LoadEvent) => void): Promise<void> => {
+  const folder = await fs.promises.mkdtemp(path.join(os.tmpdir(), "lm-bench-load-"))
+  const file = path.join(folder, "spec.json")
+  await fs.promises.writeFile(file, JSON.stringify(spec))
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, [path.join(repoRoot, "bench/load.ts"), file], {
+        cwd: repoRoot,
+        stdio: ["ignore", "pipe", "inherit"]
+      })
+      readline.createInterface({ input: child.stdout! }).on("line", (line) => onEvent(JSON.parse(line) as LoadEvent))
+      child.once("error", reject)
+      child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`load.ts exited with ${code}`))))
+    })
+  } finally {
+    await fs.promises.rm(folder, { recursive: true, force: true })
+  }
+}
 
 /** The resident set size of a process in MiB (`VmRSS` of /proc/<pid>/status), or NaN when it is gone. */
 export const rssMiB = (pid: number): number => {
