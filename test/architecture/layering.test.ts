@@ -1,0 +1,52 @@
+/**
+ * The arrows of DESIGN.md point one way: `http -> domain <- storage-*`. The domain imports nothing but effect,
+ * @noble/ed25519 and node:crypto; storage packages never import the HTTP adapter; the client verify module
+ * imports nothing but @noble/ed25519.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs"
+import { join, relative } from "node:path"
+import { describe, expect, it } from "vitest"
+
+const root = join(import.meta.dirname, "..", "..")
+
+const sources = (dir: string): Array<string> =>
+  readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    return statSync(path).isDirectory() ? sources(path) : path.endsWith(".ts") ? [path] : []
+  })
+
+/** Every module specifier a file imports or re-exports (static and dynamic). */
+const importsOf = (file: string): Array<string> => {
+  const text = readFileSync(file, "utf8")
+  const found = new Set<string>()
+  for (const match of text.matchAll(/(?:import|export)\s[^"';]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|import\s+["']([^"']+)["']/g)) {
+    found.add(match[1] ?? match[2] ?? match[3]!)
+  }
+  return [...found]
+}
+
+const offending = (dir: string, allowed: (specifier: string) => boolean) =>
+  sources(join(root, dir)).flatMap((file) =>
+    importsOf(file).filter((s) => !s.startsWith(".") && !allowed(s)).map((s) => `${relative(root, file)} imports ${s}`)
+  )
+
+describe("layering", () => {
+  it("finds the imports it checks (the scanner works)", () => {
+    expect(importsOf(join(root, "packages/domain/src/services/Licensing.ts"))).toContain("effect")
+    expect(importsOf(join(root, "packages/http/src/server/App.ts"))).toContain("@lm/storage-pg")
+  })
+
+  it("the domain imports only effect, @noble/ed25519 and node:crypto", () => {
+    expect(offending("packages/domain/src", (s) => s === "effect" || s.startsWith("effect/") || s === "@noble/ed25519" || s === "node:crypto")).toEqual([])
+  })
+
+  it("the verify module imports only @noble/ed25519 (it runs in client software and browsers)", () => {
+    expect(offending("packages/domain/src/verify", (s) => s === "@noble/ed25519")).toEqual([])
+  })
+
+  it("storage packages never import the HTTP adapter", () => {
+    for (const pkg of ["packages/storage-memory/src", "packages/storage-pg/src"]) {
+      expect(offending(pkg, (s) => !s.startsWith("@lm/http"))).toEqual([])
+    }
+  })
+})

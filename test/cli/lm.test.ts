@@ -1,0 +1,90 @@
+/**
+ * The `lm` command line (CONTRACT §13) on a PGlite data folder, then `lm serve` on the same folder: API keys made
+ * by the CLI authenticate with their scope, and rotated signing keys stay published. Runs the built binary
+ * (`npm test` builds first).
+ */
+import { spawn, spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+
+const root = join(import.meta.dirname, "..", "..")
+const bin = join(root, "packages/http/dist/bin/lm.js")
+const dataDir = mkdtempSync(join(tmpdir(), "lm-cli-"))
+const env = { ...process.env, LM_DATA_DIR: dataDir, DATABASE_URL: "", LM_STORAGE: "", LM_SIGNING_KEY: "" }
+delete env.LM_BOOTSTRAP_CONSUMER_KEY
+delete env.LM_BOOTSTRAP_CONSUMER_SECRET
+
+const lm = (...args: Array<string>) => {
+  const run = spawnSync(process.execPath, [bin, ...args], { env, encoding: "utf8", timeout: 60_000 })
+  return { code: run.status, out: run.stdout, err: run.stderr }
+}
+
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
+
+describe("lm", () => {
+  let readKey = { key: "", secret: "" }
+
+  it("migrates a new data folder", () => {
+    const run = lm("migrate")
+    expect(run.code).toBe(0)
+    expect(run.out).toContain("migrated: pglite")
+  })
+
+  it("creates API keys and shows the secret once; lists them without it", () => {
+    const created = lm("api-keys", "create", "--scope", "read", "--description", "reporting")
+    expect(created.code).toBe(0)
+    const key = /consumer_key=(ck_[0-9a-f]{40})/.exec(created.out)?.[1]
+    const secret = /consumer_secret=(cs_[0-9a-f]{40})/.exec(created.out)?.[1]
+    expect(key).toBeDefined()
+    expect(secret).toBeDefined()
+    readKey = { key: key!, secret: secret! }
+    const listed = lm("api-keys", "list")
+    expect(listed.code).toBe(0)
+    expect(listed.out).toContain(`read\t\u2026${key!.slice(-7)}\treporting`)
+    expect(listed.out).not.toContain(secret!)
+  })
+
+  it("refuses an unknown scope or command with a usage message and a non-zero exit", () => {
+    const bad = lm("api-keys", "create", "--scope", "admin")
+    expect(bad.code).not.toBe(0)
+    expect(bad.err).toContain("--scope must be")
+    const unknown = lm("frobnicate")
+    expect(unknown.code).not.toBe(0)
+    expect(unknown.err).toContain("usage:")
+  })
+
+  it("rotates signing keys; lm serve then publishes every key, the newest current", async () => {
+    expect(lm("signing-keys", "rotate").code).toBe(0)
+    const second = lm("signing-keys", "rotate")
+    expect(second.code).toBe(0)
+    const kid = /kid=([0-9a-f]+)/.exec(second.out)?.[1]
+
+    const server = spawn(process.execPath, [bin, "serve"], { env: { ...env, PORT: "0", LM_SWEEP_INTERVAL: "0" } })
+    try {
+      const base = await new Promise<string>((resolve, reject) => {
+        let out = ""
+        server.stdout.on("data", (chunk) => {
+          out += chunk
+          const url = /Listening on (http:\/\/\S+)/.exec(out)?.[1]
+          if (url) resolve(url)
+        })
+        server.on("exit", (code) => reject(new Error(`lm serve exited with ${code}: ${out}`)))
+      })
+      // The store had keys already: no bootstrap key is printed.
+      const keys = (await (await fetch(`${base}/public-key`)).json()) as any
+      expect(keys.data.kid).toBe(kid)
+      expect(keys.data.keys).toHaveLength(3)
+      expect(keys.data.keys.filter((k: any) => k.current).map((k: any) => k.kid)).toEqual([kid])
+
+      const auth = `Basic ${Buffer.from(`${readKey.key}:${readKey.secret}`).toString("base64")}`
+      expect((await fetch(`${base}/licenses`, { headers: { authorization: auth } })).status).toBe(200)
+      const write = await fetch(`${base}/licenses`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: "{}" })
+      expect(write.status).toBe(403)
+    } finally {
+      server.kill("SIGTERM")
+      await new Promise((resolve) => server.once("exit", resolve))
+    }
+  })
+})
