@@ -2,7 +2,7 @@
  * The real bundled server (every route, the domain, signing, the CRL) started in-process on an ephemeral port,
  * on the memory store or a throw-away PGlite store, with a known read_write API key.
  */
-import { Layer } from "effect"
+import { Layer, References } from "effect"
 import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import { MemoryStore } from "@lm/storage-memory"
 import { serverLayerOn, type EngineOptions } from "../../src/server/App.js"
@@ -40,7 +40,11 @@ export const startApp = async (store: TestStore, options: EngineOptions & { read
   const layer = serverLayerOn(storeLayer(store), { storage: store, description: store }, { host: "127.0.0.1", port: 0 }, {
     sweepIntervalSeconds: 0,
     ...options
-  }).pipe(Layer.provide(HttpSettings.layer(options.settings ?? {})))
+  }).pipe(
+    Layer.provide(HttpSettings.layer(options.settings ?? {})),
+    // Start-up and shutdown lines would drown the test output; warnings and errors still show.
+    Layer.provide(Layer.succeed(References.MinimumLogLevel, process.env.LM_TEST_LOG_LEVEL === "debug" ? "Debug" : "Warn"))
+  )
   const server = await startServer(layer as any, { restRoot: options.settings?.restRoot ?? "/api" })
   const call: TestApp["call"] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers }
