@@ -134,6 +134,21 @@ for (const store of ["memory", "pglite"] as const) {
       expect(wrongMethod.headers.get("allow")).toBe("GET, HEAD, POST")
     })
 
+    it("covers every management route of the OpenAPI document, each declaring HTTP Basic", async () => {
+      const document = (await app.call("GET", "/openapi.json", { auth: null })).body
+      const documented: Array<string> = []
+      for (const [path, operations] of Object.entries<any>(document.paths)) {
+        if (!/^\/api\/lm\/v1\/(licenses|machines|generators|api-keys)/.test(path)) continue
+        for (const [method, operation] of Object.entries<any>(operations)) {
+          expect([method, path, operation.security]).toEqual([method, path, [{ basic: [] }]])
+          documented.push(`${method.toUpperCase()} ${path.slice("/api/lm/v1".length)}`)
+        }
+      }
+      const template = (path: string) =>
+        path.replace(/^\/licenses\/[^/]+/, "/licenses/{key}").replace(/^\/(machines|generators|api-keys)\/\d+/, "/$1/{id}")
+      expect(routes.map((r) => `${r.method} ${template(r.path)}`).sort()).toEqual(documented.sort())
+    })
+
     it("keeps the bootstrap key working alongside the issued ones", async () => {
       expect((await app.call("GET", "/licenses", { auth: basic(adminKey.consumerKey, adminKey.consumerSecret) })).status).toBe(200)
     })

@@ -9,7 +9,7 @@ import { NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "./ParseOptions.js"
 import { NotFound } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"
-import { ApiKeyWire, ListMeta, PageQuery, PositiveIntFromString } from "../domain/Wire.js"
+import { ApiKeyWire, ListMeta, PageQuery, positiveIntFromString } from "../domain/Wire.js"
 
 /** POST /api-keys body. */
 export const CreateApiKeyBody = Schema.Struct({
@@ -54,7 +54,7 @@ export class ApiKeysGroup extends HttpApiGroup.make("api-keys")
         "key. `last_access_at` is updated at most once a minute. Paging as for every list."
     })),
     HttpApiEndpoint.delete("delete", "/api-keys/:id", {
-      params: { id: PositiveIntFromString.annotate({ description: "The API key's id (a positive integer)." }) },
+      params: { id: positiveIntFromString("The API key's id (a positive integer).") },
       payload: NoFields,
       success: Success(Schema.Struct({ deleted: Schema.Literal(true), id: Schema.Int })),
       error: NotFound

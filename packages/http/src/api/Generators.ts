@@ -19,13 +19,13 @@ import {
   MAX_ACTIVATIONS,
   MAX_DAYS,
   PageQuery,
-  PositiveIntFromString
+  positiveIntFromString
 } from "../domain/Wire.js"
 
 /** The most keys one generate call makes. */
 export const MAX_GENERATE = 10_000
 
-const idParam = { id: PositiveIntFromString.annotate({ description: "The generator's id (a positive integer)." }) }
+const idParam = { id: positiveIntFromString("The generator's id (a positive integer).") }
 
 /** Fields of a generator that POST and PUT may set. */
 const generatorFields = {

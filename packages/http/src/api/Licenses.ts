@@ -17,7 +17,8 @@ import {
   ListMeta,
   MAX_DAYS,
   PageQuery,
-  PositiveIntFromString,
+  positiveIntFromString,
+  timeInput,
   TimeInput
 } from "../domain/Wire.js"
 
@@ -78,15 +79,17 @@ export const ListLicensesQuery = {
       description: "The status as reported now (`active`, `inactive` and `expired` are derived)."
     })
   ),
-  product_id: Schema.optionalKey(PositiveIntFromString),
-  order_id: Schema.optionalKey(PositiveIntFromString),
-  user_id: Schema.optionalKey(PositiveIntFromString),
-  generator_id: Schema.optionalKey(PositiveIntFromString),
+  product_id: Schema.optionalKey(positiveIntFromString("Only licenses of this product.")),
+  order_id: Schema.optionalKey(positiveIntFromString("Only licenses of this order.")),
+  user_id: Schema.optionalKey(positiveIntFromString("Only licenses of this user.")),
+  generator_id: Schema.optionalKey(positiveIntFromString("Only licenses made by this generator (pool keys included).")),
   search: Schema.optionalKey(Schema.String.annotate({ description: "Key prefix (trimmed and upper-cased)." })),
-  expires_before: Schema.optionalKey(TimeInput.annotate({ description: "Only licenses whose expires_at is before this time." })),
-  expires_after: Schema.optionalKey(TimeInput.annotate({ description: "Only licenses whose expires_at is after this time." })),
-  orderby: Schema.optionalKey(Schema.Literals(["id", "created_at", "expires_at"])),
-  order: Schema.optionalKey(Schema.Literals(["asc", "desc"])),
+  expires_before: Schema.optionalKey(timeInput("Only licenses whose expires_at is strictly before this ISO 8601 time (with an offset).")),
+  expires_after: Schema.optionalKey(timeInput("Only licenses whose expires_at is strictly after this ISO 8601 time (with an offset).")),
+  orderby: Schema.optionalKey(Schema.Literals(["id", "created_at", "expires_at"]).annotate({
+    description: "Sort column (default `id`); ties are broken by id in the same direction."
+  })),
+  order: Schema.optionalKey(Schema.Literals(["asc", "desc"]).annotate({ description: "Sort direction (default `desc`)." })),
   ...PageQuery
 }
 

@@ -9,9 +9,9 @@ import { NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "./ParseOptions.js"
 import { NotFound } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"
-import { ListMeta, MachineWire, PageQuery, PositiveIntFromString } from "../domain/Wire.js"
+import { ListMeta, MachineWire, PageQuery, positiveIntFromString } from "../domain/Wire.js"
 
-const idParam = { id: PositiveIntFromString.annotate({ description: "The machine's id (a positive integer)." }) }
+const idParam = { id: positiveIntFromString("The machine's id (a positive integer).") }
 
 /** The machine routes. */
 export class MachinesGroup extends HttpApiGroup.make("machines")

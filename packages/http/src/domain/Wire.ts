@@ -202,16 +202,19 @@ export const listMeta = (total: number, page: number, perPage: number): ListMeta
 /** The largest id the API accepts (ids are bigint in the store, JavaScript numbers here). */
 export const MAX_ID = Number.MAX_SAFE_INTEGER
 
-/** A positive integer written in plain decimal digits (path ids, query numbers): `1`, `42`; not `1.0`, `1e2`, `-1`. */
-export const PositiveIntFromString = Schema.String.check(
-  Schema.makeFilter((s: string) => /^[0-9]{1,16}$/.test(s) && Number(s) >= 1 && Number(s) <= MAX_ID || "must be a positive integer")
-).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: Number, encode: String })))
-  .annotate({ description: "A positive integer." })
+
+/**
+ * A positive integer written in plain decimal digits, in a path or query string: `1`, `42`; not `0`, `1.0`,
+ * `1e2`, `-1`. `description` is what the OpenAPI document says of it.
+ */
+export const positiveIntFromString = (description = "A positive integer.") =>
+  Schema.String.annotate({ description }).check(
+    Schema.isPattern(/^[0-9]{1,16}$/, { message: "must be a positive integer" }),
+    Schema.makeFilter((s: string) => (Number(s) >= 1 && Number(s) <= MAX_ID) || "must be a positive integer")
+  ).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: Number, encode: String })))
 
 /** A positive integer id in a JSON body. */
-export const Id = Schema.Int.check(
-  Schema.makeFilter((n: number) => (n >= 1 && n <= MAX_ID) || "must be a positive integer")
-).annotate({ description: "A positive integer." })
+export const Id = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_ID }, { message: "must be a positive integer" }))
 
 /** An integer from `min` to `max`, with a message naming the range. */
 export const IntBetween = (min: number, max: number) =>
@@ -219,9 +222,9 @@ export const IntBetween = (min: number, max: number) =>
 
 /** `page` and `per_page` of every list (CONTRACT §14): at least 1; `per_page` above 100 becomes 100. */
 export const PageQuery = {
-  page: Schema.optionalKey(PositiveIntFromString.annotate({ description: "1-based page (default 1)." })),
+  page: Schema.optionalKey(positiveIntFromString("1-based page (default 1). Below 1 or not an integer: 400.")),
   per_page: Schema.optionalKey(
-    PositiveIntFromString.annotate({ description: "Items per page (default 20); values above 100 are read as 100." })
+    positiveIntFromString("Items per page (default 20); values above 100 are read as 100. Below 1 or not an integer: 400.")
   )
 }
 
@@ -258,13 +261,24 @@ export const parseIsoTime = (text: string): number | undefined => {
   return local.getTime() - offset
 }
 
-/** An ISO 8601 date-time with an offset on input, epoch milliseconds inside. Written back as ISO with `Z`. */
-export const TimeInput = Schema.String.check(
-  Schema.makeFilter((s: string) =>
-    parseIsoTime(s) !== undefined || "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z"
+
+/**
+ * An ISO 8601 date-time with an offset on input (body or query), epoch milliseconds inside; written back as ISO
+ * with `Z`. `description` is what the OpenAPI document says of it.
+ */
+export const timeInput = (
+  description = "ISO 8601 date-time with an offset, e.g. `2027-01-31T00:00:00Z` or `2027-01-31T02:00:00+02:00`."
+) =>
+  Schema.String.annotate({ description }).check(
+    Schema.makeFilter((s: string) =>
+      parseIsoTime(s) !== undefined || "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z"
+    )
+  ).pipe(
+    Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: (s: string) => parseIsoTime(s)!, encode: iso }))
   )
-).pipe(Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: (s: string) => parseIsoTime(s)!, encode: iso })))
-  .annotate({ description: "ISO 8601 date-time with an offset, e.g. `2027-01-31T00:00:00Z` or `2027-01-31T02:00:00+02:00`." })
+
+/** {@link timeInput} with the default description. */
+export const TimeInput = timeInput()
 
 /** The most bytes of JSON a `meta` object may take. */
 export const MAX_META_BYTES = 16 * 1024
@@ -274,7 +288,7 @@ export const MetaInput = Json.check(
   Schema.makeFilter((meta: Record<string, unknown>) =>
     Buffer.byteLength(JSON.stringify(meta), "utf8") <= MAX_META_BYTES || `must be at most ${MAX_META_BYTES} bytes of JSON`
   )
-).annotate({ description: "A JSON object of at most 16 KiB." })
+)
 
 /** The most seconds a lease or heartbeat interval may last (365 days). */
 export const MAX_DURATION_SECONDS = 31_536_000
@@ -296,13 +310,25 @@ export const LicenseSettingsInput = {
   })),
   overage_strategy: Schema.optionalKey(Schema.NullOr(Schema.Literals(["deny", "allow_1_25x", "allow_1_5x", "allow_2x"]))),
   is_floating: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
-  lease_duration: Schema.optionalKey(Schema.NullOr(IntBetween(1, MAX_DURATION_SECONDS))),
+  lease_duration: Schema.optionalKey(Schema.NullOr(IntBetween(1, MAX_DURATION_SECONDS)).annotate({
+    description: "Seconds a floating lease lasts after activation or a heartbeat (default 600)."
+  })),
   require_heartbeat: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
-  heartbeat_interval: Schema.optionalKey(Schema.NullOr(IntBetween(1, MAX_DURATION_SECONDS))),
-  valid_for_days: Schema.optionalKey(Schema.NullOr(IntBetween(1, MAX_DAYS))),
-  expires_at: Schema.optionalKey(Schema.NullOr(TimeInput)),
-  grace_days: Schema.optionalKey(Schema.NullOr(IntBetween(0, MAX_DAYS))),
-  meta: Schema.optionalKey(Schema.NullOr(MetaInput))
+  heartbeat_interval: Schema.optionalKey(Schema.NullOr(IntBetween(1, MAX_DURATION_SECONDS)).annotate({
+    description: "Seconds between heartbeats (default 600); a machine is dead after twice this without one."
+  })),
+  valid_for_days: Schema.optionalKey(Schema.NullOr(IntBetween(1, MAX_DAYS)).annotate({
+    description: "Relative validity in days (at most 36500), applied at first activation and by renew."
+  })),
+  expires_at: Schema.optionalKey(Schema.NullOr(TimeInput).annotate({
+    description: "ISO 8601 date-time with an offset; null is perpetual. Past times are accepted."
+  })),
+  grace_days: Schema.optionalKey(Schema.NullOr(IntBetween(0, MAX_DAYS)).annotate({
+    description: "Days the license stays valid after expires_at (default 0, at most 36500)."
+  })),
+  meta: Schema.optionalKey(Schema.NullOr(MetaInput).annotate({
+    description: "Free JSON object of at most 16 KiB (its JSON text in UTF-8); null is {}."
+  }))
 }
 
 /** A body holding some of {@link LicenseSettingsInput}, decoded. */
