@@ -192,6 +192,11 @@ for (const store of ["memory", "pglite"] as const) {
         expectInvalid(await app.call("POST", "/licenses", { body: { meta: { a: "x".repeat(16 * 1024 - 7) } } }), "meta")
       })
 
+      it("answers a body over 1 MiB with 413 rest_payload_too_large", async () => {
+        const res = await app.call("POST", "/licenses", { body: { meta: { a: "x".repeat(1024 * 1024) } } })
+        expectError(res, 413, "rest_payload_too_large")
+      })
+
       it("answers a body that is not JSON, not an object or not declared JSON", async () => {
         expectError(await app.call("POST", "/licenses", { body: "{" }), 400, "rest_invalid_json")
         expectInvalid(await app.call("POST", "/licenses", { body: "[]" }), "body")
@@ -520,6 +525,9 @@ for (const store of ["memory", "pglite"] as const) {
         expect(await search(`S${product}-AAA`, 2)).toEqual([b.id, a.id])
         expect(await search(` s${product}-aaaa `, 1)).toEqual([a.id])
         expect(await search(`S${product}-AAAA-BBBB-CCCC-`, 0)).toEqual([])
+        // LIKE wildcards are plain characters here.
+        expect(await search("%", 0)).toEqual([])
+        expect(await search(`S${product}_`, 0)).toEqual([])
       })
 
       it("filters by expiry with strict bounds; perpetual licenses never match", async () => {

@@ -134,7 +134,8 @@ export class LicensesGroup extends HttpApiGroup.make("licenses")
       error: NotFound
     }).annotateMerge(OpenApi.annotations({
       summary: "Get a license with its machines",
-      description: "`machines` lists every machine of the license in any status (active, inactive, revoked), oldest first."
+      description: "`machines` lists the machines of the license in any status (active, inactive, revoked), oldest " +
+        "first, up to 1000; page through GET /licenses/{key}/machines for more."
     })),
     HttpApiEndpoint.put("update", "/licenses/:key", {
       params: keyParam,
