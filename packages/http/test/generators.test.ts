@@ -232,6 +232,13 @@ for (const store of ["memory", "pglite"] as const) {
         const minted = await createLicense(app, { generator_id: generator.id })
         expect(minted).toMatchObject({ source: "generator", status: "inactive" })
       })
+
+      it("issues a pool key with the settings it was generated with, under the body's fields", async () => {
+        const generator = await createGenerator({ name: "keep", default_max_activations: 3, default_is_floating: true })
+        await generate(generator.id, { count: 1, max_activations: null, grace_days: 4 })
+        const drawn = await createLicense(app, { generator_id: generator.id, user_id: 77 })
+        expect(drawn).toMatchObject({ source: "pool", max_activations: null, is_floating: true, grace_days: 4, user_id: 77 })
+      })
     })
 
     describe("DELETE /generators/{id}", () => {
