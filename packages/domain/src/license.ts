@@ -35,6 +35,54 @@ export const defaultLicenseSettings: LicenseSettings = {
   meta: {}
 }
 
+/** Limits of a license's settings (CONTRACT §3, §14). */
+export const settingLimits = {
+  /** `lease_duration` and `heartbeat_interval`: 1 second to 365 days. */
+  maxDurationSeconds: 31_536_000,
+  /** `valid_for_days`, `grace_days` and renewal `days`: at most 100 years. */
+  maxDays: 36_500,
+  /** `max_activations`: a 32-bit integer. */
+  maxActivations: 2_147_483_647,
+  /** `meta`: its JSON text in UTF-8. */
+  maxMetaBytes: 16 * 1024
+} as const
+
+const utf8 = new TextEncoder()
+
+/** The size of a value's JSON text in UTF-8 bytes. */
+export const jsonBytes = (value: unknown): number => utf8.encode(JSON.stringify(value)).length
+
+const intIn = (value: number, min: number, max: number) => Number.isInteger(value) && value >= min && value <= max
+
+/**
+ * Checks the settings a create, update or generate sets against {@link settingLimits}; the first bad field is a
+ * `rest_invalid_param` naming it.
+ */
+export const checkLicenseSettings = <S extends Partial<LicenseSettings>>(settings: S): Result.Result<S, InvalidParam> => {
+  const { maxDurationSeconds, maxDays, maxActivations, maxMetaBytes } = settingLimits
+  const bad = (field: string, problem: string) => Result.fail(invalidParam(field, problem))
+  if (settings.leaseDuration !== undefined && !intIn(settings.leaseDuration, 1, maxDurationSeconds)) {
+    return bad("lease_duration", `must be an integer from 1 to ${maxDurationSeconds}`)
+  }
+  if (settings.heartbeatInterval !== undefined && !intIn(settings.heartbeatInterval, 1, maxDurationSeconds)) {
+    return bad("heartbeat_interval", `must be an integer from 1 to ${maxDurationSeconds}`)
+  }
+  if (settings.maxActivations != null && !intIn(settings.maxActivations, 0, maxActivations)) {
+    return bad("max_activations", `must be null or an integer from 0 to ${maxActivations}`)
+  }
+  if (settings.validForDays != null && !intIn(settings.validForDays, 1, maxDays)) {
+    return bad("valid_for_days", `must be null or an integer from 1 to ${maxDays}`)
+  }
+  if (settings.graceDays !== undefined && !intIn(settings.graceDays, 0, maxDays)) {
+    return bad("grace_days", `must be an integer from 0 to ${maxDays}`)
+  }
+  if (settings.expiresAt != null && !Number.isFinite(settings.expiresAt)) return bad("expires_at", "must be a valid time")
+  if (settings.meta !== undefined && jsonBytes(settings.meta) > maxMetaBytes) {
+    return bad("meta", `must be at most ${maxMetaBytes} bytes of JSON`)
+  }
+  return Result.succeed(settings)
+}
+
 /** The moment after which the license is expired (`expires_at + grace_days`), or null when perpetual. */
 export const expiryWithGrace = (license: Pick<License, "expiresAt" | "graceDays">): number | null =>
   license.expiresAt === null ? null : license.expiresAt + license.graceDays * DAY_MS
@@ -188,7 +236,9 @@ export const renewLicense = (
       expiresAt = renewal.expiresAt
       break
     case "ExtendDays": {
-      if (!Number.isInteger(renewal.days) || renewal.days < 1) return Result.fail(invalidParam("days", "must be a positive integer"))
+      if (!intIn(renewal.days, 1, settingLimits.maxDays)) {
+        return Result.fail(invalidParam("days", `must be an integer from 1 to ${settingLimits.maxDays}`))
+      }
       const from = license.expiresAt === null ? now : Math.max(now, license.expiresAt)
       expiresAt = from + renewal.days * DAY_MS
       break

@@ -22,6 +22,7 @@ import {
   updateLicense
 } from "@lm/domain"
 import { DAY, failureOf, makeLicense, successOf, T0 } from "./fixtures.js"
+import * as Domain from "@lm/domain"
 
 // ---- reference, from the contract ------------------------------------------------------------------------
 
@@ -423,5 +424,30 @@ describe("first activation", () => {
   it("does not start relative validity on a license activated before (even if its expiry was cleared)", () => {
     const earlier = makeLicense({ validForDays: 30, expiresAt: null, activatedAt: T0 - DAY })
     expect(recordFirstActivation(earlier, T0).expiresAt).toBeNull()
+  })
+})
+
+describe("setting limits (CONTRACT §3, §14), checked by the domain for every way in", () => {
+  const { checkLicenseSettings: check, settingLimits: limits } = Domain
+  it("accepts every duration from 1 to 31,536,000 seconds and refuses the rest, naming the field", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -10, max: limits.maxDurationSeconds + 10 }), fc.constantFrom("leaseDuration", "heartbeatInterval"), (n, field) => {
+        const result = check({ [field]: n })
+        const ok = n >= 1 && n <= limits.maxDurationSeconds
+        expect(Result.isSuccess(result)).toBe(ok)
+        if (Result.isFailure(result)) {
+          expect(Object.keys(result.failure.params)).toEqual([field === "leaseDuration" ? "lease_duration" : "heartbeat_interval"])
+        }
+      })
+    )
+    expect(Result.isFailure(check({ leaseDuration: 1.5 }))).toBe(true)
+  })
+
+  it("bounds seats, days and grace, and meta to 16 KiB of JSON", () => {
+    expect(Result.isSuccess(check({ maxActivations: 0, validForDays: 1, graceDays: 0, meta: { a: "x".repeat(16_000) } }))).toBe(true)
+    expect(Result.isSuccess(check({ maxActivations: null, validForDays: null }))).toBe(true)
+    for (const bad of [{ maxActivations: -1 }, { validForDays: 0 }, { validForDays: 36_501 }, { graceDays: -1 }, { meta: { a: "x".repeat(16 * 1024) } }]) {
+      expect(Result.isFailure(check(bad)), JSON.stringify(bad).slice(0, 40)).toBe(true)
+    }
   })
 })

@@ -5,6 +5,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { type GeneratorNotFound, generatorNotFound, type InvalidParam, invalidParam, type LicenseExists, type StorageUnavailable } from "../errors.js"
 import { checkKeyFormat, mintKey } from "../keys.js"
+import { checkLicenseSettings } from "../license.js"
 import type { Generator, GeneratorDraft, LicenseSettings, OverageStrategy } from "../model.js"
 import { EventOutbox, GeneratorRepository, LicenseRepository, type Page, type PageRequest, Store } from "../ports.js"
 import { Random } from "../random.js"
@@ -123,6 +124,7 @@ export class Generators extends Context.Service<Generators, {
         if (!Number.isInteger(count) || count < 1 || count > MAX_GENERATE) {
           return yield* invalidParam("count", `must be an integer from 1 to ${MAX_GENERATE}`)
         }
+        yield* Effect.fromResult(checkLicenseSettings(overrides))
         const generator = yield* find(id)
         const now = yield* Clock.currentTimeMillis
         const keys = new Set<string>()

@@ -20,6 +20,7 @@ import {
 import { defaultKeyFormat, mintKey, parseKey } from "../keys.js"
 import {
   applyLicenseAction,
+  checkLicenseSettings,
   defaultLicenseSettings,
   licenseCreated,
   licenseDeleted,
@@ -154,7 +155,7 @@ export class Licenses extends Context.Service<Licenses, {
           return yield* invalidParam("generator_id", "send either license_key or generator_id, not both")
         }
         const now = yield* Clock.currentTimeMillis
-        const settings = settingsOf(input)
+        const settings = yield* Effect.fromResult(checkLicenseSettings(settingsOf(input)))
         if (input.generatorId !== undefined) {
           const generatorId = input.generatorId
           return yield* store.transaction(
@@ -246,7 +247,8 @@ export class Licenses extends Context.Service<Licenses, {
       const update = Effect.fn("Licenses.update")(function*(key: string, patch: Partial<LicenseSettings>) {
         return yield* write(key, (license, now, active) =>
           Effect.gen(function*() {
-            const change = yield* Effect.fromResult(updateLicense(license, settingsOf(patch), now))
+            const settings = yield* Effect.fromResult(checkLicenseSettings(settingsOf(patch)))
+            const change = yield* Effect.fromResult(updateLicense(license, settings, now))
             // Seat rules may have changed: keep each machine's stored seat deadline true to them.
             for (const machine of refreshSeatDeadlines(active, change.license, now)) yield* machines.update(machine)
             return change

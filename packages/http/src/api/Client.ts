@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, UnprocessableEntity } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"
-import { LicenseWire, MachineWire } from "../domain/Wire.js"
+import { LicenseWire, MachineWire, MetaInput } from "../domain/Wire.js"
 
 const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
 
@@ -24,16 +24,6 @@ export const Fingerprint = Schema.String.check(
 ).annotate({ description: "The device's fingerprint: 1 to 255 printable characters." })
 
 const ShortText = Schema.NullOr(Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" })))
-
-/** The largest `meta` a client may attach to a machine, in bytes of JSON (the license `meta` limit). */
-export const maxMetaBytes = 16 * 1024
-
-/** Free JSON metadata, at most 16 KiB once written as JSON. */
-const Meta = Schema.Record(Schema.String, Schema.Json).check(
-  Schema.makeFilter((meta: Record<string, unknown>) =>
-    Buffer.byteLength(JSON.stringify(meta)) <= maxMetaBytes || "must be at most 16 KiB of JSON"
-  )
-).annotate({ description: "Free JSON object, at most 16 KiB." })
 
 /** A hardware component a client reports at activation. */
 export const ComponentInput = Schema.Struct({
@@ -92,7 +82,7 @@ export const ActivatePayload = Schema.Struct({
   components: Schema.optionalKey(
     Schema.Array(ComponentInput).check(Schema.isMaxLength(32, { message: "must have at most 32 components" }))
   ),
-  meta: Schema.optionalKey(Meta)
+  meta: Schema.optionalKey(MetaInput)
 })
 
 /** The answer of `POST /activate`: the machine object with its signed `certificate` beside its fields. */

@@ -4,7 +4,7 @@
  * its result to one of these functions.
  */
 import { Schema, SchemaTransformation } from "effect"
-import { defaultLicenseSettings } from "@lm/domain"
+import { defaultLicenseSettings, jsonBytes, settingLimits } from "@lm/domain"
 import type { ApiKey, Component, Generator, LicenseDetail, LicenseSettings, LicenseView, Machine } from "@lm/domain"
 
 const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
@@ -280,22 +280,22 @@ export const timeInput = (
 /** {@link timeInput} with the default description. */
 export const TimeInput = timeInput()
 
-/** The most bytes of JSON a `meta` object may take. */
-export const MAX_META_BYTES = 16 * 1024
+/** The most bytes of JSON a `meta` object may take (the domain's limit). */
+export const MAX_META_BYTES = settingLimits.maxMetaBytes
 
 /** Free JSON metadata: an object of at most 16 KiB (its JSON text, UTF-8). */
 export const MetaInput = Json.check(
   Schema.makeFilter((meta: Record<string, unknown>) =>
-    Buffer.byteLength(JSON.stringify(meta), "utf8") <= MAX_META_BYTES || `must be at most ${MAX_META_BYTES} bytes of JSON`
+    jsonBytes(meta) <= MAX_META_BYTES || `must be at most ${MAX_META_BYTES} bytes of JSON`
   )
 )
 
-/** The most seconds a lease or heartbeat interval may last (365 days). */
-export const MAX_DURATION_SECONDS = 31_536_000
-/** The most days of relative validity, grace, or a renewal by days (100 years). */
-export const MAX_DAYS = 36_500
-/** The largest seat limit (a 32-bit integer). */
-export const MAX_ACTIVATIONS = 2_147_483_647
+/** The most seconds a lease or heartbeat interval may last (365 days; the domain's limit). */
+export const MAX_DURATION_SECONDS = settingLimits.maxDurationSeconds
+/** The most days of relative validity, grace, or a renewal by days (100 years; the domain's limit). */
+export const MAX_DAYS = settingLimits.maxDays
+/** The largest seat limit (a 32-bit integer; the domain's limit). */
+export const MAX_ACTIVATIONS = settingLimits.maxActivations
 
 /**
  * The writable license settings as a body sends them (POST and PUT `/licenses`, generate). Every field may be
