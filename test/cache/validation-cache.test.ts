@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { Licenses, Licensing, Machines, MachineRepository, LicenseRepository } from "@lm/domain"
+import { LicenseRepository, Licenses, Licensing, MachineRepository, Machines, RevocationList } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { engineLayer } from "../../packages/http/src/server/App.js"
 import { databaseUrl, freshPgliteStore, freshPostgresStore } from "../storage-contract/pg-support.js"
@@ -122,6 +122,14 @@ if (url !== undefined && url !== "") {
           if (!valid) yield* Effect.sleep("10 millis")
         }
         assert.isTrue(valid, "B's activation was not seen by A within 1 s")
+
+        // The CRL served by A reflects B's revoke in A's very next request (its seq lives in the database).
+        const crlInA = inA(Effect.flatMap(RevocationList, (crl) => crl.current))
+        const before = yield* crlInA
+        yield* inB(Effect.flatMap(Licenses, (l) => l.revoke(license.key)))
+        const after = yield* crlInA
+        assert.isAbove(after.seq, before.seq)
+        assert.notStrictEqual(after.etag, before.etag)
       }).pipe(Effect.scoped), { timeout: 60_000 })
   })
 }
