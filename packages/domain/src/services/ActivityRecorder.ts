@@ -2,7 +2,7 @@
  * Writes the event log off the request path: client calls push entries into a buffer, a background fiber
  * writes them to the `ActivityLog` port in batches, and closing the layer flushes what is left.
  */
-import { Context, Effect, Layer, Schedule, Semaphore } from "effect"
+import { Cause, Context, Effect, Layer, Schedule, Semaphore } from "effect"
 import type { ActivityEntry } from "../model.js"
 import { ActivityLog } from "../ports.js"
 
@@ -28,18 +28,35 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         let buffer: Array<ActivityEntry> = []
         const writing = yield* Semaphore.make(1)
 
+        /** Keeps entries for the next attempt rather than lose them (the store is unavailable for now). */
+        const keep = (entries: ReadonlyArray<ActivityEntry>, message: string) =>
+          Effect.sync(() => {
+            buffer = entries.concat(buffer)
+          }).pipe(Effect.andThen(Effect.logWarning("event log write failed; will retry", message)))
+
+        /**
+         * After the store refused a batch outright (a defect: e.g. text it cannot hold, such as U+0000), writes
+         * its entries one by one so that only the refused ones are dropped (logged); the writer never stops.
+         */
+        const writeOneByOne = Effect.fnUntraced(function*(batch: ReadonlyArray<ActivityEntry>) {
+          for (let i = 0; i < batch.length; i++) {
+            const exit = yield* Effect.exit(log.record([batch[i]!]))
+            if (exit._tag === "Success") continue
+            const failure = exit.cause.reasons.find(Cause.isFailReason)
+            if (failure !== undefined) return yield* keep(batch.slice(i), failure.error.message)
+            if (Cause.hasInterrupts(exit.cause)) return yield* Effect.interrupt
+            yield* Effect.logError("event log entry refused by the store; dropped", exit.cause)
+          }
+        })
+
         const flush = Semaphore.withPermit(writing)(
           Effect.suspend(() => {
             if (buffer.length === 0) return Effect.void
             const batch = buffer
             buffer = []
             return log.record(batch).pipe(
-              Effect.catch((error) =>
-                // Keep the entries for the next attempt rather than lose them.
-                Effect.sync(() => {
-                  buffer = batch.concat(buffer)
-                }).pipe(Effect.andThen(Effect.logWarning("event log write failed; will retry", error.message)))
-              )
+              Effect.catch((error) => keep(batch, error.message)),
+              Effect.catchCause((cause) => Cause.hasInterrupts(cause) ? Effect.interrupt : writeOneByOne(batch))
             )
           })
         )
