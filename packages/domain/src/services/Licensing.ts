@@ -82,6 +82,11 @@ export interface LicenseView {
   readonly activationCount: number
 }
 
+/** The license a client call found, noted as soon as it is found (for the event log). */
+interface Seen {
+  licenseId: number | null
+}
+
 export class Licensing extends Context.Service<Licensing, {
   readonly validate: (input: ValidateInput) => Effect.Effect<ValidateResult, InvalidParam | LicenseNotFound | StorageUnavailable>
   readonly activate: (
@@ -103,16 +108,20 @@ export class Licensing extends Context.Service<Licensing, {
       const outbox = yield* EventOutbox
       const recorder = yield* ActivityRecorder
 
-      /** Records the outcome of a client call in the event log, success or refusal. */
+      /**
+       * Records the outcome of a client call in the event log, success or refusal. `run` notes the license it
+       * found in `seen`, so that a refusal is recorded against its license too (null when there is none).
+       */
       const logged = <A, E extends { readonly code?: string }, R>(
         kind: ActivityKind,
         input: ClientContext & { readonly licenseKey: string; readonly fingerprint?: string | null | undefined; readonly appVersion?: string | null | undefined },
-        effect: Effect.Effect<A, E, R>,
+        run: (seen: Seen) => Effect.Effect<A, E, R>,
         describe: (a: A) => { readonly licenseId: number; readonly machineId: number | null; readonly result: string }
-      ) =>
-        Effect.onExit(effect, (exit) =>
+      ) => {
+        const seen: Seen = { licenseId: null }
+        return Effect.onExit(run(seen), (exit) =>
           Effect.flatMap(Clock.currentTimeMillis, (at) => {
-            let licenseId: number | null = null
+            let licenseId: number | null = seen.licenseId
             let machineId: number | null = null
             let result = "error"
             if (exit._tag === "Success") {
@@ -138,11 +147,13 @@ export class Licensing extends Context.Service<Licensing, {
             })
           })
         )
+      }
 
-      const validate = Effect.fnUntraced(function*(input: ValidateInput) {
+      const validate = Effect.fnUntraced(function*(input: ValidateInput, seen: Seen) {
         const key = yield* Effect.fromResult(parseKey(input.licenseKey))
         const license = yield* licenses.findByKey(key)
         if (license === undefined) return yield* licenseNotFound()
+        seen.licenseId = license.id
         const fingerprint = input.fingerprint ?? null
         const list = yield* machines.listForValidation(license.id, fingerprint)
         const now = yield* Clock.currentTimeMillis
@@ -157,7 +168,7 @@ export class Licensing extends Context.Service<Licensing, {
         return { license, validation, now }
       })
 
-      const activate = Effect.fnUntraced(function*(input: ActivateInput) {
+      const activate = Effect.fnUntraced(function*(input: ActivateInput, seen: Seen) {
         const key = yield* Effect.fromResult(parseKey(input.licenseKey))
         const blacklist = yield* Blacklist
         const blacklisted = blacklist.isBlacklisted({ licenseKey: key, fingerprint: input.facts.fingerprint, ipAddress: input.ipAddress })
@@ -165,6 +176,7 @@ export class Licensing extends Context.Service<Licensing, {
           Effect.gen(function*() {
             const license = yield* store.lockLicense(key)
             if (license === undefined) return yield* licenseNotFound()
+            seen.licenseId = license.id
             const existing = yield* machines.findByFingerprint(license.id, input.facts.fingerprint)
             const activeMachines = yield* machines.listActive(license.id)
             const now = yield* Clock.currentTimeMillis
@@ -181,12 +193,13 @@ export class Licensing extends Context.Service<Licensing, {
         )
       })
 
-      const deactivate = Effect.fnUntraced(function*(input: DeactivateInput) {
+      const deactivate = Effect.fnUntraced(function*(input: DeactivateInput, seen: Seen) {
         const key = yield* Effect.fromResult(parseKey(input.licenseKey))
         return yield* store.transaction(
           Effect.gen(function*() {
             const license = yield* store.lockLicense(key)
             if (license === undefined) return yield* licenseNotFound()
+            seen.licenseId = license.id
             const machine = input.fingerprint !== undefined
               ? yield* machines.findByFingerprint(license.id, input.fingerprint)
               : yield* machines.findById(input.machineId)
@@ -201,7 +214,7 @@ export class Licensing extends Context.Service<Licensing, {
         )
       })
 
-      const heartbeat = Effect.fnUntraced(function*(input: HeartbeatInput) {
+      const heartbeat = Effect.fnUntraced(function*(input: HeartbeatInput, seen: Seen) {
         const key = yield* Effect.fromResult(parseKey(input.licenseKey))
         const blacklist = yield* Blacklist
         const blacklisted = blacklist.isBlacklisted({ licenseKey: key, fingerprint: input.fingerprint, ipAddress: input.ipAddress })
@@ -209,6 +222,7 @@ export class Licensing extends Context.Service<Licensing, {
           Effect.gen(function*() {
             const license = yield* store.lockLicense(key)
             if (license === undefined) return yield* licenseNotFound()
+            seen.licenseId = license.id
             const machine = yield* machines.findByFingerprint(license.id, input.fingerprint)
             if (machine === undefined) return yield* machineNotFound()
             const now = yield* Clock.currentTimeMillis
@@ -221,7 +235,7 @@ export class Licensing extends Context.Service<Licensing, {
 
       return Licensing.of({
         validate: (input) =>
-          logged("validate", input, validate(input), (r) => ({
+          logged("validate", input, (seen) => validate(input, seen), (r) => ({
             licenseId: r.license.id,
             machineId: r.validation.machine?.id ?? null,
             result: r.validation.code
@@ -230,13 +244,13 @@ export class Licensing extends Context.Service<Licensing, {
           logged(
             "activate",
             { ...input, fingerprint: input.facts.fingerprint, appVersion: input.facts.appVersion },
-            activate(input),
+            (seen) => activate(input, seen),
             (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: r.created ? "activated" : "already_active" })
           ),
         deactivate: (input) =>
-          logged("deactivate", input, deactivate(input), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "deactivated" })),
+          logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "deactivated" })),
         heartbeat: (input) =>
-          logged("heartbeat", input, heartbeat(input), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "ok" }))
+          logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "ok" }))
       })
     })
   )
