@@ -1,0 +1,79 @@
+/**
+ * The bundled server (`lm serve`) as a child process, run from the TypeScript sources (see `sources.mjs`), with
+ * helpers to wait for its start-up line and its exit.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+const loader = fileURLToPath(new URL("./sources.mjs", import.meta.url))
+const lm = fileURLToPath(new URL("../../../packages/http/src/bin/lm.ts", import.meta.url))
+
+/** A running `lm serve`, with everything it printed so far. */
+export interface ServerProcess {
+  readonly child: ChildProcess
+  /** stdout and stderr, interleaved as they came. */
+  readonly output: () => string
+  /** Resolves with the exit code (or the signal that ended it). */
+  readonly exited: Promise<number | NodeJS.Signals>
+}
+
+/**
+ * Starts `lm serve` with `env` on top of this process's environment, minus the store settings (`DATABASE_URL`,
+ * `LM_STORAGE`), which only `env` decides.
+ */
+export const spawnServer = (env: Readonly<Record<string, string>>): ServerProcess => {
+  const { DATABASE_URL: _url, LM_STORAGE: _storage, ...inherited } = process.env
+  const child = spawn(
+    process.execPath,
+    ["--experimental-transform-types", "--disable-warning=ExperimentalWarning", "--import", loader, lm, "serve"],
+    { env: { ...inherited, ...env }, stdio: ["ignore", "pipe", "pipe"] }
+  )
+  let output = ""
+  child.stdout!.on("data", (chunk: Buffer) => void (output += chunk.toString("utf8")))
+  child.stderr!.on("data", (chunk: Buffer) => void (output += chunk.toString("utf8")))
+  const exited = new Promise<number | NodeJS.Signals>((resolve) =>
+    child.once("exit", (code, signal) => resolve(code ?? signal ?? -1))
+  )
+  return { child, output: () => output, exited }
+}
+
+/** Resolves with the first match of `pattern` in the server's output; rejects if it exits first or after `ms`. */
+export const waitForOutput = (server: ServerProcess, pattern: RegExp, ms = 60_000): Promise<RegExpMatchArray> =>
+  new Promise((resolve, reject) => {
+    const check = () => {
+      const match = server.output().match(pattern)
+      if (match === null) return false
+      done()
+      resolve(match)
+      return true
+    }
+    const timer = setTimeout(() => {
+      done()
+      reject(new Error(`no ${pattern} within ${ms} ms:\n${server.output()}`))
+    }, ms)
+    const onData = () => void check()
+    const onExit = (code: number | null) => {
+      if (check()) return
+      done()
+      reject(new Error(`exited (${code}) before printing ${pattern}:\n${server.output()}`))
+    }
+    const done = () => {
+      clearTimeout(timer)
+      server.child.stdout!.off("data", onData)
+      server.child.stderr!.off("data", onData)
+      server.child.off("exit", onExit)
+    }
+    server.child.stdout!.on("data", onData)
+    server.child.stderr!.on("data", onData)
+    server.child.once("exit", onExit)
+    check()
+  })
+
+/** The exit code, or a rejection after `ms` (a hang). */
+export const exitWithin = (server: ServerProcess, ms: number): Promise<number | NodeJS.Signals> =>
+  Promise.race([
+    server.exited,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`still running ${ms} ms after SIGTERM:\n${server.output()}`)), ms).unref()
+    )
+  ])
