@@ -1,0 +1,85 @@
+/**
+ * A TCP proxy between a client and a server (here the bundled server and PostgreSQL) that a test can cut (every
+ * connection destroyed, the port closed: new connections are refused at once) and bring back on the same port,
+ * or freeze (connections stay open and new ones are accepted, but no byte goes through: a frozen host) and thaw.
+ */
+import * as net from "node:net"
+
+/** A running proxy on 127.0.0.1:`port`. */
+export interface TcpProxy {
+  readonly port: number
+  /** Destroys every connection and stops listening. */
+  readonly cut: () => Promise<void>
+  /** Listens again on the same port. */
+  readonly restore: () => Promise<void>
+  /** Holds every byte from now on, in both directions, without closing anything. */
+  readonly freeze: () => void
+  /** Delivers what was held and forwards again. */
+  readonly thaw: () => void
+  /** Cuts for good. */
+  readonly close: () => Promise<void>
+}
+
+/** Starts a proxy to `target`. */
+export const startTcpProxy = async (target: { readonly host: string; readonly port: number }): Promise<TcpProxy> => {
+  const sockets = new Set<net.Socket>()
+  const track = (socket: net.Socket) => {
+    sockets.add(socket)
+    socket.once("close", () => sockets.delete(socket))
+  }
+  let frozen = false
+  let held: Array<[net.Socket, Buffer]> = []
+  const forward = (from: net.Socket, to: net.Socket) =>
+    from.on("data", (chunk: Buffer) => {
+      if (frozen) held.push([to, chunk])
+      else if (!to.destroyed) to.write(chunk)
+    })
+  const serve = () =>
+    net.createServer((client) => {
+      const upstream = net.connect(target.port, target.host)
+      track(client)
+      track(upstream)
+      const destroyBoth = () => {
+        client.destroy()
+        upstream.destroy()
+      }
+      client.on("error", destroyBoth).on("close", destroyBoth)
+      upstream.on("error", destroyBoth).on("close", destroyBoth)
+      forward(client, upstream)
+      forward(upstream, client)
+    })
+  const listen = (server: net.Server, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.once("error", reject)
+      server.listen(port, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port))
+    })
+
+  let server: net.Server | undefined = serve()
+  const port = await listen(server, 0)
+  const cut = async () => {
+    const closing = server
+    server = undefined
+    for (const socket of sockets) socket.destroy()
+    if (closing !== undefined) await new Promise<void>((resolve) => closing.close(() => resolve()))
+  }
+  return {
+    port,
+    cut,
+    restore: async () => {
+      if (server !== undefined) return
+      const next = serve()
+      await listen(next, port)
+      server = next
+    },
+    freeze: () => {
+      frozen = true
+    },
+    thaw: () => {
+      frozen = false
+      const pending = held
+      held = []
+      for (const [to, chunk] of pending) if (!to.destroyed) to.write(chunk)
+    },
+    close: cut
+  }
+}
