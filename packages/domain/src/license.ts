@@ -49,8 +49,17 @@ export const settingLimits = {
 
 const utf8 = new TextEncoder()
 
-/** The size of a value's JSON text in UTF-8 bytes. */
-export const jsonBytes = (value: unknown): number => utf8.encode(JSON.stringify(value)).length
+/**
+ * The size of a value's JSON text in UTF-8 bytes; a value nested too deeply to write out (thousands of levels)
+ * counts as infinitely large.
+ */
+export const jsonBytes = (value: unknown): number => {
+  try {
+    return utf8.encode(JSON.stringify(value)).length
+  } catch {
+    return Number.POSITIVE_INFINITY
+  }
+}
 
 const intIn = (value: number, min: number, max: number) => Number.isInteger(value) && value >= min && value <= max
 

@@ -42,6 +42,84 @@ const isJson = (text: string): boolean => {
   }
 }
 
+/** A quick pre-filter: the text may hold an escaped NUL or surrogate (else it certainly holds neither). */
+const mayHoldBadText = /\\u(?:0000|[dD][89a-fA-F])/
+
+/** Whether a string has a NUL or an unpaired surrogate: text no store keeps as sent. */
+const isBadString = (value: string): boolean => value.includes("\u0000") || loneSurrogate.test(value)
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** The path of the first string (or object key) in a JSON value that no store can keep as sent. */
+const badTextPath = (value: unknown, path: string): string | undefined => {
+  if (typeof value === "string") return isBadString(value) ? path : undefined
+  if (typeof value !== "object" || value === null) return undefined
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = badTextPath(value[i], `${path}[${i}]`)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const at = path === "" ? key : `${path}.${key}`
+    if (isBadString(key)) return at
+    const found = badTextPath(item, at)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
+/**
+ * The 400 for a body with a NUL character or an unpaired surrogate in any string: PostgreSQL cannot store the
+ * first and would silently replace the second, so such text is refused at the door on every store alike.
+ */
+const badTextInBody = (text: string): HttpServerResponse.HttpServerResponse | undefined => {
+  if (!mayHoldBadText.test(text)) return undefined
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return undefined // not JSON: the decoder answers rest_invalid_json
+  }
+  const path = badTextPath(parsed, "")
+  if (path === undefined) return undefined
+  const field = path === "" ? "body" : path
+  return envelope(400, "rest_invalid_param", `Invalid parameter: ${field}.`, {
+    params: { [field]: "must not contain NUL characters or unpaired surrogates" }
+  })
+}
+
+/** How deeply a body's arrays and objects may nest; no contract field needs more, and deeper input overflows recursion. */
+export const MAX_BODY_DEPTH = 64
+
+/** Whether JSON text nests arrays/objects deeper than `max` (strings and escapes are skipped). */
+export const nestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92) i++ // backslash: skip the escaped character
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return true
+    } else if (c === 93 || c === 125) depth--
+  }
+  return false
+}
+
+const tooDeep = () =>
+  envelope(400, "rest_invalid_param", "Invalid parameter: body.", {
+    params: { body: `must not nest arrays or objects more than ${MAX_BODY_DEPTH} levels deep` }
+  })
+
+/** The same refusal for a NUL in the path or query (`%00`). */
+const badTextInUrl = (url: string): HttpServerResponse.HttpServerResponse | undefined =>
+  /%00/.test(url)
+    ? envelope(400, "rest_invalid_param", "Invalid parameter: query.", { params: { query: "must not contain NUL characters" } })
+    : undefined
+
 const slotName = { Params: "path", Query: "query", Headers: "headers", Payload: "body" } as const
 
 /** The 400 for a request that failed decoding: not JSON at all, or JSON with bad fields. */
@@ -88,6 +166,19 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
             request = withEmptyBodyAsObject(request, declared === 0)
             effect = Effect.provideService(effect, HttpServerRequest, request)
           }
+        }
+        const badUrl = badTextInUrl(request.url)
+        if (badUrl !== undefined) return Effect.succeed(badUrl)
+        if (endpoint.payload.size > 0 && HttpMethod.hasBody(request.method)) {
+          // The decoder reads the same body text again from the request, at no cost.
+          const decode = effect
+          effect = Effect.flatMap(
+            Effect.orElseSucceed(request.text, () => ""),
+            (text) => {
+              const refused = nestsDeeperThan(text, MAX_BODY_DEPTH) ? tooDeep() : badTextInBody(text)
+              return refused === undefined ? decode : Effect.succeed(refused)
+            }
+          )
         }
         return effect.pipe(
           Effect.map((response) => response.status === 415 ? unsupportedMediaType() : response),

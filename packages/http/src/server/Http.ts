@@ -8,7 +8,9 @@
  * const Server = layerServer(layerRoutes(Api).pipe(Layer.provide(Handlers)), { host, port })
  * ```
  */
+import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
+import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Effect, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
@@ -49,6 +51,30 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
   }))
 
 /**
+ * Requests Node's parser rejects before any route sees them (a request line or headers over its limit, a
+ * malformed request) are answered in the envelope too, with a request id, instead of Node's bare status line.
+ */
+export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
+  if (!socket.writable || (error as { readonly code?: string }).code === "ECONNRESET") {
+    socket.destroy()
+    return
+  }
+  const tooLarge = error.code === "HPE_HEADER_OVERFLOW"
+  const status = tooLarge ? 413 : 400
+  const body = JSON.stringify({
+    success: false,
+    code: tooLarge ? "rest_payload_too_large" : "rest_invalid_param",
+    message: tooLarge ? "The request line or headers are too large." : "The request could not be parsed as HTTP.",
+    data: { status }
+  })
+  socket.end(
+    `HTTP/1.1 ${status} ${tooLarge ? "Payload Too Large" : "Bad Request"}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`
+  )
+}
+
+/**
  * The middlewares every API needs: the error envelope, and authentication with the bundled guard chain
  * (IP allow-list). Needs an `ApiKeyAuthenticator` and `HttpSettings`.
  */
@@ -77,7 +103,7 @@ export const layerServer = <E, R>(
     }))
     return logListening.pipe(
       Layer.provideMerge(served),
-      Layer.provideMerge(NodeHttpServer.layer(() => createServer(), {
+      Layer.provideMerge(NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), {
         host: listen.host,
         port: listen.port,
         gracefulShutdownTimeout: `${listen.gracefulShutdownSeconds ?? 20} seconds`
