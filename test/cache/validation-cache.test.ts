@@ -7,9 +7,8 @@ import { Context, Effect, Layer } from "effect"
 import { LicenseRepository, Licenses, Licensing, MachineRepository, Machines, RevocationList } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { engineLayer } from "../../packages/http/src/server/App.js"
-import { databaseUrl, freshPgliteStore, freshPostgresStore } from "../storage-contract/pg-support.js"
-import { layerPostgres, layerPostgresStore } from "@lm/storage-pg"
-import { SqlClient } from "effect/sql/SqlClient"
+import { freshDatabase, freshPgliteStore, freshPostgresStore } from "../storage-contract/pg-support.js"
+import { layerPostgresStore } from "@lm/storage-pg"
 
 const engine = (store: Layer.Layer<any, any, any>) => engineLayer(store, { sweepIntervalSeconds: 0 })
 
@@ -133,13 +132,3 @@ if (url !== undefined && url !== "") {
       }).pipe(Effect.scoped), { timeout: 60_000 })
   })
 }
-
-/** A fresh, empty database on the server of `url` (dropped with the scope); returns its URL. */
-const freshDatabase = (url: string, name: string) =>
-  Effect.acquireRelease(
-    adminRun(url, `CREATE DATABASE ${name}`),
-    () => adminRun(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore)
-  ).pipe(Effect.as(databaseUrl(url, name)))
-
-const adminRun = (url: string, statement: string) =>
-  Effect.flatMap(SqlClient, (sql) => sql.unsafe(statement)).pipe(Effect.provide(layerPostgres({ url, maxConnections: 1 })), Effect.scoped)

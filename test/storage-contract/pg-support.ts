@@ -19,7 +19,7 @@ export const databaseUrl = (url: string, database: string): string => {
 }
 
 /** Runs one statement on the server's administrative connection (the database of `url` itself). */
-const admin = (url: string, statement: string) =>
+export const admin = (url: string, statement: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     yield* sql.unsafe(statement)
@@ -37,3 +37,10 @@ export const freshPostgresStore = (url: string, maxConnections = 10) =>
       return layerPostgresStore({ url: databaseUrl(url, name), maxConnections })
     })
   )
+
+/** A fresh, empty database on the server of `url` (dropped with the scope); returns its URL. */
+export const freshDatabase = (url: string, name: string) =>
+  Effect.acquireRelease(
+    admin(url, `CREATE DATABASE ${name}`),
+    () => admin(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore)
+  ).pipe(Effect.as(databaseUrl(url, name)))

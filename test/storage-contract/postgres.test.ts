@@ -3,10 +3,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { ActivityRecorder, LicenseRepository, Licensing, MachineRepository, newLicenseDraft } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
-import { databaseUrl, freshPostgresStore } from "./pg-support.js"
+import { freshDatabase, freshPostgresStore } from "./pg-support.js"
 import { storageContract } from "./contract.js"
-import { SqlClient } from "effect/sql/SqlClient"
-import { layerPostgres } from "@lm/storage-pg"
 
 const url = process.env.DATABASE_URL
 
@@ -16,17 +14,11 @@ if (url !== undefined && url !== "") {
   describe("postgres: two connection pools on one database (two server processes)", () => {
     it.live("racing for a license's last seats never over-allocates", () =>
       Effect.gen(function*() {
-        const name = `lm_two_pools_${process.pid}_${Date.now()}`
-        const admin = (statement: string) =>
-          Effect.flatMap(SqlClient, (sql) => sql.unsafe(statement)).pipe(
-            Effect.provide(layerPostgres({ url, maxConnections: 1 })),
-            Effect.scoped
-          )
-        yield* Effect.acquireRelease(admin(`CREATE DATABASE ${name}`), () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore))
+        const dbUrl = yield* freshDatabase(url, `lm_two_pools_${process.pid}_${Date.now()}`)
         const processLayer = () =>
           Licensing.layer.pipe(
             Layer.provide(ActivityRecorder.layerDiscard),
-            Layer.provideMerge(layerPostgresStore({ url: databaseUrl(url, name), maxConnections: 8 }))
+            Layer.provideMerge(layerPostgresStore({ url: dbUrl, maxConnections: 8 }))
           )
         // Each "process" has its own pool; both see the same database.
         const [a, b] = yield* Effect.all([Layer.build(Layer.fresh(processLayer())), Layer.build(Layer.fresh(processLayer()))])
