@@ -347,7 +347,8 @@ if (settings.inProcess) {
   progress(`in-process (memory, PGlite${settings.databaseUrl === "" ? "" : ", PostgreSQL"})`)
   const output = await runNode(
     [path.join(repoRoot, "bench/inprocess.ts"), "--json"],
-    childEnv({ BENCH_CONNECTIONS: String(settings.connections), DATABASE_URL: settings.databaseUrl })
+    childEnv({ BENCH_CONNECTIONS: String(settings.connections), DATABASE_URL: settings.databaseUrl }),
+    { showProgress: true }
   )
   const last = output.trim().split("\n").filter((line) => line.startsWith("{")).at(-1)
   inProcess = JSON.parse(last ?? "null") as InProcessReport

@@ -100,16 +100,27 @@ export const startListening = (
     child.once("error", (error) => fail(String(error)))
   })
 
-/** Runs `node <args>` to completion; fails with its output on a non-zero exit. */
-export const runNode = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<string> =>
+/** Runs `node <args>` to completion; its stdout is the result; fails with its output on a non-zero exit. */
+export const runNode = (
+  args: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv,
+  options: { readonly showProgress?: boolean } = {}
+): Promise<string> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
     let output = ""
-    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
-    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    child.stdout!.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8")
+      output += chunk.toString("utf8")
+    })
+    child.stderr!.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8")
+      if (options.showProgress === true) process.stderr.write(chunk)
+    })
     child.once("error", reject)
     child.once("exit", (code, signal) =>
-      code === 0 ? resolve(output) : reject(new Error(`node ${args.join(" ")} exited (${signal ?? code}):\n${output}`)))
+      code === 0 ? resolve(stdout) : reject(new Error(`node ${args.join(" ")} exited (${signal ?? code}):\n${output}`)))
   })
 
 /**
