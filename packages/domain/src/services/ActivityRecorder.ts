@@ -29,8 +29,10 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         const writing = yield* Semaphore.make(1)
 
         /** Keeps entries for the next attempt rather than lose them (the store is unavailable for now). */
+        let lastWriteFailed = false
         const keep = (entries: ReadonlyArray<ActivityEntry>, message: string) =>
           Effect.sync(() => {
+            lastWriteFailed = true
             buffer = entries.concat(buffer)
           }).pipe(Effect.andThen(Effect.logWarning("event log write failed; will retry", message)))
 
@@ -51,6 +53,7 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
 
         const flush = Semaphore.withPermit(writing)(
           Effect.suspend(() => {
+            lastWriteFailed = false
             if (buffer.length === 0) return Effect.void
             const batch = buffer
             buffer = []
@@ -67,10 +70,22 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         )
         yield* Effect.addFinalizer(() => flush)
 
+        // A full buffer starts one writer that drains while batches stay full; further calls only buffer, so a
+        // burst of calls never piles up writers waiting on each other.
+        let draining = false
+        const drain = flush.pipe(
+          // A failed write waits for the periodic flush instead of retrying in a tight loop.
+          Effect.repeat({ while: () => !lastWriteFailed && buffer.length >= maxBatch }),
+          Effect.ensuring(Effect.sync(() => {
+            draining = false
+          }))
+        )
         const record = (entry: ActivityEntry) =>
           Effect.suspend(() => {
             buffer.push(entry)
-            return buffer.length >= maxBatch ? Effect.forkDetach(flush).pipe(Effect.asVoid) : Effect.void
+            if (buffer.length < maxBatch || draining) return Effect.void
+            draining = true
+            return Effect.forkDetach(drain).pipe(Effect.asVoid)
           })
 
         return ActivityRecorder.of({ record, flush })
