@@ -23,7 +23,8 @@ const interleavingStore = (options: { readonly lock: boolean }) =>
     const repository = MachineRepository.of({
       ...machines,
       listActive: (licenseId) => Effect.tap(machines.listActive(licenseId), () => Effect.yieldNow),
-      findByFingerprint: (licenseId, fingerprint) => Effect.tap(machines.findByFingerprint(licenseId, fingerprint), () => Effect.yieldNow)
+      findByFingerprint: (licenseId, fingerprint) => Effect.tap(machines.findByFingerprint(licenseId, fingerprint), () => Effect.yieldNow),
+      listForValidation: (licenseId, fingerprint) => Effect.tap(machines.listForValidation(licenseId, fingerprint), () => Effect.yieldNow)
     })
     const unlocked = Store.of({
       ...store,

@@ -177,8 +177,10 @@ export class Licensing extends Context.Service<Licensing, {
             const license = yield* store.lockLicense(key)
             if (license === undefined) return yield* licenseNotFound()
             seen.licenseId = license.id
-            const existing = yield* machines.findByFingerprint(license.id, input.facts.fingerprint)
-            const activeMachines = yield* machines.listActive(license.id)
+            // One read under the lock: the active machines and the fingerprint's record in any status.
+            const onLicense = yield* machines.listForValidation(license.id, input.facts.fingerprint)
+            const existing = onLicense.find((m) => m.fingerprint === input.facts.fingerprint)
+            const activeMachines = onLicense.filter((m) => m.status === "active")
             const now = yield* Clock.currentTimeMillis
             const facts = { ...input.facts, ipAddress: input.ipAddress }
             const plan = yield* Effect.fromResult(planActivation({ license, activeMachines, existing, facts, now, blacklisted }))

@@ -7,7 +7,8 @@
  * - changes committed by other processes arrive through the store's `LicenseChangeFeed` (PostgreSQL
  *   LISTEN/NOTIFY), and a feed interruption clears everything;
  * - entries older than `maxAgeMillis` are reloaded anyway, and the cache holds at most `maxEntries`.
- * Reads under a lock (`lockLicense`, `listActive`, `findByFingerprint`) always go to the store.
+ * Reads under a lock (`lockLicense`, `listActive`, `findByFingerprint`, and any read inside a transaction) always
+ * go to the store.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { License, Machine } from "../model.js"
@@ -112,7 +113,9 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
 
       const cachedLicenses = LicenseRepository.of({
         ...licenses,
-        findByKey: (key) => Effect.map(entryFor(key), (entry) => entry?.license),
+        findByKey: (key) =>
+          Effect.flatMap(Effect.serviceOption(TouchedLicenses), (inTransaction) =>
+            inTransaction._tag === "Some" ? licenses.findByKey(key) : Effect.map(entryFor(key), (entry) => entry?.license)),
         update: (license) => Effect.andThen(touch(license.id), licenses.update(license)).pipe(Effect.tap(() => touch(license.id))),
         delete: (id) => Effect.andThen(touch(id), licenses.delete(id)).pipe(Effect.tap(() => touch(id))),
         deletePool: (generatorId) => Effect.tap(licenses.deletePool(generatorId), () => Effect.sync(invalidateAll))
@@ -125,6 +128,10 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
           Effect.andThen(touch(machine.licenseId), machines.update(machine, components)).pipe(Effect.tap(() => touch(machine.licenseId))),
         listForValidation: (licenseId, fingerprint) =>
           Effect.gen(function*() {
+            // Inside a transaction (a seat check under the license lock) only the store's own answer will do.
+            if ((yield* Effect.serviceOption(TouchedLicenses))._tag === "Some") {
+              return yield* machines.listForValidation(licenseId, fingerprint)
+            }
             const key = keyOfId.get(licenseId)
             const entry = key === undefined ? undefined : byKey.get(key)
             if (entry === undefined) return yield* machines.listForValidation(licenseId, fingerprint)

@@ -193,25 +193,35 @@ export const layer = Layer.effectContext(
         }`.pipe(Effect.asVoid)
 
     const machines = MachineRepository.of({
+      // Without components a write is one statement (no savepoint, no read back): the activation hot path.
       insert: (draft) =>
-        sql.withTransaction(
-          Effect.gen(function*() {
-            const rows = yield* sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING id`
-            const id = num(rows[0]!.id)
-            yield* writeComponents(id, draft.components)
-            return (yield* findMachine(id))!
-          })
-        ).pipe(orUnavailable),
+        draft.components.length === 0
+          ? sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING *, '[]'::json AS components`.pipe(
+            Effect.map((rows) => toMachine(rows[0]!)),
+            orUnavailable
+          )
+          : sql.withTransaction(
+            Effect.gen(function*() {
+              const rows = yield* sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING id`
+              const id = num(rows[0]!.id)
+              yield* writeComponents(id, draft.components)
+              return (yield* findMachine(id))!
+            })
+          ).pipe(orUnavailable),
       update: (machine, components) =>
-        sql.withTransaction(
-          Effect.gen(function*() {
-            yield* sql`UPDATE lm_machines SET ${sql.update(machineColumns(machine))} WHERE id = ${machine.id}`
-            if (components === undefined) return machine
-            yield* sql`DELETE FROM lm_machine_components WHERE machine_id = ${machine.id}`
-            yield* writeComponents(machine.id, components)
-            return (yield* findMachine(machine.id)) ?? machine
-          })
-        ).pipe(orUnavailable),
+        components === undefined
+          ? sql`UPDATE lm_machines SET ${sql.update(machineColumns(machine))} WHERE id = ${machine.id}`.pipe(
+            Effect.as(machine),
+            orUnavailable
+          )
+          : sql.withTransaction(
+            Effect.gen(function*() {
+              yield* sql`UPDATE lm_machines SET ${sql.update(machineColumns(machine))} WHERE id = ${machine.id}`
+              yield* sql`DELETE FROM lm_machine_components WHERE machine_id = ${machine.id}`
+              yield* writeComponents(machine.id, components)
+              return (yield* findMachine(machine.id)) ?? machine
+            })
+          ).pipe(orUnavailable),
       findById: (id) => findMachine(id).pipe(orUnavailable),
       findByFingerprint: (licenseId, fingerprint) =>
         sql`${machineSelect} WHERE m.license_id = ${licenseId} AND m.fingerprint = ${fingerprint}`.pipe(
