@@ -151,11 +151,14 @@ const make = Effect.gen(function*() {
     )
   }
 
-  /** Writes a response as `NodeHttpServer` does, with the request id. */
+  /**
+   * Writes a response as `NodeHttpServer` does, with the request id; but without `strictContentLength`, which
+   * makes Node send the head and the body in two buffers (`writev`) instead of one string: the length is
+   * computed from the very text written, so it cannot differ.
+   */
   const write = (response: ServerResponse, answer: HttpServerResponse.HttpServerResponse, requestId: string) => {
     if (response.writableEnded || response.destroyed) return
     const body = answer.body
-    response.strictContentLength = true
     response.writeHead(answer.status, answer.statusText, { ...answer.headers, "x-request-id": requestId })
     response.end(body._tag === "Uint8Array" ? body.text ?? body.body : undefined)
   }
