@@ -35,6 +35,8 @@ interface Case {
   readonly chunked?: boolean
   /** Sent with `Expect: 100-continue`, the body after the `100 Continue`. */
   readonly expectContinue?: boolean
+  /** Sent on a connection of its own, closed after the answer. */
+  readonly fresh?: boolean
 }
 
 interface Answer {
@@ -65,7 +67,7 @@ const send = (apiBase: string, c: Case): Promise<Answer> =>
     const headers: Record<string, string> = { ...c.headers }
     if (body !== undefined && !c.chunked) headers["content-length"] = String(body.length)
     if (c.expectContinue) headers.expect = "100-continue"
-    const req = httpRequest(url, { method: c.method ?? "POST", headers, agent: agentFor(apiBase) }, (res) => {
+    const req = httpRequest(url, { method: c.method ?? "POST", headers, agent: c.fresh ? false : agentFor(apiBase) }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (chunk: Buffer) => chunks.push(chunk))
       res.on("end", () =>
@@ -337,7 +339,9 @@ describe.each(configurations)("fast path and Effect stack answer alike: $name", 
 })
 
 /** How the license reads of the faulty store behave: as the memory store, unreachable, or dying. */
-let storeMode: "up" | "down" | "defect" = "up"
+let storeMode: "up" | "down" | "defect" | "slow" = "up"
+/** What the faulty store did, in order (slow reads, closing). */
+const storeEvents: Array<string> = []
 
 /** A repository whose every call fails on demand (`storeMode`). */
 const faulty = <S extends object>(real: S): S =>
@@ -350,6 +354,10 @@ const faulty = <S extends object>(real: S): S =>
           ? Effect.fail(new StorageUnavailable({ message: "the store is unreachable" }))
           : storeMode === "defect"
           ? Effect.die(new Error("a bug in the store"))
+          : storeMode === "slow"
+          ? Effect.delay(Effect.suspend(() => value.apply(target, args)), "300 millis").pipe(
+            Effect.tap(() => Effect.sync(() => storeEvents.push("store read")))
+          )
           : value.apply(target, args)
     }
   })
@@ -408,5 +416,34 @@ describe("fast path and Effect stack answer alike when the store is down or dies
     const after = await served(fast)
     expect(after.validate + after.activate + after.heartbeat + after.deactivate)
       .toBe(before.validate + before.activate + before.heartbeat + before.deactivate + cases.length)
+  })
+})
+
+describe("shutdown with a request in flight on the fast path", () => {
+  it("answers it before the engine and the store close", async () => {
+    const events = storeEvents
+    const store = Layer.effectDiscard(Effect.addFinalizer(() => Effect.sync(() => events.push("store closed")))).pipe(
+      Layer.provideMerge(faultyStore())
+    )
+    const app = await startApp("memory", { storeLayer: store, settings: { fastPath: true } })
+    try {
+      await app.call("POST", "/licenses", { body: { license_key: key }, auth: adminAuth })
+      storeMode = "slow"
+      const inFlight = send(app.apiBase, { name: "slow validate", path: "/validate", headers: json, body: { license_key: key }, fresh: true })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const served = await app.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.served()))
+      expect(served.validate).toBe(1)
+      await app.close()
+      events.push("closed")
+      const answer = await inFlight
+      expect(answer.status).toBe(200)
+      expect(JSON.parse(answer.body.toString("utf8")).data.valid).toBe(true)
+      // The slow reads of the request (license, machines) all came before the store closed.
+      expect(events.filter((e) => e !== "store read")).toEqual(["store closed", "closed"])
+      expect(events.indexOf("store read")).toBe(0)
+      expect(events.lastIndexOf("store read")).toBeLessThan(events.indexOf("store closed"))
+    } finally {
+      storeMode = "up"
+    }
   })
 })
