@@ -447,3 +447,34 @@ describe("shutdown with a request in flight on the fast path", () => {
     }
   })
 })
+
+describe("a client that goes away on the fast path", () => {
+  it("interrupts its request: the fiber ends, the store is not read, nothing leaks", async () => {
+    const app = await startApp("memory", { storeLayer: faultyStore(), settings: { fastPath: true } })
+    const fastPath = () => app.run(Effect.service(FastPath))
+    try {
+      await app.call("POST", "/licenses", { body: { license_key: key }, auth: adminAuth })
+      storeEvents.length = 0
+      storeMode = "slow"
+      const url = new URL(`${app.apiBase}/validate`)
+      const body = JSON.stringify({ license_key: key })
+      const req = httpRequest(url, {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }
+      })
+      req.on("error", () => {})
+      req.end(body)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect((await fastPath()).inFlight()).toBe(1)
+      req.destroy()
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect((await fastPath()).inFlight()).toBe(0)
+      expect((await fastPath()).served().validate).toBe(1)
+      expect(storeEvents).toEqual([])
+    } finally {
+      storeMode = "up"
+      await app.close()
+    }
+  })
+})

@@ -52,6 +52,8 @@ export interface FastPathService {
   readonly handle: (request: IncomingMessage, response: ServerResponse) => boolean
   /** Requests taken so far, by endpoint (for tests and benchmarks; never on the wire). */
   readonly served: () => Readonly<Record<FastPathEndpoint, number>>
+  /** Requests whose answer is still being worked out (fibers running). */
+  readonly inFlight: () => number
 }
 
 /** The fast path of the hot client writes (see the module comment). */
@@ -208,5 +210,5 @@ const make = Effect.gen(function*() {
     return true
   }
 
-  return FastPath.of({ handle, served: () => ({ ...served }) })
+  return FastPath.of({ handle, served: () => ({ ...served }), inFlight: () => running.size })
 })
