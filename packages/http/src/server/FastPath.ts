@@ -26,7 +26,7 @@
  * `LM_HTTP_FAST_PATH=0` turns it off (`HttpSettings.fastPath`).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Cause, Context, Effect, Exit, Fiber, Layer, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Result, Schema } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { Api } from "../api/Api.js"
@@ -65,7 +65,7 @@ export class FastPath extends Context.Service<FastPath, FastPathService>()("lm/h
 /** One route of the fast path: its path, its payload decoder and its answer. */
 interface Route {
   readonly name: FastPathEndpoint
-  readonly decode: (input: unknown) => Effect.Effect<any, Schema.SchemaError>
+  readonly decode: (input: unknown) => Result.Result<any, Schema.SchemaError>
   readonly answer: (payload: any, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.ApiError>
 }
 
@@ -107,7 +107,9 @@ const routeOf = (name: FastPathEndpoint, answers: ClientAnswers): { readonly pat
   const options = Context.getOrUndefined(annotations, HttpApi.PayloadParseOptions) ??
     Context.getOrUndefined(annotations, HttpApi.ParseOptions)
   const schema = Schema.Union(json.schemas as ReadonlyArray<Schema.Codec<unknown, unknown, never, never>>)
-  const decode = Schema.decodeUnknownEffect(schema, options)
+  // Synchronously: the client payloads have no asynchronous part (a decoder that had one would fail here, and
+  // the differential test with it). Same parser, same issues as `HttpApiBuilder`'s `decodeUnknownEffect`.
+  const decode = Schema.decodeUnknownResult(schema, options)
   return { path: endpoint.path as string, route: { name, decode, answer: answers[name] as Route["answer"] } }
 }
 
@@ -131,8 +133,8 @@ const make = Effect.gen(function*() {
     })
   )
 
-  /** The answer to a body: refused text, not JSON, bad fields, or the endpoint's answer; defects are 500. */
-  const answer = (route: Route, text: string, ipAddress: string | null, requestId: string, url: string) => {
+  /** The answer to a body: refused text, not JSON, bad fields, or the endpoint's answer. */
+  const respondTo = (route: Route, text: string, ipAddress: string | null) => {
     const refused = refuseBodyText(text)
     if (refused !== undefined) return Effect.succeed(refused)
     let input: unknown
@@ -141,17 +143,19 @@ const make = Effect.gen(function*() {
     } catch {
       return Effect.succeed(invalidJson())
     }
-    return route.decode(input).pipe(
-      Effect.matchEffect({
-        onFailure: (error) => Effect.succeed(invalidParams(error, "body")),
-        onSuccess: (payload) => Effect.catch(route.answer(payload, ipAddress), (error) => Effect.succeed(errorResponse(error)))
-      }),
-      Effect.catchCause((cause) =>
+    const payload = route.decode(input)
+    if (Result.isFailure(payload)) return Effect.succeed(invalidParams(payload.failure, "body"))
+    return Effect.catch(route.answer(payload.success, ipAddress), (error) => Effect.succeed(errorResponse(error)))
+  }
+
+  /** {@link respondTo}, with defects (a throw included) answered 500 with the request id. */
+  const answer = (route: Route, text: string, ipAddress: string | null, requestId: string, url: string) =>
+    Effect.catchCause(
+      Effect.suspend(() => respondTo(route, text, ipAddress)),
+      (cause) =>
         // An interrupted request (the client went away) holds no error to answer.
         Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : internalError(cause, requestId, "POST", url)
-      )
     )
-  }
 
   /**
    * Writes a response as `NodeHttpServer` does, with the request id; but without `strictContentLength`, which
