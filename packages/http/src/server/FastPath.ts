@@ -190,6 +190,11 @@ const make = Effect.gen(function*() {
       fiber.addObserver((exit) => {
         running.delete(fiber)
         if (Exit.isSuccess(exit)) write(response, exit.value, requestId)
+        else if (!response.writableEnded && !response.destroyed) {
+          // Interrupted by the server (shutdown past its grace period): the empty 503 NodeHttpServer sends.
+          response.writeHead(503, undefined, {})
+          response.end()
+        }
       })
       response.on("close", () => {
         if (!response.writableEnded) fiber.interruptUnsafe()
