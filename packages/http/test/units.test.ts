@@ -142,7 +142,7 @@ describe("settings from the environment", () => {
 
   it("uses the defaults when nothing is set", () => {
     const settings = read(HttpSettings.fromEnv, {})
-    expect(Exit.isSuccess(settings) && settings.value).toMatchObject({ restRoot: "/api", trustProxyHops: 0, adminAllowedIps: undefined })
+    expect(Exit.isSuccess(settings) && settings.value).toMatchObject({ restRoot: "/api", trustProxyHops: 0, adminAllowedIps: undefined, fastPath: true })
     const listen = read(listenFromEnv, {})
     expect(Exit.isSuccess(listen) && listen.value).toEqual({ host: "127.0.0.1", port: 8080 })
   })
@@ -157,6 +157,16 @@ describe("settings from the environment", () => {
     expect(settings.value.adminAllowedIps?.allows("192.0.2.1")).toBe(false)
     const listen = read(listenFromEnv, env)
     expect(Exit.isSuccess(listen) && listen.value).toEqual({ host: "0.0.0.0", port: 0 })
+  })
+
+  it("reads LM_HTTP_FAST_PATH as a switch", () => {
+    const fastPath = (value: string) => {
+      const settings = read(HttpSettings.fromEnv, { LM_HTTP_FAST_PATH: value })
+      return Exit.isSuccess(settings) ? settings.value.fastPath : "refused"
+    }
+    expect(["0", "off", "false", "NO"].map(fastPath)).toEqual([false, false, false, false])
+    expect(["1", "on", "true", "yes", ""].map(fastPath)).toEqual([true, true, true, true, true])
+    expect(fastPath("sometimes")).toBe("refused")
   })
 
   it("refuses settings it cannot read instead of ignoring them", () => {

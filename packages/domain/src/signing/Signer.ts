@@ -32,7 +32,7 @@ import {
   SPKI_ED25519_PREFIX,
   signingKeyFromSeed
 } from "./SigningKey.js"
-import { type Claims, compact, payloadJson, signingInput } from "./Token.js"
+import { type Claims, compact, payloadJson, signingBytes, signingInput } from "./Token.js"
 
 /** Options of {@link SignerService.verifyToken}. */
 export interface SignerVerifyOptions<T extends TokenType> {
@@ -146,7 +146,7 @@ const make = (build: (ring: KeyRing) => Effect.Effect<Engine>) =>
       Effect.suspend(() => {
         const snapshot = state
         const head = signingInput(payloadJson(claims, snapshot.ring.current.kid))
-        return Effect.map(snapshot.engine.sign(utf8Encode(head)), (signature) => compact(head, signature))
+        return Effect.map(snapshot.engine.sign(signingBytes(head)), (signature) => compact(head, signature))
       })
 
     const verifyToken = <T extends TokenType = TokenType>(

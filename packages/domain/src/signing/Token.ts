@@ -10,7 +10,6 @@
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
-import { base64UrlEncode, utf8Encode } from "../verify/encoding.js"
 import type {
   CrlPayload,
   DownloadPayload,
@@ -244,12 +243,19 @@ export const payloadJson = (claims: Claims, kid: string): string => {
   }
 }
 
-/** The first part of a token: base64url (no padding) of the UTF-8 JSON. Its ASCII bytes are signed. */
-export const signingInput = (json: string): string => base64UrlEncode(utf8Encode(json))
+/**
+ * The first part of a token: base64url (no padding) of the UTF-8 JSON. Its ASCII bytes are signed.
+ * Node's own encoder (this module runs on the server only); the portable one in `verify/encoding.ts`
+ * gives the same text.
+ */
+export const signingInput = (json: string): string => Buffer.from(json, "utf8").toString("base64url")
+
+/** The bytes signed for a first part: its ASCII characters. */
+export const signingBytes = (signingInput: string): Uint8Array => Buffer.from(signingInput, "latin1")
 
 /** Joins the first part and the 64-byte signature into a compact token. */
 export const compact = (signingInput: string, signature: Uint8Array): string =>
-  `${signingInput}.${base64UrlEncode(signature)}`
+  `${signingInput}.${Buffer.from(signature.buffer, signature.byteOffset, signature.byteLength).toString("base64url")}`
 
 /** SHA-256 hex of a normalised (trimmed, upper-cased) license key, as listed in the CRL. */
 export const licenseKeyHash = (licenseKey: string): string =>

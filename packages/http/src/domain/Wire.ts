@@ -12,8 +12,24 @@ const NullableTime = Schema.NullOr(Time)
 const NullableInt = Schema.NullOr(Schema.Int)
 const Json = Schema.Record(Schema.String, Schema.Json)
 
+/**
+ * Times already written, by epoch milliseconds. A license's and a machine's times (created, updated,
+ * activated, expires) are written again on every validation of it; formatting a `Date` costs more than the
+ * lookup. Emptied when full, so it holds the times of the licenses in use.
+ */
+const written = new Map<number, string>()
+const writtenLimit = 16_384
+
 /** Epoch milliseconds as ISO 8601 with `Z`. */
-export const iso = (millis: number): string => new Date(millis).toISOString()
+export const iso = (millis: number): string => {
+  let text = written.get(millis)
+  if (text === undefined) {
+    text = new Date(millis).toISOString()
+    if (written.size >= writtenLimit) written.clear()
+    written.set(millis, text)
+  }
+  return text
+}
 export const isoOrNull = (millis: number | null): string | null => (millis === null ? null : iso(millis))
 
 export const ComponentWire = Schema.Struct({

@@ -27,6 +27,7 @@ import { ClientHandlers } from "./handlers/Client.js"
 import { GeneratorsHandlers } from "./handlers/Generators.js"
 import { LicensesHandlers } from "./handlers/Licenses.js"
 import { MachinesHandlers } from "./handlers/Machines.js"
+import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
 import { HttpSettings, type Listen } from "./Settings.js"
 import { StorageHealth, SystemHandlers } from "./System.js"
@@ -178,6 +179,8 @@ export const serverLayerOn = <E, R>(
   options: EngineOptions = {}
 ) =>
   layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
+    // Below the server: it closes after the server has finished its requests in flight.
+    Layer.provideMerge(FastPath.layer),
     Layer.provideMerge(bootstrapKeyLayer),
     Layer.provideMerge(engineLayer(store, options))
   )

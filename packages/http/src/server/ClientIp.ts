@@ -25,9 +25,18 @@ export const normalizeIp = (address: string): string | undefined => {
  */
 export const clientIp = (request: HttpServerRequest, trustProxyHops: number): string | undefined => {
   const socket = request.remoteAddress
-  const socketIp = socket._tag === "Some" ? normalizeIp(socket.value) : undefined
+  return clientIpFrom(socket._tag === "Some" ? socket.value : undefined, request.headers["x-forwarded-for"], trustProxyHops)
+}
+
+/** {@link clientIp} from the socket's address and the `X-Forwarded-For` header as received. */
+export const clientIpFrom = (
+  socketAddress: string | undefined,
+  forwardedFor: string | undefined,
+  trustProxyHops: number
+): string | undefined => {
+  const socketIp = socketAddress === undefined ? undefined : normalizeIp(socketAddress)
   if (trustProxyHops <= 0) return socketIp
-  const header = request.headers["x-forwarded-for"]
+  const header = forwardedFor
   if (header === undefined || header === "") return socketIp
   const hops = header.split(",")
   const entry = hops[Math.max(0, hops.length - trustProxyHops)]

@@ -10,6 +10,7 @@
  * Defects pass through to the global middleware (`Routing.ts`), which answers 500.
  */
 import { Context, Effect, Layer } from "effect"
+import type { Schema } from "effect"
 import { Headers, HttpMethod, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { HttpApiError } from "effect/http-api"
@@ -114,6 +115,13 @@ const tooDeep = () =>
     params: { body: `must not nest arrays or objects more than ${MAX_BODY_DEPTH} levels deep` }
   })
 
+/**
+ * The 400 for a body text refused before it is decoded (nested too deeply, a NUL or an unpaired surrogate in a
+ * string), or `undefined` when the decoder may have it. The fast path (`FastPath.ts`) calls it too.
+ */
+export const refuseBodyText = (text: string): HttpServerResponse.HttpServerResponse | undefined =>
+  nestsDeeperThan(text, MAX_BODY_DEPTH) ? tooDeep() : badTextInBody(text)
+
 /** The same refusal for a NUL in the path or query (`%00`). */
 const badTextInUrl = (url: string): HttpServerResponse.HttpServerResponse | undefined =>
   /%00/.test(url)
@@ -127,21 +135,24 @@ const invalidRequest = (
   error: HttpApiError.HttpApiSchemaError,
   request: HttpServerRequest
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
-  const params = () => InvalidParams.fromSchemaError(error.cause, slotName[error.kind as keyof typeof slotName])
-  const invalidParam = () => {
-    const fields = params()
-    return envelope(400, "rest_invalid_param", InvalidParams.message(fields), { params: fields })
-  }
+  const invalidParam = () => invalidParams(error.cause, slotName[error.kind as keyof typeof slotName])
   if (error.kind !== "Payload") return Effect.sync(invalidParam)
   // The body was read (and kept) by the decoder; reading it again costs nothing.
   return Effect.match(request.text, {
     onFailure: invalidParam,
-    onSuccess: (text) =>
-      isJson(text)
-        ? invalidParam()
-        : envelope(400, "rest_invalid_json", "The request body is not valid JSON.")
+    onSuccess: (text) => isJson(text) ? invalidParam() : invalidJson()
   })
 }
+
+/** The 400 `rest_invalid_param` for a schema failure of a request part (`whole` names the part: `body`, ...). */
+export const invalidParams = (cause: Schema.SchemaError, whole: string): HttpServerResponse.HttpServerResponse => {
+  const fields = InvalidParams.fromSchemaError(cause, whole)
+  return envelope(400, "rest_invalid_param", InvalidParams.message(fields), { params: fields })
+}
+
+/** The 400 `rest_invalid_json` for a body that is not JSON. */
+export const invalidJson = (): HttpServerResponse.HttpServerResponse =>
+  envelope(400, "rest_invalid_json", "The request body is not valid JSON.")
 
 const unsupportedMediaType = () =>
   envelope(415, "rest_unsupported_media_type", "The request body must be JSON (Content-Type: application/json).")
@@ -175,7 +186,7 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
           effect = Effect.flatMap(
             Effect.orElseSucceed(request.text, () => ""),
             (text) => {
-              const refused = nestsDeeperThan(text, MAX_BODY_DEPTH) ? tooDeep() : badTextInBody(text)
+              const refused = refuseBodyText(text)
               return refused === undefined ? decode : Effect.succeed(refused)
             }
           )

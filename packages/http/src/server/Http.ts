@@ -9,16 +9,17 @@
  * ```
  */
 import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Effect, Layer } from "effect"
+import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { apiPath } from "../api/Api.js"
 import { AuthenticationLive } from "./Authentication.js"
 import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
+import { FastPath, type FastPathService } from "./FastPath.js"
 import { RestRequestValid } from "./Guards.js"
 import { makeRouteTable, mountAt, requestEnvelope } from "./Routing.js"
 import { apiBase, HttpSettings, type Listen } from "./Settings.js"
@@ -83,10 +84,27 @@ export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, Authentication
 )
 
 /**
+ * Lets `fastPath` take the requests it answers before the server's `request` listeners (NodeHttpServer's
+ * handler) see them; every other event and request goes on untouched.
+ */
+const withFastPath = (server: Server, fastPath: FastPathService | undefined): Server => {
+  if (fastPath === undefined) return server
+  const emit = server.emit
+  server.emit = function(this: Server, event: string | symbol, ...args: Array<any>): boolean {
+    if (event === "request" && fastPath.handle(args[0], args[1])) return true
+    return emit.apply(this, [event, ...args] as Parameters<Server["emit"]>)
+  } as Server["emit"]
+  return server
+}
+
+/**
  * Serves `routes` with Node's HTTP server on `listen.host`:`listen.port` (port 0 picks a free port; read the
  * bound address from `HttpServer.HttpServer`). Request bodies are read up to `HttpSettings.maxBodyBytes`.
  * Closing the layer's scope (SIGTERM under `NodeRuntime.runMain`) stops accepting connections and lets
  * requests in flight finish (up to `gracefulShutdownSeconds`, default 20). Logs the API base URL once listening.
+ * When a {@link FastPath} is provided and `HttpSettings.fastPath` is on, it answers the hot client writes in
+ * front of the router; provide it below this layer, so that it closes after the server has finished its
+ * requests in flight.
  */
 export const layerServer = <E, R>(
   routes: Layer.Layer<never, E, R>,
@@ -94,6 +112,7 @@ export const layerServer = <E, R>(
 ) =>
   Layer.unwrap(Effect.gen(function*() {
     const settings = yield* HttpSettings
+    const fastPath = settings.fastPath ? Option.getOrUndefined(yield* Effect.serviceOption(FastPath)) : undefined
     const served = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true })
     const logListening = Layer.effectDiscard(Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
@@ -103,7 +122,7 @@ export const layerServer = <E, R>(
     }))
     return logListening.pipe(
       Layer.provideMerge(served),
-      Layer.provideMerge(NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), {
+      Layer.provideMerge(NodeHttpServer.layer(() => withFastPath(createServer().on("clientError", answerClientError), fastPath), {
         host: listen.host,
         port: listen.port,
         gracefulShutdownTimeout: `${listen.gracefulShutdownSeconds ?? 20} seconds`

@@ -132,13 +132,23 @@ const failureResponse = (
     if (reason.reason === "BodyTooLarge") return Effect.succeed(payloadTooLarge(options.maxBodyBytes))
     return Effect.succeed(envelope(400, "rest_invalid_json", "The request body could not be read."))
   }
-  return Effect.as(
-    Effect.logError("Request failed", cause).pipe(
-      Effect.annotateLogs({ request_id: requestId, method: request.method, url: request.url })
-    ),
+  return internalError(cause, requestId, request.method, request.url)
+}
+
+/**
+ * The 500 `internal_error` for a defect, after logging its cause with the request id, method and URL (the
+ * fast path, `FastPath.ts`, answers its defects with it too).
+ */
+export const internalError = (
+  cause: Cause.Cause<unknown>,
+  requestId: string,
+  method: string,
+  url: string
+): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.as(
+    Effect.logError("Request failed", cause).pipe(Effect.annotateLogs({ request_id: requestId, method, url })),
     envelope(500, "internal_error", internalErrorMessage, { request_id: requestId })
   )
-}
 
 /**
  * The global middleware: request id, `X-Request-Id` on every response, and envelopes for the failures no

@@ -19,6 +19,11 @@ export interface Settings {
   readonly maxBodyBytes: number
   /** The version reported by `/health` and the OpenAPI document. */
   readonly version: string
+  /**
+   * `LM_HTTP_FAST_PATH` (default on): answer the hot client writes (validate, activate, deactivate, heartbeat)
+   * in front of the Effect HTTP stack (see `FastPath.ts`); off sends every request through the stack.
+   */
+  readonly fastPath: boolean
 }
 
 /** Where the server listens. */
@@ -53,6 +58,15 @@ export const parseTrustProxy = (value: string): number => {
   return hops
 }
 
+/** A boolean setting: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; empty is `fallback`. */
+export const parseSwitch = (value: string, fallback: boolean): boolean => {
+  const text = value.trim().toLowerCase()
+  if (text === "") return fallback
+  if (text === "1" || text === "true" || text === "yes" || text === "on") return true
+  if (text === "0" || text === "false" || text === "no" || text === "off") return false
+  throw new Error(`expected on or off (1/0, true/false, yes/no), got ${value}`)
+}
+
 /** A setting in the environment that cannot be read. */
 export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
   readonly name: string
@@ -74,6 +88,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     adminAllowedIps: undefined,
     maxBodyBytes: defaultMaxBodyBytes,
     version,
+    fastPath: true,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -82,17 +97,19 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   static readonly layer = (overrides: Partial<Settings> = {}): Layer.Layer<HttpSettings> =>
     Layer.succeed(HttpSettings, HttpSettings.make(overrides))
 
-  /** The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`. */
+  /** The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`. */
   static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
     const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
     const trustProxy = yield* Config.String("LM_TRUST_PROXY").pipe(Config.withDefault(""))
     const allowed = yield* Config.String("LM_ADMIN_ALLOWED_IPS").pipe(Config.withDefault(""))
+    const fastPathSetting = yield* Config.String("LM_HTTP_FAST_PATH").pipe(Config.withDefault(""))
     const trustProxyHops = yield* readSetting("LM_TRUST_PROXY", () => parseTrustProxy(trustProxy))
     const adminAllowedIps = yield* readSetting(
       "LM_ADMIN_ALLOWED_IPS",
       () => allowed.trim() === "" ? undefined : parseIpAllowList(allowed)
     )
-    return HttpSettings.make({ restRoot, trustProxyHops, adminAllowedIps })
+    const fastPath = yield* readSetting("LM_HTTP_FAST_PATH", () => parseSwitch(fastPathSetting, true))
+    return HttpSettings.make({ restRoot, trustProxyHops, adminAllowedIps, fastPath })
   })
 
   /** The settings read from the environment. */

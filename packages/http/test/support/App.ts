@@ -34,10 +34,17 @@ const storeLayer = (store: TestStore) =>
   store === "memory" ? MemoryStore.layer : layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))
 
 /** Starts the whole server; `close()` it after the tests. */
-export const startApp = async (store: TestStore, options: EngineOptions & { readonly settings?: Parameters<typeof HttpSettings.layer>[0] } = {}): Promise<TestApp> => {
+export const startApp = async (
+  store: TestStore,
+  options: EngineOptions & {
+    readonly settings?: Parameters<typeof HttpSettings.layer>[0]
+    /** Replaces the store layer `store` names (e.g. a store wrapped to fail on demand). */
+    readonly storeLayer?: Layer.Layer<any, any, never>
+  } = {}
+): Promise<TestApp> => {
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
   process.env.LM_BOOTSTRAP_CONSUMER_SECRET = adminKey.consumerSecret
-  const layer = serverLayerOn(storeLayer(store), { storage: store, description: store }, { host: "127.0.0.1", port: 0 }, {
+  const layer = serverLayerOn(options.storeLayer ?? storeLayer(store), { storage: store, description: store }, { host: "127.0.0.1", port: 0 }, {
     sweepIntervalSeconds: 0,
     ...options
   }).pipe(

@@ -1,0 +1,223 @@
+/**
+ * The fast path of the hot client writes: `POST {api_base}/validate`, `/activate`, `/deactivate` and
+ * `/heartbeat` answered straight from Node's `request` event, in front of the Effect HTTP stack (request
+ * wrapping, router, global and HttpApi middlewares), which costs more per request than the whole answer.
+ *
+ * It answers exactly what the Effect path answers, because it runs the same pieces:
+ * - the payload is decoded by the endpoint's own payload schema, taken from the `Api` definition with the
+ *   same parse options (compiled once);
+ * - the answer is `ClientAnswers` (the same functions the HttpApi handlers call), refusals mapped by
+ *   `ApiErrors.fromDomain` and written by `errorResponse`;
+ * - bad bodies are refused by the same functions as the `ErrorEnvelope` middleware (`refuseBodyText`,
+ *   `invalidJson`, `invalidParams`), defects by the same `internalError` as the global middleware (500 with
+ *   the request id, cause logged);
+ * - `X-Request-Id` by `requestIdFor`, the client IP by `clientIpFrom` (`LM_TRUST_PROXY`), the response
+ *   written to Node the way `NodeHttpServer` writes it (status, headers in the same order, the JSON text).
+ *
+ * It only takes a request it can answer identically, and decides before reading a byte of the body: method
+ * POST over HTTP/1.x, the exact path (no query string), a JSON content type, a `Content-Length` from 1 to the
+ * body limit, no `Transfer-Encoding`, no `Expect`. Anything else (other methods, HEAD/OPTIONS, chunked or
+ * empty or oversized bodies, other content types, HTTP/2) goes to the Effect stack untouched. The test
+ * `test/http/fast-path.test.ts` runs the same requests through both paths and compares the answers.
+ *
+ * Each request runs in a fiber forked with the engine's context, captured once. A client that goes away
+ * interrupts its fiber; closing the layer (after the server has stopped and finished its connections, see
+ * `layerServer`) interrupts whatever is still running, before the engine (event log, store) closes.
+ * `LM_HTTP_FAST_PATH=0` turns it off (`HttpSettings.fastPath`).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Result, Schema } from "effect"
+import type { HttpServerResponse } from "effect/http"
+import { HttpApi } from "effect/http-api"
+import { Api } from "../api/Api.js"
+import { ErrorEnvelope } from "../api/ErrorEnvelope.js"
+import type * as ApiErrors from "../domain/ApiErrors.js"
+import { clientIpFrom } from "./ClientIp.js"
+import { invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
+import { type ClientAnswers, makeClientAnswers } from "./handlers/ClientAnswers.js"
+import { errorResponse } from "./Responses.js"
+import { internalError, requestIdFor } from "./Routing.js"
+import { HttpSettings } from "./Settings.js"
+
+/** The client endpoints the fast path answers. */
+export const fastPathEndpoints = ["validate", "activate", "deactivate", "heartbeat"] as const
+export type FastPathEndpoint = (typeof fastPathEndpoints)[number]
+
+/** The fast path, as the server uses it. */
+export interface FastPathService {
+  /**
+   * Takes the request when it is one of the fast path's own and returns `true` (the answer follows); returns
+   * `false`, having touched nothing, for any other request.
+   */
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => boolean
+  /** Requests taken so far, by endpoint (for tests and benchmarks; never on the wire). */
+  readonly served: () => Readonly<Record<FastPathEndpoint, number>>
+  /** Requests whose answer is still being worked out (fibers running). */
+  readonly inFlight: () => number
+}
+
+/** The fast path of the hot client writes (see the module comment). */
+export class FastPath extends Context.Service<FastPath, FastPathService>()("lm/http/FastPath") {
+  /** The fast path on the engine's `Licensing` and `Tokens`, for `HttpSettings`' rest root and body limit. */
+  static readonly layer = Layer.effect(FastPath, Effect.suspend(() => make))
+}
+
+/** One route of the fast path: its path, its payload decoder and its answer. */
+interface Route {
+  readonly name: FastPathEndpoint
+  readonly decode: (input: unknown) => Result.Result<any, Schema.SchemaError>
+  readonly answer: (payload: any, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.ApiError>
+}
+
+/** The media type of a `Content-Type` header as HttpApi compares it: lower case, no parameters. */
+const mediaType = (contentType: string): string => {
+  const normalized = contentType.toLowerCase().trim()
+  const index = normalized.indexOf(";")
+  return index === -1 ? normalized : normalized.slice(0, index).trim()
+}
+
+/** A request header as Node's parser gives it (a string for every header the fast path reads). */
+const header = (request: IncomingMessage, name: string): string | undefined => {
+  const value = request.headers[name]
+  return typeof value === "string" ? value : undefined
+}
+
+/** Decodes request bodies as `NodeHttpServer` does (UTF-8, a leading BOM dropped, bad bytes replaced). */
+const textDecoder = new TextDecoder()
+
+/**
+ * The payload decoder of a client endpoint, as `HttpApiBuilder` builds it: the union of its JSON payload
+ * schemas, with the parse options the API, group and endpoint annotate. Refuses an endpoint the fast path
+ * could not answer like the Effect stack (another method, no JSON payload, a middleware other than the error
+ * envelope), so that a change to the definition cannot silently bypass it.
+ */
+const routeOf = (name: FastPathEndpoint, answers: ClientAnswers): { readonly path: string; readonly route: Route } => {
+  const group = (Api as unknown as { readonly groups: Record<string, any> }).groups["client"]
+  const endpoint = group?.endpoints[name]
+  const json = endpoint?.payload.get("application/json")
+  if (endpoint === undefined || endpoint.method !== "POST" || json === undefined || json.encoding._tag !== "Json") {
+    throw new Error(`fast path: client endpoint ${name} is not a POST with a JSON payload`)
+  }
+  const middlewares = [...endpoint.middlewares]
+  if (middlewares.length !== 1 || middlewares[0] !== ErrorEnvelope) {
+    throw new Error(`fast path: client endpoint ${name} has middlewares the fast path does not run`)
+  }
+  const annotations = Context.merge(Context.merge(Api.annotations, group.annotations), endpoint.annotations)
+  // As `HttpApi.getSlotParseOptions`: the payload's own options, else the general ones.
+  const options = Context.getOrUndefined(annotations, HttpApi.PayloadParseOptions) ??
+    Context.getOrUndefined(annotations, HttpApi.ParseOptions)
+  const schema = Schema.Union(json.schemas as ReadonlyArray<Schema.Codec<unknown, unknown, never, never>>)
+  // Synchronously: the client payloads have no asynchronous part (a decoder that had one would fail here, and
+  // the differential test with it). Same parser, same issues as `HttpApiBuilder`'s `decodeUnknownEffect`.
+  const decode = Schema.decodeUnknownResult(schema, options)
+  return { path: endpoint.path as string, route: { name, decode, answer: answers[name] as Route["answer"] } }
+}
+
+const make = Effect.gen(function*() {
+  const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
+  const answers = yield* makeClientAnswers
+  const routes = new Map<string, Route>()
+  for (const name of fastPathEndpoints) {
+    const { path, route } = routeOf(name, answers)
+    routes.set(`${restRoot}${path}`, route)
+  }
+  const served: Record<FastPathEndpoint, number> = { validate: 0, activate: 0, deactivate: 0, heartbeat: 0 }
+  const context = yield* Effect.context<never>()
+  const run = Effect.runForkWith(context)
+  const running = new Set<Fiber.Fiber<HttpServerResponse.HttpServerResponse>>()
+  let closed = false
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      closed = true
+      return Fiber.interruptAll([...running])
+    })
+  )
+
+  /** The answer to a body: refused text, not JSON, bad fields, or the endpoint's answer. */
+  const respondTo = (route: Route, text: string, ipAddress: string | null) => {
+    const refused = refuseBodyText(text)
+    if (refused !== undefined) return Effect.succeed(refused)
+    let input: unknown
+    try {
+      input = JSON.parse(text)
+    } catch {
+      return Effect.succeed(invalidJson())
+    }
+    const payload = route.decode(input)
+    if (Result.isFailure(payload)) return Effect.succeed(invalidParams(payload.failure, "body"))
+    return Effect.catch(route.answer(payload.success, ipAddress), (error) => Effect.succeed(errorResponse(error)))
+  }
+
+  /** {@link respondTo}, with defects (a throw included) answered 500 with the request id. */
+  const answer = (route: Route, text: string, ipAddress: string | null, requestId: string, url: string) =>
+    Effect.catchCause(
+      Effect.suspend(() => respondTo(route, text, ipAddress)),
+      (cause) =>
+        // An interrupted request (the client went away) holds no error to answer.
+        Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : internalError(cause, requestId, "POST", url)
+    )
+
+  /**
+   * Writes a response as `NodeHttpServer` does, with the request id; but without `strictContentLength`, which
+   * makes Node send the head and the body in two buffers (`writev`) instead of one string: the length is
+   * computed from the very text written, so it cannot differ.
+   */
+  const write = (response: ServerResponse, answer: HttpServerResponse.HttpServerResponse, requestId: string) => {
+    if (response.writableEnded || response.destroyed) return
+    const body = answer.body
+    response.writeHead(answer.status, answer.statusText, { ...answer.headers, "x-request-id": requestId })
+    response.end(body._tag === "Uint8Array" ? body.text ?? body.body : undefined)
+  }
+
+  const serve = (route: Route, request: IncomingMessage, response: ServerResponse, url: string) => {
+    const requestId = requestIdFor(header(request, "x-request-id"))
+    const chunks: Array<Buffer> = []
+    let failed = false
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    // A client that goes away while sending its body: nothing to answer, nothing started.
+    request.on("error", () => failed = true)
+    request.on("end", () => {
+      if (failed || response.destroyed) return
+      const text = textDecoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
+      const ipAddress = clientIpFrom(request.socket.remoteAddress, header(request, "x-forwarded-for"), trustProxyHops) ?? null
+      const fiber = run(answer(route, text, ipAddress, requestId, url))
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) {
+        if (Exit.isSuccess(done)) write(response, done.value, requestId)
+        return
+      }
+      running.add(fiber)
+      fiber.addObserver((exit) => {
+        running.delete(fiber)
+        if (Exit.isSuccess(exit)) write(response, exit.value, requestId)
+        else if (!response.writableEnded && !response.destroyed) {
+          // Interrupted by the server (shutdown past its grace period): the empty 503 NodeHttpServer sends.
+          response.writeHead(503, undefined, {})
+          response.end()
+        }
+      })
+      response.on("close", () => {
+        if (!response.writableEnded) fiber.interruptUnsafe()
+      })
+    })
+  }
+
+  const handle = (request: IncomingMessage, response: ServerResponse): boolean => {
+    if (closed || request.method !== "POST" || request.httpVersionMajor !== 1) return false
+    const url = request.url ?? ""
+    const route = routes.get(url)
+    if (route === undefined) return false
+    const headers = request.headers
+    const contentType = headers["content-type"]
+    if (contentType === undefined || mediaType(contentType) !== "application/json") return false
+    const length = headers["content-length"]
+    if (length === undefined || headers["transfer-encoding"] !== undefined || headers.expect !== undefined) return false
+    const declared = Number(length)
+    if (!(declared > 0 && declared <= maxBodyBytes)) return false
+    served[route.name]++
+    serve(route, request, response, url)
+    return true
+  }
+
+  return FastPath.of({ handle, served: () => ({ ...served }), inFlight: () => running.size })
+})

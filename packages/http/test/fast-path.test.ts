@@ -1,0 +1,480 @@
+/**
+ * The fast path of the hot client writes (`server/FastPath.ts`) answers exactly what the Effect stack answers.
+ *
+ * Two servers on the same settings and the same state (memory store, same signing key, same blacklist, seeded
+ * by the same calls), one with the fast path and one without, receive the same corpus of requests in the same
+ * order: valid calls, every refusal code, every malformed-input class, odd headers and request ids. Each pair
+ * of answers must match: status, every header (but `Date`; a generated `X-Request-Id` is a UUID on both), and
+ * the body byte for byte once times and the `iat`/`exp` of signed tokens are set aside. Run for the default
+ * settings and for `LM_REST_ROOT=/wp-json` behind one trusted proxy. The fast path's counters show it did
+ * serve the hot routes (and the other server's, that it was off).
+ */
+import { Agent, request as httpRequest } from "node:http"
+import { Effect, Layer, Redacted } from "effect"
+import { LicenseRepository, MachineRepository, StorageUnavailable } from "@lm/domain"
+import { MemoryStore } from "@lm/storage-memory"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { FastPath } from "../src/server/FastPath.js"
+import type { Settings } from "../src/server/Settings.js"
+import { adminAuth, startApp, type TestApp } from "./support/App.js"
+
+/** base64 of a fixed 32-byte Ed25519 seed, so that both servers sign with the same key (same `kid`). */
+const signingKey = Buffer.alloc(32, 7).toString("base64")
+
+const blacklistedKey = "BLCK-LIST-0000-0001"
+
+/** One request of the corpus; `path` is relative to `{api_base}`. */
+interface Case {
+  readonly name: string
+  readonly method?: string
+  readonly path: string
+  readonly headers?: Record<string, string>
+  /** JSON-encoded unless a string or a Buffer. */
+  readonly body?: unknown
+  /** Sent with `Transfer-Encoding: chunked` (no `Content-Length`). */
+  readonly chunked?: boolean
+  /** Sent with `Expect: 100-continue`, the body after the `100 Continue`. */
+  readonly expectContinue?: boolean
+  /** Sent on a connection of its own, closed after the answer. */
+  readonly fresh?: boolean
+}
+
+interface Answer {
+  readonly status: number
+  readonly statusMessage: string
+  /** The header names in the order they came. */
+  readonly headerOrder: string
+  readonly headers: Record<string, string | Array<string> | undefined>
+  readonly body: Buffer
+}
+
+/** One keep-alive connection per server, as a client library would keep (a 413 closes it; the next opens anew). */
+const agents = new Map<string, Agent>()
+const agentFor = (apiBase: string): Agent => {
+  let agent = agents.get(apiBase)
+  if (agent === undefined) agents.set(apiBase, agent = new Agent({ keepAlive: true, maxSockets: 1 }))
+  return agent
+}
+
+const send = (apiBase: string, c: Case): Promise<Answer> =>
+  new Promise((resolve, reject) => {
+    const url = new URL(`${apiBase}${c.path}`)
+    const body = c.body === undefined
+      ? undefined
+      : Buffer.isBuffer(c.body)
+      ? c.body
+      : Buffer.from(typeof c.body === "string" ? c.body : JSON.stringify(c.body), "utf8")
+    const headers: Record<string, string> = { ...c.headers }
+    if (body !== undefined && !c.chunked) headers["content-length"] = String(body.length)
+    if (c.expectContinue) headers.expect = "100-continue"
+    const req = httpRequest(url, { method: c.method ?? "POST", headers, agent: c.fresh ? false : agentFor(apiBase) }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode!,
+          statusMessage: res.statusMessage ?? "",
+          headerOrder: res.rawHeaders.filter((_, i) => i % 2 === 0).join(", "),
+          headers: res.headers,
+          body: Buffer.concat(chunks)
+        }))
+      res.on("error", reject)
+    })
+    req.on("error", reject)
+    if (c.expectContinue) {
+      req.on("continue", () => req.end(body))
+      req.flushHeaders()
+    } else if (c.chunked && body !== undefined) {
+      req.write(body.subarray(0, 3))
+      req.end(body.subarray(3))
+    } else {
+      req.end(body)
+    }
+  })
+
+const isoTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** A body with its times and the `iat`/`exp` (and signature) of signed tokens set aside. */
+const normalize = (value: unknown, key = ""): unknown => {
+  if (typeof value === "string") {
+    if (isoTime.test(value)) return "<time>"
+    if ((key === "signed_payload" || key === "certificate") && value.includes(".")) {
+      const payload = JSON.parse(Buffer.from(value.split(".")[0]!, "base64url").toString("utf8"))
+      delete payload.iat
+      delete payload.exp
+      return { token: normalize(payload) }
+    }
+    if (key === "request_id" && uuid.test(value)) return "<uuid>"
+    return value
+  }
+  if (Array.isArray(value)) return value.map((item) => normalize(item))
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalize(v, k)]))
+  }
+  return value
+}
+
+/** What must be equal between the two paths' answers. */
+const comparable = (answer: Answer, sentRequestId: string | undefined) => {
+  const { date: _date, "x-request-id": requestId, ...headers } = answer.headers
+  const id = typeof requestId === "string" && requestId !== sentRequestId && uuid.test(requestId) ? "<uuid>" : requestId
+  const text = answer.body.toString("utf8")
+  let body: unknown = text
+  try {
+    body = text === "" ? "" : normalize(JSON.parse(text))
+  } catch {
+    // not JSON: compared as text
+  }
+  return { status: answer.status, statusMessage: answer.statusMessage, headerOrder: answer.headerOrder, headers, requestId: id, body }
+}
+
+/** The same calls on each server, so that both hold the same state (ids included). */
+const seed = async (app: TestApp) => {
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const answer = await app.call(method, path, { body, auth: adminAuth })
+    if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`)
+    return answer.body.data
+  }
+  const client = (path: string, body: unknown, headers?: Record<string, string>) =>
+    app.call("POST", path, { body, auth: null, ...(headers === undefined ? {} : { headers }) })
+  await admin("POST", "/licenses", { license_key: "GOOD-0000-0000-0001", max_activations: 3 })
+  await admin("POST", "/licenses", { license_key: "SMAL-0000-0000-0001", max_activations: 1 })
+  await admin("POST", "/licenses", { license_key: "FLOT-0000-0000-0001", max_activations: 2, is_floating: true, lease_duration: 600 })
+  await admin("POST", "/licenses", { license_key: "SUSP-0000-0000-0001" })
+  await admin("POST", "/licenses/SUSP-0000-0000-0001/suspend")
+  await admin("POST", "/licenses", { license_key: "REVK-0000-0000-0001" })
+  await admin("POST", "/licenses/REVK-0000-0000-0001/revoke")
+  await admin("POST", "/licenses", { license_key: "TERM-0000-0000-0001" })
+  await admin("POST", "/licenses/TERM-0000-0000-0001/terminate", { confirm: true })
+  await admin("POST", "/licenses", { license_key: "EXPD-0000-0000-0001", expires_at: "2020-01-01T00:00:00Z" })
+  await admin("POST", "/licenses", { license_key: "OVER-0000-0000-0001", max_activations: 2 })
+  await admin("POST", "/licenses", { license_key: blacklistedKey })
+  await client("/activate", { license_key: "OVER-0000-0000-0001", fingerprint: "over-1" })
+  await client("/activate", { license_key: "OVER-0000-0000-0001", fingerprint: "over-2" })
+  await admin("PUT", "/licenses/OVER-0000-0000-0001", { max_activations: 1 })
+  await client("/activate", { license_key: "GOOD-0000-0000-0001", fingerprint: "revoked-fp" })
+  const machines = await admin("GET", "/licenses/GOOD-0000-0000-0001/machines")
+  await admin("POST", `/machines/${machines.machines[0].id}/revoke`)
+  await client("/activate", { license_key: "FLOT-0000-0000-0001", fingerprint: "gone-fp" })
+  await client("/deactivate", { license_key: "FLOT-0000-0000-0001", fingerprint: "gone-fp" })
+}
+
+const json = { "content-type": "application/json" }
+const key = "GOOD-0000-0000-0001"
+const deep = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
+
+/** The corpus, in order (the writes change the state both servers hold alike). */
+const corpus = (trustProxy: boolean): ReadonlyArray<Case> => {
+  const cases: Array<Case> = []
+  const add = (name: string, c: Omit<Case, "name">) => cases.push({ name, ...c })
+  const post = (name: string, path: string, body: unknown, headers: Record<string, string> = json) =>
+    add(name, { path, body, headers })
+  // validate: valid, every code, every field shape
+  post("validate", "/validate", { license_key: key })
+  post("validate lower case with spaces", "/validate", { license_key: `  ${key.toLowerCase()} ` })
+  post("validate with nonce string", "/validate", { license_key: key, nonce: "n-1" })
+  post("validate with nonce int", "/validate", { license_key: key, nonce: 42 })
+  post("validate with nulls", "/validate", { license_key: key, fingerprint: null, nonce: null })
+  post("validate unknown fields", "/validate", { license_key: key, ip_address: "1.2.3.4", extra: { a: [1] } })
+  post("validate suspended", "/validate", { license_key: "SUSP-0000-0000-0001" })
+  post("validate revoked", "/validate", { license_key: "REVK-0000-0000-0001" })
+  post("validate terminated", "/validate", { license_key: "TERM-0000-0000-0001" })
+  post("validate expired", "/validate", { license_key: "EXPD-0000-0000-0001" })
+  post("validate over the ceiling", "/validate", { license_key: "OVER-0000-0000-0001", fingerprint: "over-1" })
+  post("validate blacklisted key", "/validate", { license_key: blacklistedKey })
+  post("validate blacklisted fingerprint", "/validate", { license_key: key, fingerprint: "black-fp" })
+  post("validate revoked machine", "/validate", { license_key: key, fingerprint: "revoked-fp" })
+  post("validate fingerprint not activated", "/validate", { license_key: key, fingerprint: "nobody" })
+  post("validate unknown key", "/validate", { license_key: "NONE-0000-0000-0001" })
+  post("validate malformed key", "/validate", { license_key: "nope" })
+  post("validate key a number", "/validate", { license_key: 12 })
+  post("validate no key", "/validate", { fingerprint: "x" })
+  post("validate empty object", "/validate", {})
+  post("validate nonce too long", "/validate", { license_key: key, nonce: "n".repeat(65) })
+  post("validate nonce not an integer", "/validate", { license_key: key, nonce: 1.5 })
+  post("validate empty fingerprint", "/validate", { license_key: key, fingerprint: "" })
+  post("validate control character", "/validate", { license_key: key, fingerprint: "a\u0001b" })
+  post("validate long fingerprint", "/validate", { license_key: key, fingerprint: "f".repeat(256) })
+  post("validate several bad fields", "/validate", { license_key: 1, fingerprint: 2, nonce: {} })
+  post("validate array body", "/validate", [1, 2])
+  post("validate string body", "/validate", "\"text\"")
+  post("validate null body", "/validate", "null")
+  post("validate invalid JSON", "/validate", "{\"license_key\":")
+  post("validate whitespace body", "/validate", "   ")
+  post("validate BOM", "/validate", Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ license_key: key }))]))
+  post("validate invalid UTF-8", "/validate", Buffer.from([0x7b, 0x22, 0x6c, 0xff, 0x22, 0x3a, 0x31, 0x7d]))
+  post("validate NUL", "/validate", "{\"license_key\":\"GOOD-0000-0000-0001\",\"fingerprint\":\"a\\u0000b\"}")
+  post("validate lone surrogate", "/validate", "{\"license_key\":\"GOOD-0000-0000-0001\",\"x\":{\"\\ud800\":1}}")
+  post("validate nested 65", "/validate", `{"license_key":"${key}","x":${deep(64)}}`)
+  post("validate nested 64", "/validate", `{"license_key":"${key}","x":${deep(63)}}`)
+  // content types, lengths, transfer codings
+  post("validate text/plain", "/validate", { license_key: key }, { "content-type": "text/plain" })
+  post("validate charset", "/validate", { license_key: key }, { "content-type": "application/json; charset=utf-8" })
+  post("validate upper-case type", "/validate", { license_key: key }, { "content-type": "APPLICATION/JSON" })
+  post("validate no content type", "/validate", { license_key: key }, {})
+  post("validate form", "/validate", "license_key=x", { "content-type": "application/x-www-form-urlencoded" })
+  add("validate empty body", { path: "/validate", headers: json, body: "" })
+  add("validate no body", { path: "/validate", headers: json })
+  add("validate over the limit", { path: "/validate", headers: json, body: `{"license_key":"${key}","x":"${"a".repeat(1024 * 1024)}"}` })
+  add("validate chunked", { path: "/validate", headers: json, body: { license_key: key }, chunked: true })
+  add("validate expect 100-continue", { path: "/validate", headers: json, body: { license_key: key }, expectContinue: true })
+  // methods, paths
+  add("GET validate", { method: "GET", path: "/validate" })
+  add("HEAD validate", { method: "HEAD", path: "/validate" })
+  add("OPTIONS validate", { method: "OPTIONS", path: "/validate" })
+  add("PUT validate", { method: "PUT", path: "/validate", headers: json, body: { license_key: key } })
+  post("validate query string", "/validate?x=1", { license_key: key })
+  post("validate trailing slash", "/validate/", { license_key: key })
+  post("validate upper-case path", "/VALIDATE", { license_key: key })
+  // request ids and other headers
+  post("validate own request id", "/validate", { license_key: key }, { ...json, "x-request-id": "client-id_1.2:3@x+y=z" })
+  post("validate bad request id", "/validate", { license_key: key }, { ...json, "x-request-id": "has spaces in it" })
+  post("validate long request id", "/validate", { license_key: key }, { ...json, "x-request-id": "r".repeat(129) })
+  post("validate empty request id", "/validate", { license_key: key }, { ...json, "x-request-id": "" })
+  post("validate credentials ignored", "/validate", { license_key: key }, { ...json, authorization: "Basic bm9wZTpub3Bl" })
+  post("validate forwarded", "/validate", { license_key: key, fingerprint: "nobody" }, { ...json, "x-forwarded-for": "10.9.9.9" })
+  post("validate forwarded, two hops", "/validate", { license_key: key }, { ...json, "x-forwarded-for": "1.1.1.1, 10.9.9.9" })
+  post("validate forwarded garbage", "/validate", { license_key: key }, { ...json, "x-forwarded-for": "not-an-ip" })
+  // activate
+  post("activate", "/activate", { license_key: key, fingerprint: "fp-1", name: "n", hostname: "h", platform: "p", app_version: "1.0" })
+  post("activate again", "/activate", { license_key: key, fingerprint: "fp-1" })
+  post("activate with components and meta", "/activate", {
+    license_key: key,
+    fingerprint: "fp-2",
+    components: [{ kind: "cpu", fingerprint: "c1" }, { kind: "disk", fingerprint: "d1", name: "ssd" }],
+    meta: { seat: 2, tags: ["a"] }
+  }, trustProxy ? { ...json, "x-forwarded-for": "192.0.2.7" } : json)
+  post("activate over the limit", "/activate", { license_key: "SMAL-0000-0000-0001", fingerprint: "s-1" })
+  post("activate over the limit 2", "/activate", { license_key: "SMAL-0000-0000-0001", fingerprint: "s-2" })
+  post("activate revoked machine", "/activate", { license_key: key, fingerprint: "revoked-fp" })
+  post("activate suspended", "/activate", { license_key: "SUSP-0000-0000-0001", fingerprint: "x" })
+  post("activate terminated", "/activate", { license_key: "TERM-0000-0000-0001", fingerprint: "x" })
+  post("activate expired", "/activate", { license_key: "EXPD-0000-0000-0001", fingerprint: "x" })
+  post("activate blacklisted", "/activate", { license_key: blacklistedKey, fingerprint: "x" })
+  post("activate blacklisted fingerprint", "/activate", { license_key: key, fingerprint: "black-fp" })
+  post("activate unknown key", "/activate", { license_key: "NONE-0000-0000-0001", fingerprint: "x" })
+  post("activate no fingerprint", "/activate", { license_key: key })
+  post("activate bad component", "/activate", { license_key: key, fingerprint: "x", components: [{ kind: "tpm", fingerprint: "" }] })
+  post("activate too many components", "/activate", {
+    license_key: key,
+    fingerprint: "x",
+    components: Array.from({ length: 33 }, (_, i) => ({ kind: "custom", fingerprint: `c${i}` }))
+  })
+  post("activate long name", "/activate", { license_key: key, fingerprint: "x", name: "n".repeat(256) })
+  post("activate big meta", "/activate", { license_key: key, fingerprint: "x", meta: { big: "m".repeat(17 * 1024) } })
+  post("activate floating", "/activate", { license_key: "FLOT-0000-0000-0001", fingerprint: "float-1" })
+  // heartbeat
+  post("heartbeat", "/heartbeat", { license_key: "FLOT-0000-0000-0001", fingerprint: "float-1", app_version: "2.0" })
+  post("heartbeat node-locked", "/heartbeat", { license_key: key, fingerprint: "fp-1" })
+  post("heartbeat unknown fingerprint", "/heartbeat", { license_key: key, fingerprint: "nobody" })
+  post("heartbeat deactivated", "/heartbeat", { license_key: "FLOT-0000-0000-0001", fingerprint: "gone-fp" })
+  post("heartbeat revoked", "/heartbeat", { license_key: key, fingerprint: "revoked-fp" })
+  post("heartbeat suspended", "/heartbeat", { license_key: "SUSP-0000-0000-0001", fingerprint: "x" })
+  post("heartbeat no fingerprint", "/heartbeat", { license_key: key })
+  // deactivate
+  post("deactivate by fingerprint", "/deactivate", { license_key: key, fingerprint: "fp-1" })
+  post("deactivate again", "/deactivate", { license_key: key, fingerprint: "fp-1" })
+  post("deactivate by machine id", "/deactivate", { license_key: "FLOT-0000-0000-0001", machine_id: 8 })
+  post("deactivate neither", "/deactivate", { license_key: key })
+  post("deactivate machine id 0", "/deactivate", { license_key: key, machine_id: 0 })
+  post("deactivate unknown", "/deactivate", { license_key: key, fingerprint: "nobody" })
+  post("deactivate other license's machine", "/deactivate", { license_key: key, machine_id: 1 })
+  post("validate after the writes", "/validate", { license_key: key, fingerprint: "fp-2" })
+  return cases
+}
+
+const configurations: ReadonlyArray<{ readonly name: string; readonly settings: Partial<Settings> }> = [
+  { name: "default settings", settings: {} },
+  { name: "LM_REST_ROOT=/wp-json behind one trusted proxy", settings: { restRoot: "/wp-json", trustProxyHops: 1 } }
+]
+
+describe.each(configurations)("fast path and Effect stack answer alike: $name", ({ settings }) => {
+  let fast: TestApp
+  let stack: TestApp
+  const options = { signingKey: Redacted.make(signingKey), blacklist: [`key:${blacklistedKey}`, "fp:black-fp", "ip:10.9.9.9"] }
+
+  beforeAll(async () => {
+    fast = await startApp("memory", { ...options, settings: { ...settings, fastPath: true } })
+    stack = await startApp("memory", { ...options, settings: { ...settings, fastPath: false } })
+    await seed(fast)
+    await seed(stack)
+  }, 60_000)
+  afterAll(async () => {
+    for (const agent of agents.values()) agent.destroy()
+    agents.clear()
+    await fast?.close()
+    await stack?.close()
+  })
+
+  it("gives the same answer to every request of the corpus, and the fast path served the hot routes", async () => {
+    const served = (app: TestApp) => app.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.served()))
+    const before = await served(fast)
+    const trustProxy = (settings.trustProxyHops ?? 0) > 0
+    const cases = corpus(trustProxy)
+    for (const c of cases) {
+      const sentId = c.headers?.["x-request-id"]
+      const viaFast = comparable(await send(fast.apiBase, c), sentId)
+      const viaStack = comparable(await send(stack.apiBase, c), sentId)
+      expect({ case: c.name, ...viaFast }).toEqual({ case: c.name, ...viaStack })
+      expect(viaFast.requestId, c.name).toBeDefined()
+    }
+    const after = await served(fast)
+    // Every valid-looking POST with a JSON body of 1 byte to 1 MiB on an exact path goes through the fast path.
+    const taken = (path: string) =>
+      cases.filter((c) =>
+        (c.method ?? "POST") === "POST" && c.path === path && !c.chunked && !c.expectContinue && c.body !== undefined &&
+        c.body !== "" && c.name !== "validate over the limit" &&
+        /^application\/json/i.test(c.headers?.["content-type"] ?? "")
+      ).length
+    expect({
+      validate: after.validate - before.validate,
+      activate: after.activate - before.activate,
+      deactivate: after.deactivate - before.deactivate,
+      heartbeat: after.heartbeat - before.heartbeat
+    }).toEqual({ validate: taken("/validate"), activate: taken("/activate"), deactivate: taken("/deactivate"), heartbeat: taken("/heartbeat") })
+    expect(after.validate - before.validate).toBeGreaterThan(40)
+    expect(await served(stack)).toEqual({ validate: 0, activate: 0, deactivate: 0, heartbeat: 0 })
+  }, 120_000)
+})
+
+/** How the license reads of the faulty store behave: as the memory store, unreachable, or dying. */
+let storeMode: "up" | "down" | "defect" | "slow" = "up"
+/** What the faulty store did, in order (slow reads, closing). */
+const storeEvents: Array<string> = []
+
+/** A repository whose every call fails on demand (`storeMode`). */
+const faulty = <S extends object>(real: S): S =>
+  new Proxy(real, {
+    get: (target, name) => {
+      const value = Reflect.get(target, name, target)
+      if (typeof value !== "function") return value
+      return (...args: Array<unknown>) =>
+        storeMode === "down"
+          ? Effect.fail(new StorageUnavailable({ message: "the store is unreachable" }))
+          : storeMode === "defect"
+          ? Effect.die(new Error("a bug in the store"))
+          : storeMode === "slow"
+          ? Effect.delay(Effect.suspend(() => value.apply(target, args)), "300 millis").pipe(
+            Effect.tap(() => Effect.sync(() => storeEvents.push("store read")))
+          )
+          : value.apply(target, args)
+    }
+  })
+
+/** The memory store with its license and machine repositories failing on demand. */
+const faultyStore = () =>
+  Layer.mergeAll(
+    Layer.effect(LicenseRepository, Effect.map(Effect.service(LicenseRepository), faulty)),
+    Layer.effect(MachineRepository, Effect.map(Effect.service(MachineRepository), faulty))
+  ).pipe(Layer.provideMerge(MemoryStore.layer))
+
+describe("fast path and Effect stack answer alike when the store is down or dies", () => {
+  let fast: TestApp
+  let stack: TestApp
+
+  beforeAll(async () => {
+    const options = { signingKey: Redacted.make(signingKey) }
+    fast = await startApp("memory", { ...options, storeLayer: faultyStore(), settings: { fastPath: true } })
+    stack = await startApp("memory", { ...options, storeLayer: faultyStore(), settings: { fastPath: false } })
+    await seed(fast)
+    await seed(stack)
+  }, 60_000)
+  afterAll(async () => {
+    storeMode = "up"
+    for (const agent of agents.values()) agent.destroy()
+    agents.clear()
+    await fast?.close()
+    await stack?.close()
+  })
+
+  it.each(["down", "defect"] as const)("store %s: 503 with Retry-After, or 500 with the request id", async (mode) => {
+    const served = (app: TestApp) => app.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.served()))
+    const before = await served(fast)
+    const cases: ReadonlyArray<Case> = [
+      // Keys not validated before: the validation cache has nothing for them and reads the store.
+      { name: "validate", path: "/validate", headers: json, body: { license_key: "SUSP-0000-0000-0001" } },
+      { name: "validate with id", path: "/validate", headers: { ...json, "x-request-id": "trace-1" }, body: { license_key: "REVK-0000-0000-0001" } },
+      { name: "activate", path: "/activate", headers: json, body: { license_key: "SMAL-0000-0000-0001", fingerprint: "x" } },
+      { name: "heartbeat", path: "/heartbeat", headers: json, body: { license_key: "FLOT-0000-0000-0001", fingerprint: "x" } },
+      { name: "deactivate", path: "/deactivate", headers: { ...json, "x-request-id": "trace-2" }, body: { license_key: key, fingerprint: "x" } }
+    ]
+    storeMode = mode
+    try {
+      for (const c of cases) {
+        const sentId = c.headers?.["x-request-id"]
+        const viaFast = comparable(await send(fast.apiBase, c), sentId)
+        const viaStack = comparable(await send(stack.apiBase, c), sentId)
+        expect({ case: c.name, ...viaFast }).toEqual({ case: c.name, ...viaStack })
+        expect(viaFast.status, c.name).toBe(mode === "down" ? 503 : 500)
+        if (mode === "down") expect(viaFast.headers["retry-after"], c.name).toBeDefined()
+        else expect((viaFast.body as any).data.request_id, c.name).toBe(sentId ?? "<uuid>")
+      }
+    } finally {
+      storeMode = "up"
+    }
+    const after = await served(fast)
+    expect(after.validate + after.activate + after.heartbeat + after.deactivate)
+      .toBe(before.validate + before.activate + before.heartbeat + before.deactivate + cases.length)
+  })
+})
+
+describe("shutdown with a request in flight on the fast path", () => {
+  it("answers it before the engine and the store close", async () => {
+    const events = storeEvents
+    const store = Layer.effectDiscard(Effect.addFinalizer(() => Effect.sync(() => events.push("store closed")))).pipe(
+      Layer.provideMerge(faultyStore())
+    )
+    const app = await startApp("memory", { storeLayer: store, settings: { fastPath: true } })
+    try {
+      await app.call("POST", "/licenses", { body: { license_key: key }, auth: adminAuth })
+      storeMode = "slow"
+      const inFlight = send(app.apiBase, { name: "slow validate", path: "/validate", headers: json, body: { license_key: key }, fresh: true })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const served = await app.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.served()))
+      expect(served.validate).toBe(1)
+      await app.close()
+      events.push("closed")
+      const answer = await inFlight
+      expect(answer.status).toBe(200)
+      expect(JSON.parse(answer.body.toString("utf8")).data.valid).toBe(true)
+      // The slow reads of the request (license, machines) all came before the store closed.
+      expect(events.filter((e) => e !== "store read")).toEqual(["store closed", "closed"])
+      expect(events.indexOf("store read")).toBe(0)
+      expect(events.lastIndexOf("store read")).toBeLessThan(events.indexOf("store closed"))
+    } finally {
+      storeMode = "up"
+    }
+  })
+})
+
+describe("a client that goes away on the fast path", () => {
+  it("interrupts its request: the fiber ends, the store is not read, nothing leaks", async () => {
+    const app = await startApp("memory", { storeLayer: faultyStore(), settings: { fastPath: true } })
+    const fastPath = () => app.run(Effect.service(FastPath))
+    try {
+      await app.call("POST", "/licenses", { body: { license_key: key }, auth: adminAuth })
+      storeEvents.length = 0
+      storeMode = "slow"
+      const url = new URL(`${app.apiBase}/validate`)
+      const body = JSON.stringify({ license_key: key })
+      const req = httpRequest(url, {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }
+      })
+      req.on("error", () => {})
+      req.end(body)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect((await fastPath()).inFlight()).toBe(1)
+      req.destroy()
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect((await fastPath()).inFlight()).toBe(0)
+      expect((await fastPath()).served().validate).toBe(1)
+      expect(storeEvents).toEqual([])
+    } finally {
+      storeMode = "up"
+      await app.close()
+    }
+  })
+})
