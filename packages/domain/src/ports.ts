@@ -76,6 +76,12 @@ export class Store extends Context.Service<Store, {
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageUnavailable, R>
   readonly lockLicense: (key: string) => Op<License | undefined>
   readonly lockLicenseById: (id: number) => Op<License | undefined>
+  /**
+   * Loads the licenses with these keys and holds their locks until the transaction ends, taking the locks in
+   * id order with one statement, so that transactions locking several licenses cannot deadlock each other.
+   * Keys without a license are left out; the answer is in id order.
+   */
+  readonly lockLicenses: (keys: ReadonlyArray<string>) => Op<ReadonlyArray<License>>
   /** A cheap round trip that tells whether the store answers. */
   readonly ping: Op<void>
 }>()("@lm/domain/Store") {}
@@ -120,6 +126,17 @@ export class MachineRepository extends Context.Service<MachineRepository, {
   readonly listActiveOf: (licenseIds: ReadonlyArray<number>) => Op<ReadonlyArray<Machine>>
   /** The license's machines in `active` status plus the record of `fingerprint` in any status. */
   readonly listForValidation: (licenseId: number, fingerprint: string | null) => Op<ReadonlyArray<Machine>>
+  /**
+   * In one read, what a group of seat changes needs: the machines in `active` status of every license named,
+   * plus the record of each named (license, fingerprint) in any status. Each machine once, in id order.
+   */
+  readonly listForSeatChanges: (
+    named: ReadonlyArray<{ readonly licenseId: number; readonly fingerprint: string }>
+  ) => Op<ReadonlyArray<Machine>>
+  /** Inserts machines (one statement when none has components); answers them in the order of the drafts. */
+  readonly insertMany: (drafts: ReadonlyArray<MachineDraft>) => Op<ReadonlyArray<Machine>>
+  /** Writes the fields of these machines (their components stay as they are). */
+  readonly updateMany: (machines: ReadonlyArray<Machine>) => Op<void>
   readonly list: (licenseId: number, query: MachineQuery) => Op<Page<Machine>>
   /**
    * Claims up to `limit` active machines whose stored seat deadline is at or before `now`, skipping machines

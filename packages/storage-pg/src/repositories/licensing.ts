@@ -19,6 +19,7 @@ import {
   licenseExists,
   LicenseRepository,
   type Machine,
+  type MachineDraft,
   MachineRepository,
   SigningKeyRepository,
   Store
@@ -182,6 +183,27 @@ export const layer = Layer.effectContext(
       created_at: date(m.createdAt)
     })
 
+    /** A machine's columns as one JSON record (times as ISO text) for `jsonb_to_recordset`. */
+    const machineRecord = (m: Machine) => ({
+      id: m.id,
+      license_id: m.licenseId,
+      fingerprint: m.fingerprint,
+      name: m.name,
+      hostname: m.hostname,
+      platform: m.platform,
+      app_version: m.appVersion,
+      ip_address: m.ipAddress,
+      status: m.status,
+      activated_at: iso(m.activatedAt),
+      deactivated_at: iso(m.deactivatedAt),
+      deactivation_reason: m.deactivationReason,
+      last_heartbeat_at: iso(m.lastHeartbeatAt),
+      lease_expires_at: iso(m.leaseExpiresAt),
+      seat_deadline: iso(m.seatDeadline),
+      meta: m.meta,
+      created_at: iso(m.createdAt)
+    })
+
     const findMachine = (id: number) =>
       sql`${machineSelect} WHERE m.id = ${id}`.pipe(Effect.map((r) => one(r.map(toMachine))))
 
@@ -192,22 +214,24 @@ export const layer = Layer.effectContext(
           sql.insert(nonEmpty(components.map((c) => ({ machine_id: machineId, kind: c.kind, fingerprint: c.fingerprint, name: c.name }))))
         }`.pipe(Effect.asVoid)
 
+    // Without components a write is one statement (no savepoint, no read back): the activation hot path.
+    const insertMachine = (draft: MachineDraft) =>
+      draft.components.length === 0
+        ? sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING *, '[]'::json AS components`.pipe(
+          Effect.map((rows) => toMachine(rows[0]!)),
+          orUnavailable
+        )
+        : sql.withTransaction(
+          Effect.gen(function*() {
+            const rows = yield* sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING id`
+            const id = num(rows[0]!.id)
+            yield* writeComponents(id, draft.components)
+            return (yield* findMachine(id))!
+          })
+        ).pipe(orUnavailable)
+
     const machines = MachineRepository.of({
-      // Without components a write is one statement (no savepoint, no read back): the activation hot path.
-      insert: (draft) =>
-        draft.components.length === 0
-          ? sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING *, '[]'::json AS components`.pipe(
-            Effect.map((rows) => toMachine(rows[0]!)),
-            orUnavailable
-          )
-          : sql.withTransaction(
-            Effect.gen(function*() {
-              const rows = yield* sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING id`
-              const id = num(rows[0]!.id)
-              yield* writeComponents(id, draft.components)
-              return (yield* findMachine(id))!
-            })
-          ).pipe(orUnavailable),
+      insert: (draft) => insertMachine(draft),
       update: (machine, components) =>
         components === undefined
           ? sql`UPDATE lm_machines SET ${sql.update(machineColumns(machine))} WHERE id = ${machine.id}`.pipe(
@@ -222,6 +246,51 @@ export const layer = Layer.effectContext(
               return (yield* findMachine(machine.id)) ?? machine
             })
           ).pipe(orUnavailable),
+      insertMany: (drafts) =>
+        drafts.length === 0
+          ? Effect.succeed([])
+          : drafts.some((draft) => draft.components.length > 0)
+          ? sql.withTransaction(Effect.forEach(drafts, insertMachine, { concurrency: 1 })).pipe(orUnavailable)
+          : sql`INSERT INTO lm_machines ${sql.insert(nonEmpty(drafts.map(machineColumns)))} RETURNING *, '[]'::json AS components`.pipe(
+            Effect.map((rows) => {
+              // Matched by (license, fingerprint), which is unique, rather than trusting the order of RETURNING.
+              const byFingerprint = new Map(rows.map((row) => {
+                const machine = toMachine(row)
+                return [`${machine.licenseId}\u0000${machine.fingerprint}`, machine] as const
+              }))
+              return drafts.map((draft) => byFingerprint.get(`${draft.licenseId}\u0000${draft.fingerprint}`)!)
+            }),
+            orUnavailable
+          ),
+      updateMany: (list) =>
+        list.length === 0 ? Effect.void : sql`
+          UPDATE lm_machines AS m SET
+            license_id = v.license_id, fingerprint = v.fingerprint, name = v.name, hostname = v.hostname,
+            platform = v.platform, app_version = v.app_version, ip_address = v.ip_address, status = v.status,
+            activated_at = v.activated_at, deactivated_at = v.deactivated_at, deactivation_reason = v.deactivation_reason,
+            last_heartbeat_at = v.last_heartbeat_at, lease_expires_at = v.lease_expires_at, seat_deadline = v.seat_deadline,
+            meta = v.meta, created_at = v.created_at
+          FROM jsonb_to_recordset(${JSON.stringify(list.map(machineRecord))}::jsonb) AS v(
+            id bigint, license_id bigint, fingerprint text, name text, hostname text, platform text, app_version text,
+            ip_address text, status text, activated_at timestamptz, deactivated_at timestamptz, deactivation_reason text,
+            last_heartbeat_at timestamptz, lease_expires_at timestamptz, seat_deadline timestamptz, meta jsonb,
+            created_at timestamptz
+          )
+          WHERE m.id = v.id`.pipe(Effect.asVoid, orUnavailable),
+      listForSeatChanges: (named) =>
+        named.length === 0
+          ? Effect.succeed([])
+          : sql`${machineSelect} WHERE m.id IN (
+              SELECT id FROM lm_machines WHERE license_id IN ${sql.in([...new Set(named.map((n) => n.licenseId))])} AND status = 'active'
+              UNION
+              SELECT x.id FROM jsonb_to_recordset(${
+            JSON.stringify(named.map((n) => ({ license_id: n.licenseId, fingerprint: n.fingerprint })))
+          }::jsonb) AS r(license_id bigint, fingerprint text)
+              JOIN lm_machines x ON x.license_id = r.license_id AND x.fingerprint = r.fingerprint
+            ) ORDER BY m.id`.pipe(
+            Effect.map((r) => r.map(toMachine)),
+            orUnavailable
+          ),
       findById: (id) => findMachine(id).pipe(orUnavailable),
       findByFingerprint: (licenseId, fingerprint) =>
         sql`${machineSelect} WHERE m.license_id = ${licenseId} AND m.fingerprint = ${fingerprint}`.pipe(
@@ -438,6 +507,13 @@ export const layer = Layer.effectContext(
         ) as any,
       lockLicense: (key) =>
         sql`SELECT * FROM lm_licenses WHERE key = ${key} FOR UPDATE`.pipe(Effect.map((r) => one(r.map(toLicense))), orUnavailable),
+      lockLicenses: (keys) =>
+        keys.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT * FROM lm_licenses WHERE key IN ${sql.in([...new Set(keys)])} ORDER BY id FOR UPDATE`.pipe(
+            Effect.map((r) => r.map(toLicense)),
+            orUnavailable
+          ),
       lockLicenseById: (id) =>
         sql`SELECT * FROM lm_licenses WHERE id = ${id} FOR UPDATE`.pipe(Effect.map((r) => one(r.map(toLicense))), orUnavailable),
       ping: sql`SELECT 1`.pipe(Effect.asVoid, orUnavailable)
@@ -460,6 +536,8 @@ const chunk = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
   return out
 }
+
+const iso = (value: number | null): string | null => (value === null ? null : new Date(value).toISOString())
 
 const escapeLike = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)
 
