@@ -1,20 +1,33 @@
 /**
  * CONTRACT §4: the seat check and the insert are atomic. 200 concurrent activations of distinct fingerprints on
  * a license with ceiling 5 end with exactly 5 active machines and 195 `machine_limit_exceeded`, on the memory
- * store. The machine repository here yields to other fibers on every read, so the activations really do
+ * store, both through the group commit (several batches of many calls, by default) and one call per
+ * transaction. The machine repository here yields to other fibers on every read, so the activations really do
  * interleave between checking the seats and writing; a control run without the license lock shows that the
  * interleaving oversells, so the main assertion is not passing by luck of scheduling.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { ActivityRecorder, LicenseRepository, Licenses, Licensing, MachineRepository, Store } from "@lm/domain"
+import {
+  ActivityRecorder,
+  LicenseRepository,
+  Licenses,
+  Licensing,
+  MachineRepository,
+  type SeatBatchOptions,
+  SeatBatchSettings,
+  Store
+} from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
 
 const CONCURRENT = 200
 
-/** A memory store whose machine reads yield to other fibers, optionally with a license "lock" that locks nothing. */
+/** Transactions begun, across the store built below. */
+const transactions = { count: 0 }
+
+/** A memory store whose machine reads yield to other fibers, optionally with license "locks" that lock nothing. */
 const interleavingStore = (options: { readonly lock: boolean }) =>
   Layer.syncContext(() => {
     const ports = MemoryStore.make()
@@ -24,27 +37,43 @@ const interleavingStore = (options: { readonly lock: boolean }) =>
       ...machines,
       listActive: (licenseId) => Effect.tap(machines.listActive(licenseId), () => Effect.yieldNow),
       findByFingerprint: (licenseId, fingerprint) => Effect.tap(machines.findByFingerprint(licenseId, fingerprint), () => Effect.yieldNow),
-      listForValidation: (licenseId, fingerprint) => Effect.tap(machines.listForValidation(licenseId, fingerprint), () => Effect.yieldNow)
+      listForValidation: (licenseId, fingerprint) => Effect.tap(machines.listForValidation(licenseId, fingerprint), () => Effect.yieldNow),
+      listForSeatChanges: (named) => Effect.tap(machines.listForSeatChanges(named), () => Effect.yieldNow)
+    })
+    const findByKey = Context.get(ports, LicenseRepository).findByKey
+    const counted = Store.of({
+      ...store,
+      transaction: (effect) =>
+        Effect.suspend(() => {
+          transactions.count++
+          return store.transaction(effect)
+        })
     })
     const unlocked = Store.of({
-      ...store,
-      lockLicense: (key) => Context.get(ports, LicenseRepository).findByKey(key)
+      ...counted,
+      lockLicense: findByKey,
+      lockLicenses: (keys) => Effect.map(Effect.forEach(keys, findByKey), (found) => found.filter((l) => l !== undefined))
     })
-    return ports.pipe(Context.add(MachineRepository, repository), Context.add(Store, options.lock ? store : unlocked))
+    return ports.pipe(Context.add(MachineRepository, repository), Context.add(Store, options.lock ? counted : unlocked))
   })
 
-const engine = (options: { readonly lock: boolean }) =>
+const engine = (options: { readonly lock: boolean; readonly batching: SeatBatchOptions }) =>
   Layer.mergeAll(Licenses.layer, Licensing.layer).pipe(
     Layer.provide(ActivityRecorder.layerDiscard),
     Layer.provideMerge(interleavingStore(options)),
-    Layer.provide(seededRandom(5))
+    Layer.provide(seededRandom(5)),
+    Layer.provide(Layer.succeed(SeatBatchSettings, options.batching))
   )
+
+const grouped: SeatBatchOptions = { workers: 4, maxBatch: 16 }
+const alone: SeatBatchOptions = { workers: 0, maxBatch: 1 }
 
 /** Activates CONCURRENT distinct fingerprints at once; answers the outcomes and the seats held afterwards. */
 const race = Effect.gen(function*() {
   const licenses = yield* Licenses
   const licensing = yield* Licensing
   const key = (yield* licenses.create({ maxActivations: 5 })).license.key
+  const before = transactions.count
   const outcomes = yield* Effect.forEach(
     Array.from({ length: CONCURRENT }, (_, i) => `device-${i}`),
     (fingerprint) =>
@@ -59,22 +88,40 @@ const race = Effect.gen(function*() {
     activated: count("activated"),
     refused: count("MachineLimitExceeded"),
     activationCount: detail.activationCount,
-    activeRecords: detail.machines.filter((m) => m.status === "active").length
+    activeRecords: detail.machines.filter((m) => m.status === "active").length,
+    transactions: transactions.count - before
   }
 })
 
 describe("concurrent activations", () => {
-  it.effect(`${CONCURRENT} distinct fingerprints on a license with ceiling 5 leave exactly 5 active machines`, () =>
+  it.effect(`${CONCURRENT} distinct fingerprints on a license with ceiling 5 leave exactly 5 active machines (group commit)`, () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
-      const result = yield* Effect.provide(race, engine({ lock: true }))
+      const { transactions: used, ...result } = yield* Effect.provide(race, engine({ lock: true, batching: grouped }))
       expect(result).toEqual({ activated: 5, refused: CONCURRENT - 5, activationCount: 5, activeRecords: 5 })
+      // Batches of up to 16 calls, from 4 workers at once: at least 13 transactions, far fewer than 200.
+      expect(used).toBeGreaterThanOrEqual(CONCURRENT / 16)
+      expect(used).toBeLessThan(CONCURRENT / 4)
+    }))
+
+  it.effect(`${CONCURRENT} distinct fingerprints on a license with ceiling 5 leave exactly 5 active machines (one call per transaction)`, () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const result = yield* Effect.provide(race, engine({ lock: true, batching: alone }))
+      expect(result).toEqual({ activated: 5, refused: CONCURRENT - 5, activationCount: 5, activeRecords: 5, transactions: CONCURRENT })
     }))
 
   it.effect("control: without the license lock the same interleaving oversells", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
-      const result = yield* Effect.provide(race, engine({ lock: false }))
+      const result = yield* Effect.provide(race, engine({ lock: false, batching: alone }))
+      expect(result.activeRecords).toBeGreaterThan(5)
+    }))
+
+  it.effect("control: without the license locks, batches of several workers interleave and oversell too", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const result = yield* Effect.provide(race, engine({ lock: false, batching: grouped }))
       expect(result.activeRecords).toBeGreaterThan(5)
     }))
 })
