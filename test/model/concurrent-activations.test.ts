@@ -1,8 +1,8 @@
 /**
  * CONTRACT §4: the seat check and the insert are atomic. 200 concurrent activations of distinct fingerprints on
  * a license with ceiling 5 end with exactly 5 active machines and 195 `machine_limit_exceeded`, on the memory
- * store, both through the group commit (several batches of many calls, by default) and one call per
- * transaction. The machine repository here yields to other fibers on every read, so the activations really do
+ * store shared by two `Licensing` instances (two server processes), both through the group commit (batches of
+ * many calls) and one call per transaction. The machine repository here yields to other fibers on every read, so the activations really do
  * interleave between checking the seats and writing; a control run without the license lock shows that the
  * interleaving oversells, so the main assertion is not passing by luck of scheduling.
  */
@@ -23,6 +23,10 @@ import { MemoryStore } from "@lm/storage-memory"
 import { seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
 
 const CONCURRENT = 200
+const PROCESSES = 2
+
+/** The `Licensing` of each simulated process. */
+class Processes extends Context.Service<Processes, ReadonlyArray<Licensing["Service"]>>()("test/Processes") {}
 
 /** Transactions begun, across the store built below. */
 const transactions = { count: 0 }
@@ -57,9 +61,19 @@ const interleavingStore = (options: { readonly lock: boolean }) =>
     return ports.pipe(Context.add(MachineRepository, repository), Context.add(Store, options.lock ? counted : unlocked))
   })
 
+/**
+ * Licenses on the store, and `PROCESSES` separate `Licensing` instances on it, as several server processes
+ * sharing one database would have: each has its own batcher, so only the store's locks keep their batches apart.
+ */
 const engine = (options: { readonly lock: boolean; readonly batching: SeatBatchOptions }) =>
-  Layer.mergeAll(Licenses.layer, Licensing.layer).pipe(
-    Layer.provide(ActivityRecorder.layerDiscard),
+  Layer.merge(
+    Licenses.layer,
+    Layer.effect(
+      Processes,
+      Effect.forEach(Array.from({ length: PROCESSES }), () =>
+        Effect.map(Layer.build(Layer.fresh(Licensing.layer)), (context) => Context.get(context, Licensing)))
+    ).pipe(Layer.provide(ActivityRecorder.layerDiscard))
+  ).pipe(
     Layer.provideMerge(interleavingStore(options)),
     Layer.provide(seededRandom(5)),
     Layer.provide(Layer.succeed(SeatBatchSettings, options.batching))
@@ -71,13 +85,13 @@ const alone: SeatBatchOptions = { workers: 0, maxBatch: 1 }
 /** Activates CONCURRENT distinct fingerprints at once; answers the outcomes and the seats held afterwards. */
 const race = Effect.gen(function*() {
   const licenses = yield* Licenses
-  const licensing = yield* Licensing
+  const processes = yield* Processes
   const key = (yield* licenses.create({ maxActivations: 5 })).license.key
   const before = transactions.count
   const outcomes = yield* Effect.forEach(
     Array.from({ length: CONCURRENT }, (_, i) => `device-${i}`),
-    (fingerprint) =>
-      licensing.activate({ licenseKey: key, ipAddress: null, facts: { fingerprint } }).pipe(
+    (fingerprint, i) =>
+      processes[i % PROCESSES]!.activate({ licenseKey: key, ipAddress: null, facts: { fingerprint } }).pipe(
         Effect.match({ onSuccess: () => "activated", onFailure: (error) => error._tag })
       ),
     { concurrency: "unbounded" }
@@ -99,7 +113,7 @@ describe("concurrent activations", () => {
       yield* TestClock.setTime(T0)
       const { transactions: used, ...result } = yield* Effect.provide(race, engine({ lock: true, batching: grouped }))
       expect(result).toEqual({ activated: 5, refused: CONCURRENT - 5, activationCount: 5, activeRecords: 5 })
-      // Batches of up to 16 calls, from 4 workers at once: at least 13 transactions, far fewer than 200.
+      // Batches of up to 16 calls, from both processes at once: at least 13 transactions, far fewer than 200.
       expect(used).toBeGreaterThanOrEqual(CONCURRENT / 16)
       expect(used).toBeLessThan(CONCURRENT / 4)
     }))
@@ -118,7 +132,7 @@ describe("concurrent activations", () => {
       expect(result.activeRecords).toBeGreaterThan(5)
     }))
 
-  it.effect("control: without the license locks, batches of several workers interleave and oversell too", () =>
+  it.effect("control: without the license locks, the batches of two processes interleave and oversell too", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const result = yield* Effect.provide(race, engine({ lock: false, batching: grouped }))

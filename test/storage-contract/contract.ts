@@ -10,6 +10,7 @@ import {
   ActivityLog,
   ActivityRecorder,
   ApiKeyRepository,
+  type DomainEvent,
   EventOutbox,
   GeneratorRepository,
   type License,
@@ -78,6 +79,15 @@ const counting = (store: Store["Service"]): Store["Service"] =>
       return store.transaction(effect)
     })
   })
+
+/** An event about a machine, as the seat changes write them. */
+const seatEvent = (type: DomainEvent["type"], licenseId: number, machineId: number, fingerprint: string): DomainEvent => ({
+  type,
+  occurredAt: T0 + 1,
+  licenseId,
+  machineId,
+  data: { license_key: keyOf(licenseId), fingerprint }
+})
 
 const isPositiveInt = (n: number) => Number.isInteger(n) && n > 0
 
@@ -491,6 +501,59 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           const duplicate = yield* Effect.exit(machines.insertMany([machineDraft(a.id, "fp-new"), machineDraft(a.id, "fp-a")]))
           assert.isTrue(Exit.isFailure(duplicate))
           assert.isUndefined(yield* machines.findByFingerprint(a.id, "fp-new"))
+        }))
+
+      test("writeSeatChanges inserts, updates and appends events in one go; events of inserted machines get their ids", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const outbox = yield* EventOutbox
+          const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
+          const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+          assert.deepStrictEqual(yield* machines.writeSeatChanges({ inserts: [], updates: [], events: [] }), [])
+          const old = yield* machines.insert(fullMachineDraft(a.id))
+          const seqBefore = yield* outbox.revocationSeq
+          const drafts = [machineDraft(b.id, "w-1", { meta: { k: "v" } }), machineDraft(a.id, "w-2", { leaseExpiresAt: T0 + DAY, seatDeadline: T0 + DAY })]
+          const changedOld = { ...old, status: "inactive" as const, deactivatedAt: T0 + 1, deactivationReason: "client" as const, seatDeadline: null }
+          const inserted = yield* store.transaction(machines.writeSeatChanges({
+            inserts: drafts,
+            updates: [changedOld],
+            events: [
+              { event: seatEvent("machine.activated", b.id, 0, "w-1"), insertIndex: 0 },
+              { event: seatEvent("machine.deactivated", a.id, old.id, old.fingerprint) },
+              { event: seatEvent("machine.activated", a.id, 0, "w-2"), insertIndex: 1 }
+            ]
+          }))
+          assert.strictEqual(inserted.length, 2)
+          inserted.forEach((machine, i) => assert.deepStrictEqual(machine, { ...drafts[i]!, id: machine.id, components: [] }))
+          for (const machine of inserted) assert.deepStrictEqual(yield* machines.findById(machine.id), machine)
+          assert.deepStrictEqual(yield* machines.findById(old.id), changedOld)
+          const written = yield* outbox.readAfter(0, 100)
+          assert.deepStrictEqual(written.map((e) => [e.type, e.licenseId, e.machineId, e.data.fingerprint]), [
+            ["machine.activated", b.id, inserted[0]!.id, "w-1"],
+            ["machine.deactivated", a.id, old.id, old.fingerprint],
+            ["machine.activated", a.id, inserted[1]!.id, "w-2"]
+          ])
+          assert.isTrue(written[0]!.id < written[1]!.id && written[1]!.id < written[2]!.id)
+          assert.strictEqual(yield* outbox.revocationSeq, seqBefore)
+          // A revoking event advances the revocation sequence, as append does.
+          yield* store.transaction(machines.writeSeatChanges({
+            inserts: [],
+            updates: [],
+            events: [{ event: seatEvent("machine.revoked", a.id, old.id, old.fingerprint) }]
+          }))
+          assert.strictEqual(yield* outbox.revocationSeq, seqBefore + 1)
+          // A duplicate (license, fingerprint) fails the whole write: nothing of it stays.
+          const failed = yield* Effect.exit(store.transaction(machines.writeSeatChanges({
+            inserts: [machineDraft(a.id, "w-3"), machineDraft(a.id, "w-2")],
+            updates: [{ ...changedOld, name: "should not stay" }],
+            events: [{ event: seatEvent("machine.activated", a.id, 0, "w-3"), insertIndex: 0 }]
+          })))
+          assert.isTrue(Exit.isFailure(failed))
+          assert.isUndefined(yield* machines.findByFingerprint(a.id, "w-3"))
+          assert.deepStrictEqual(yield* machines.findById(old.id), changedOld)
+          assert.strictEqual((yield* outbox.readAfter(0, 100)).length, 4)
         }))
 
       test("listForSeatChanges: the active machines of each license named plus each named fingerprint's record, once each, in id order", () =>

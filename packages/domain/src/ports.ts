@@ -114,6 +114,13 @@ export interface MachineQuery extends PageRequest {
   readonly status?: MachineStatus | undefined
 }
 
+/** What {@link MachineRepository.writeSeatChanges} writes. */
+export interface SeatChangeWrites {
+  readonly inserts: ReadonlyArray<MachineDraft>
+  readonly updates: ReadonlyArray<Machine>
+  readonly events: ReadonlyArray<{ readonly event: DomainEvent; readonly insertIndex?: number | undefined }>
+}
+
 export class MachineRepository extends Context.Service<MachineRepository, {
   readonly insert: (draft: MachineDraft) => Op<Machine>
   /** Writes the machine's fields; replaces its components when `components` is given. */
@@ -137,6 +144,13 @@ export class MachineRepository extends Context.Service<MachineRepository, {
   readonly insertMany: (drafts: ReadonlyArray<MachineDraft>) => Op<ReadonlyArray<Machine>>
   /** Writes the fields of these machines (their components stay as they are). */
   readonly updateMany: (machines: ReadonlyArray<Machine>) => Op<void>
+  /**
+   * The writes of a group of seat changes, in one statement where the store can: inserts the drafts (without
+   * components), writes the fields of the updated machines, and appends the events to the outbox in order (as
+   * `EventOutbox.append` does). An event naming `insertIndex` is about that inserted machine and gets its id as
+   * `machineId`. Answers the inserted machines in draft order. All or nothing inside the caller's transaction.
+   */
+  readonly writeSeatChanges: (writes: SeatChangeWrites) => Op<ReadonlyArray<Machine>>
   readonly list: (licenseId: number, query: MachineQuery) => Op<Page<Machine>>
   /**
    * Claims up to `limit` active machines whose stored seat deadline is at or before `now`, skipping machines

@@ -63,8 +63,8 @@ const probedStore = (probe: Probe) =>
           ...machines,
           insert: (draft) => (poisoned([draft]) ? Effect.fail(broken) : machines.insert(draft)),
           update: (machine, components) => (poisoned([machine]) ? Effect.fail(broken) : machines.update(machine, components)),
-          insertMany: (drafts) => (probe.failBatchWrites || poisoned(drafts) ? Effect.fail(broken) : machines.insertMany(drafts)),
-          updateMany: (list) => (probe.failBatchWrites || poisoned(list) ? Effect.fail(broken) : machines.updateMany(list))
+          writeSeatChanges: (writes) =>
+            probe.failBatchWrites || poisoned([...writes.inserts, ...writes.updates]) ? Effect.fail(broken) : machines.writeSeatChanges(writes)
         })
       )
     )

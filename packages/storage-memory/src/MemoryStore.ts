@@ -342,13 +342,26 @@ export const make = (): Context.Context<Services> => {
       })
     )
 
+  const updateMachines = (list: ReadonlyArray<Machine>) =>
+    list.length === 0 ? Effect.void : db.inTransaction((tx) =>
+      Effect.forEach(list, (machine) => replace(tx, machines, machine, (current) => ({ ...machine, components: current.components })), {
+        discard: true
+      })
+    )
+
   const machineRepository = MachineRepository.of({
     insert: (draft: MachineDraft) => Effect.map(insertMachines([draft]), (rows) => rows[0]!),
     insertMany: (drafts) => (drafts.length === 0 ? Effect.succeed([]) : insertMachines(drafts)),
-    updateMany: (list) =>
-      list.length === 0 ? Effect.void : db.inTransaction((tx) =>
-        Effect.forEach(list, (machine) => replace(tx, machines, machine, (current) => ({ ...machine, components: current.components })), {
-          discard: true
+    updateMany: (list) => updateMachines(list),
+    writeSeatChanges: ({ events, inserts, updates }) =>
+      db.inTransaction(() =>
+        Effect.gen(function*() {
+          const inserted = inserts.length === 0 ? [] : yield* insertMachines(inserts)
+          yield* updateMachines(updates)
+          yield* eventOutbox.append(
+            events.map(({ event, insertIndex }) => (insertIndex === undefined ? event : { ...event, machineId: inserted[insertIndex]!.id }))
+          )
+          return inserted
         })
       ),
     listForSeatChanges: (named) =>

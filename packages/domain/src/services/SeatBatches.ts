@@ -1,15 +1,18 @@
 /**
- * Group commit of seat changes. Concurrent activations, deactivations and heartbeats wait in a queue; a few
- * worker fibers each take what is waiting (no added delay when idle: calls gather while the previous
- * transaction runs) and run it as ONE transaction:
+ * Group commit of seat changes. Concurrent activations, deactivations and heartbeats wait in queues, one per
+ * worker fiber, the calls on one license always in the same queue (by a hash of the key): calls on a busy license
+ * gather into one batch instead of several batches waiting for each other's lock, while different licenses
+ * commit in parallel. Each worker takes what is waiting (no added delay when idle: calls gather while the
+ * previous transaction runs) and runs it as ONE transaction:
  * - lock every license involved with one statement, in id order (`Store.lockLicenses`), so that batches of
  *   several workers or processes cannot deadlock;
  * - read what the seat checks need with one statement (`MachineRepository.listForSeatChanges`);
  * - apply the calls in arrival order through the pure core (`planActivation`, `deactivateMachine`,
  *   `recordHeartbeat`) against state carried from call to call (a seat taken by the first call counts for the
  *   second), see {@link applySeatChanges};
- * - write with a constant number of statements (machines inserted, machines updated, events, plus a license
- *   update where a first activation changed it), then commit.
+ * - write the machines inserted and updated and the events with one statement
+ *   (`MachineRepository.writeSeatChanges`), plus a license update where a first activation changed it, then
+ *   commit.
  * Each machine row is written at most once per batch: a call naming a (license, fingerprint) that an earlier
  * call of the batch named waits for the next batch. Each call gets its own result or its own domain error.
  * When the batch transaction itself fails (store unavailable, a defect), every call of the batch is answered
@@ -28,11 +31,14 @@ import {
 } from "../errors.js"
 import { deactivateMachine, machineActivated, planActivation, recordHeartbeat } from "../machine.js"
 import type { DomainEvent, License, Machine, MachineDraft, MachineFacts } from "../model.js"
-import { EventOutbox, LicenseRepository, MachineRepository, Store } from "../ports.js"
+import { LicenseRepository, MachineRepository, type SeatChangeWrites, Store } from "../ports.js"
 
 /** How seat changes are grouped. */
 export interface SeatBatchOptions {
-  /** Worker fibers, i.e. batch transactions that may run at once; 0 runs every call alone. Default 4. */
+  /**
+   * Worker fibers, i.e. batch transactions that may run at once (each holds a store connection while it runs);
+   * 0 runs every call alone. Default 2: under load, fewer and larger batches beat more and smaller ones.
+   */
   readonly workers: number
   /** Most calls in one batch. Default 128. */
   readonly maxBatch: number
@@ -40,7 +46,7 @@ export interface SeatBatchOptions {
 
 /** The grouping of seat changes; provide another value to tune it (or `workers: 0` to turn it off). */
 export const SeatBatchSettings = Context.Reference<SeatBatchOptions>("@lm/domain/SeatBatchSettings", {
-  defaultValue: () => ({ workers: 4, maxBatch: 128 })
+  defaultValue: () => ({ workers: 2, maxBatch: 128 })
 })
 
 /** A seat change a client asked for; the key is already parsed, the blacklist already consulted. */
@@ -101,20 +107,18 @@ export type RunAlone = typeof RunAlone
 export interface SeatChangePlan {
   /** Licenses a first activation changed, in their final state. */
   readonly licenses: ReadonlyArray<License>
-  readonly inserts: ReadonlyArray<MachineDraft>
-  readonly updates: ReadonlyArray<Machine>
-  /** The answers (in call order) and the events (in call order), given the inserted machines in draft order. */
-  readonly finish: (inserted: ReadonlyArray<Machine>) => {
-    readonly answers: ReadonlyArray<Result.Result<Activated | Deactivated | HeartbeatRecorded, SeatChangeError>>
-    readonly events: ReadonlyArray<DomainEvent>
-  }
+  /** The machine writes and the events, in call order (`MachineRepository.writeSeatChanges`). */
+  readonly writes: SeatChangeWrites
+  /** The answers, in call order, given the inserted machines in draft order. */
+  readonly answers: (inserted: ReadonlyArray<Machine>) => ReadonlyArray<Answer>
 }
 
-type Answer = Result.Result<Activated | Deactivated | HeartbeatRecorded, SeatChangeError>
+/** One call's answer. */
+export type Answer = Result.Result<Activated | Deactivated | HeartbeatRecorded, SeatChangeError>
 
 /** What one call of the batch did, before the inserted machines have ids. */
 type Step =
-  | { readonly _tag: "Answered"; readonly answer: Answer; readonly events: ReadonlyArray<DomainEvent> }
+  | { readonly _tag: "Answered"; readonly answer: Answer }
   | { readonly _tag: "Inserted"; readonly index: number; readonly license: License }
 
 /** A license during a batch: its latest state, machines holding `active` status and records by fingerprint. */
@@ -152,7 +156,11 @@ export const applySeatChanges = (
   const inserts: Array<MachineDraft> = []
   const updates: Array<Machine> = []
   const steps: Array<Step> = []
-  const answered = (answer: Answer, events: ReadonlyArray<DomainEvent> = []) => steps.push({ _tag: "Answered", answer, events })
+  const events: Array<{ readonly event: DomainEvent; readonly insertIndex?: number }> = []
+  const answered = (answer: Answer, emitted: ReadonlyArray<DomainEvent> = []) => {
+    steps.push({ _tag: "Answered", answer })
+    for (const event of emitted) events.push({ event })
+  }
   /** Puts a machine's new state in place for the calls that follow. */
   const carry = (entry: LicenseInBatch, machine: Machine) => {
     entry.records.set(machine.fingerprint, machine)
@@ -191,9 +199,11 @@ export const applySeatChanges = (
           changedLicenses.set(license.id, planned.license)
         }
         if (planned._tag === "Insert") {
-          // Counts for the seat checks that follow; its id comes with the insert.
-          carry(entry, { ...planned.draft, id: 0, components: [] })
+          // Counts for the seat checks that follow; its id comes with the insert (the store puts it in the event).
+          const machine: Machine = { ...planned.draft, id: 0, components: [] }
+          carry(entry, machine)
           steps.push({ _tag: "Inserted", index: inserts.length, license: planned.license })
+          events.push({ event: machineActivated(planned.license, machine, now), insertIndex: inserts.length })
           inserts.push(planned.draft)
         } else {
           carry(entry, planned.machine)
@@ -239,23 +249,13 @@ export const applySeatChanges = (
 
   return {
     licenses: [...changedLicenses.values()],
-    inserts,
-    updates,
-    finish: (inserted) => {
-      const answers: Array<Answer> = []
-      const events: Array<DomainEvent> = []
-      for (const step of steps) {
-        if (step._tag === "Answered") {
-          answers.push(step.answer)
-          events.push(...step.events)
-        } else {
-          const machine = inserted[step.index]!
-          answers.push(Result.succeed({ license: step.license, machine, created: true, now }))
-          events.push(machineActivated(step.license, machine, now))
-        }
-      }
-      return { answers, events }
-    }
+    writes: { inserts, updates, events },
+    answers: (inserted) =>
+      steps.map((step) =>
+        step._tag === "Answered"
+          ? step.answer
+          : Result.succeed({ license: step.license, machine: inserted[step.index]!, created: true, now })
+      )
   }
 }
 
@@ -268,6 +268,13 @@ interface Waiting {
 
 const pairOf = (change: SeatChange) =>
   `${change.key}\u0000${change._tag === "Activate" ? change.facts.fingerprint : change.fingerprint}`
+
+/** The worker whose queue takes calls on this license key (FNV-1a hash of the key). */
+const workerOf = (key: string, workers: number): number => {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193)
+  return (hash >>> 0) % workers
+}
 
 /** The executor: `submit` answers a seat change, or {@link RunAlone} when its batch could not be written. */
 export interface SeatBatches {
@@ -284,16 +291,17 @@ export interface SeatBatches {
 export const makeSeatBatches: Effect.Effect<
   SeatBatches,
   never,
-  Store | LicenseRepository | MachineRepository | EventOutbox | Scope.Scope
+  Store | LicenseRepository | MachineRepository | Scope.Scope
 > = Effect.gen(function*() {
   const settings = yield* SeatBatchSettings
   if (settings.workers <= 0) return { submit: () => Effect.succeed(RunAlone) }
   const store = yield* Store
   const licenses = yield* LicenseRepository
   const machines = yield* MachineRepository
-  const outbox = yield* EventOutbox
   const maxBatch = Math.max(1, settings.maxBatch)
-  const queue = yield* Queue.unbounded<Waiting>()
+  // One queue per worker, a license always on the same one: calls on one license gather into one batch instead
+  // of several batches that would wait for each other's lock; different licenses still commit in parallel.
+  const queues = yield* Effect.forEach(Array.from({ length: settings.workers }), () => Queue.unbounded<Waiting>())
 
   const runAlone = (list: ReadonlyArray<Waiting>) =>
     Effect.forEach(list, (waiting) => Deferred.succeed(waiting.answer, RunAlone), { discard: true })
@@ -316,11 +324,8 @@ export const makeSeatBatches: Effect.Effect<
         const now = yield* Clock.currentTimeMillis
         const plan = applySeatChanges(batch.map((w) => w.change), locked, found, now)
         for (const license of plan.licenses) yield* licenses.update(license)
-        const inserted = yield* machines.insertMany(plan.inserts)
-        yield* machines.updateMany(plan.updates)
-        const { answers, events } = plan.finish(inserted)
-        yield* outbox.append(events)
-        return answers
+        const inserted = yield* machines.writeSeatChanges(plan.writes)
+        return plan.answers(inserted)
       })
     )
 
@@ -339,7 +344,7 @@ export const makeSeatBatches: Effect.Effect<
       Effect.ensuring(runAlone(batch))
     )
 
-  const worker = Effect.suspend(() => {
+  const worker = (queue: Queue.Queue<Waiting>) => Effect.suspend(() => {
     /** Calls that wait for the next batch because an earlier call of theirs named the same machine. */
     let held: Array<Waiting> = []
     return Effect.gen(function*() {
@@ -364,18 +369,20 @@ export const makeSeatBatches: Effect.Effect<
     }).pipe(Effect.ensuring(Effect.suspend(() => runAlone(held))))
   })
 
-  for (let i = 0; i < settings.workers; i++) yield* Effect.forkScoped(worker)
+  for (const queue of queues) yield* Effect.forkScoped(worker(queue))
   yield* Effect.addFinalizer(() =>
-    Effect.flatMap(Queue.clear(queue), runAlone).pipe(
-      Effect.andThen(Queue.shutdown(queue)),
-      Effect.ignore
-    )
+    Effect.forEach(queues, (queue) =>
+      Effect.flatMap(Queue.clear(queue), runAlone).pipe(
+        Effect.andThen(Queue.shutdown(queue)),
+        Effect.ignore
+      ), { discard: true })
   )
 
   return {
     submit: <C extends SeatChange>(change: C, onLicense: (licenseId: number) => void) =>
       Effect.suspend(() => {
         const answer = Deferred.makeUnsafe<unknown, unknown>()
+        const queue = queues[workerOf(change.key, queues.length)]!
         if (!Queue.offerUnsafe(queue, { change, onLicense, answer })) return Effect.succeed(RunAlone)
         return Deferred.await(answer) as Effect.Effect<SeatChangeResult<C> | RunAlone, SeatChangeErrorOf<C>>
       })

@@ -133,6 +133,10 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
         insertMany: (drafts) =>
           Effect.andThen(touchAll(drafts), machines.insertMany(drafts)).pipe(Effect.tap(() => touchAll(drafts))),
         updateMany: (list) => Effect.andThen(touchAll(list), machines.updateMany(list)).pipe(Effect.tap(() => touchAll(list))),
+        writeSeatChanges: (writes) => {
+          const owned = [...writes.inserts, ...writes.updates]
+          return Effect.andThen(touchAll(owned), machines.writeSeatChanges(writes)).pipe(Effect.tap(() => touchAll(owned)))
+        },
         listForValidation: (licenseId, fingerprint) =>
           Effect.gen(function*() {
             // Inside a transaction (a seat check under the license lock) only the store's own answer will do.

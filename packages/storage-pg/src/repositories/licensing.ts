@@ -183,6 +183,12 @@ export const layer = Layer.effectContext(
       created_at: date(m.createdAt)
     })
 
+    /** The columns of a machine row but its id, and their types (for `jsonb_to_recordset`). */
+    const machineFieldTypes = "license_id bigint, fingerprint text, name text, hostname text, platform text, app_version text, " +
+      "ip_address text, status text, activated_at timestamptz, deactivated_at timestamptz, deactivation_reason text, " +
+      "last_heartbeat_at timestamptz, lease_expires_at timestamptz, seat_deadline timestamptz, meta jsonb, created_at timestamptz"
+    const machineFields = machineFieldTypes.split(", ").map((column) => column.split(" ")[0]).join(", ")
+
     /** A machine's columns as one JSON record (times as ISO text) for `jsonb_to_recordset`. */
     const machineRecord = (m: Machine) => ({
       id: m.id,
@@ -264,19 +270,66 @@ export const layer = Layer.effectContext(
           ),
       updateMany: (list) =>
         list.length === 0 ? Effect.void : sql`
-          UPDATE lm_machines AS m SET
-            license_id = v.license_id, fingerprint = v.fingerprint, name = v.name, hostname = v.hostname,
-            platform = v.platform, app_version = v.app_version, ip_address = v.ip_address, status = v.status,
-            activated_at = v.activated_at, deactivated_at = v.deactivated_at, deactivation_reason = v.deactivation_reason,
-            last_heartbeat_at = v.last_heartbeat_at, lease_expires_at = v.lease_expires_at, seat_deadline = v.seat_deadline,
-            meta = v.meta, created_at = v.created_at
-          FROM jsonb_to_recordset(${JSON.stringify(list.map(machineRecord))}::jsonb) AS v(
-            id bigint, license_id bigint, fingerprint text, name text, hostname text, platform text, app_version text,
-            ip_address text, status text, activated_at timestamptz, deactivated_at timestamptz, deactivation_reason text,
-            last_heartbeat_at timestamptz, lease_expires_at timestamptz, seat_deadline timestamptz, meta jsonb,
-            created_at timestamptz
-          )
+          UPDATE lm_machines AS m SET ${sql.literal(machineFields.split(", ").map((f) => `${f} = v.${f}`).join(", "))}
+          FROM jsonb_to_recordset(${JSON.stringify(list.map(machineRecord))}::jsonb) AS v(id bigint, ${sql.literal(machineFieldTypes)})
           WHERE m.id = v.id`.pipe(Effect.asVoid, orUnavailable),
+      // One statement for a whole batch of seat changes: machines inserted and updated, events appended (those
+      // about an inserted machine get its id by joining on (license, fingerprint), which is unique).
+      writeSeatChanges: ({ events, inserts, updates }) =>
+        inserts.length === 0 && updates.length === 0 && events.length === 0
+          ? Effect.succeed([])
+          : sql`
+          WITH ins AS (
+            INSERT INTO lm_machines (${sql.literal(machineFields)})
+            SELECT ${sql.literal(machineFields)}
+            FROM jsonb_to_recordset(${JSON.stringify(inserts.map((d, ord) => ({ ord, ...machineRecord({ ...d, id: 0, components: [] }) })))}::jsonb)
+              AS d(ord int, ${sql.literal(machineFieldTypes)})
+            ORDER BY d.ord
+            RETURNING *
+          ), upd AS (
+            UPDATE lm_machines AS m SET ${sql.literal(machineFields.split(", ").map((f) => `${f} = v.${f}`).join(", "))}
+            FROM jsonb_to_recordset(${JSON.stringify(updates.map(machineRecord))}::jsonb) AS v(id bigint, ${sql.literal(machineFieldTypes)})
+            WHERE m.id = v.id
+            RETURNING m.id
+          ), ev AS (
+            INSERT INTO lm_events (type, occurred_at, license_id, machine_id, data)
+            SELECT e.type, e.occurred_at, e.license_id, COALESCE(i.id, e.machine_id), e.data
+            FROM jsonb_to_recordset(${
+            JSON.stringify(events.map(({ event, insertIndex }, ord) => ({
+              ord,
+              type: event.type,
+              occurred_at: iso(event.occurredAt),
+              license_id: event.licenseId,
+              machine_id: insertIndex === undefined ? event.machineId : null,
+              data: event.data,
+              insert_license_id: insertIndex === undefined ? null : inserts[insertIndex]!.licenseId,
+              insert_fingerprint: insertIndex === undefined ? null : inserts[insertIndex]!.fingerprint
+            })))
+          }::jsonb) AS e(ord int, type text, occurred_at timestamptz, license_id bigint, machine_id bigint, data jsonb,
+              insert_license_id bigint, insert_fingerprint text)
+            LEFT JOIN ins i ON i.license_id = e.insert_license_id AND i.fingerprint = e.insert_fingerprint
+            ORDER BY e.ord
+            RETURNING id
+          ), seq AS (
+            UPDATE lm_counters SET value = value + 1
+            WHERE name = 'revocation_seq' AND ${affectsRevocationList(events.map((e) => e.event))}::boolean
+            RETURNING value
+          )
+          SELECT i.*, '[]'::json AS components, (SELECT count(*) FROM upd) AS updated, (SELECT count(*) FROM ev) AS appended,
+            (SELECT count(*) FROM seq) AS bumped
+          FROM ins i`.pipe(
+            Effect.flatMap((rows) => {
+              const byFingerprint = new Map(rows.map((row) => {
+                const machine = toMachine(row)
+                return [`${machine.licenseId}\u0000${machine.fingerprint}`, machine] as const
+              }))
+              const inserted = inserts.map((draft) => byFingerprint.get(`${draft.licenseId}\u0000${draft.fingerprint}`))
+              return inserted.every((m) => m !== undefined)
+                ? Effect.succeed(inserted as ReadonlyArray<Machine>)
+                : Effect.die(new Error("writeSeatChanges: an inserted machine was not returned"))
+            }),
+            orUnavailable
+          ),
       listForSeatChanges: (named) =>
         named.length === 0
           ? Effect.succeed([])
