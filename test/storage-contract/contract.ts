@@ -466,43 +466,6 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.deepStrictEqual((yield* machines.findById(machine.id))?.components, [])
         }))
 
-      test("insertMany answers the machines in draft order; updateMany writes every field of each, components kept", () =>
-        Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
-          const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
-          const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
-          assert.deepStrictEqual(yield* machines.insertMany([]), [])
-          const drafts = [
-            machineDraft(b.id, "fp-z", { name: "z", meta: { n: 1 } }),
-            machineDraft(a.id, "fp-a", { hostname: "h", seatDeadline: T0 + MINUTE, leaseExpiresAt: T0 + MINUTE }),
-            machineDraft(a.id, "fp-b")
-          ]
-          const inserted = yield* machines.insertMany(drafts)
-          assert.strictEqual(inserted.length, 3)
-          inserted.forEach((machine, i) => {
-            assert.isTrue(isPositiveInt(machine.id))
-            assert.deepStrictEqual(machine, { ...drafts[i]!, id: machine.id, components: [] })
-          })
-          assert.strictEqual(new Set(inserted.map((m) => m.id)).size, 3)
-          for (const machine of inserted) assert.deepStrictEqual(yield* machines.findById(machine.id), machine)
-
-          const withParts = yield* machines.insert(fullMachineDraft(a.id))
-          const changed = [
-            { ...inserted[0]!, status: "inactive" as const, deactivatedAt: T0 + 5, deactivationReason: "client" as const, seatDeadline: null },
-            { ...withParts, name: null, appVersion: "9.9", lastHeartbeatAt: T0 + 7, leaseExpiresAt: T0 + DAY, seatDeadline: T0 + DAY, meta: { x: [1, 2] } },
-            { ...inserted[2]!, ipAddress: "10.0.0.1", hostname: "renamed", status: "revoked" as const }
-          ]
-          yield* machines.updateMany([])
-          yield* machines.updateMany(changed)
-          for (const machine of changed) assert.deepStrictEqual(yield* machines.findById(machine.id), machine)
-          assert.deepStrictEqual(yield* machines.findById(inserted[1]!.id), inserted[1])
-          // A duplicate (license, fingerprint) fails the whole insert.
-          const duplicate = yield* Effect.exit(machines.insertMany([machineDraft(a.id, "fp-new"), machineDraft(a.id, "fp-a")]))
-          assert.isTrue(Exit.isFailure(duplicate))
-          assert.isUndefined(yield* machines.findByFingerprint(a.id, "fp-new"))
-        }))
-
       test("writeSeatChanges inserts, updates and appends events in one go; events of inserted machines get their ids", () =>
         Effect.gen(function*() {
           const store = yield* Store

@@ -140,10 +140,6 @@ export class MachineRepository extends Context.Service<MachineRepository, {
   readonly listForSeatChanges: (
     named: ReadonlyArray<{ readonly licenseId: number; readonly fingerprint: string }>
   ) => Op<ReadonlyArray<Machine>>
-  /** Inserts machines (one statement when none has components); answers them in the order of the drafts. */
-  readonly insertMany: (drafts: ReadonlyArray<MachineDraft>) => Op<ReadonlyArray<Machine>>
-  /** Writes the fields of these machines (their components stay as they are). */
-  readonly updateMany: (machines: ReadonlyArray<Machine>) => Op<void>
   /**
    * The writes of a group of seat changes, in one statement where the store can: inserts the drafts (without
    * components), writes the fields of the updated machines, and appends the events to the outbox in order (as

@@ -351,8 +351,6 @@ export const make = (): Context.Context<Services> => {
 
   const machineRepository = MachineRepository.of({
     insert: (draft: MachineDraft) => Effect.map(insertMachines([draft]), (rows) => rows[0]!),
-    insertMany: (drafts) => (drafts.length === 0 ? Effect.succeed([]) : insertMachines(drafts)),
-    updateMany: (list) => updateMachines(list),
     writeSeatChanges: ({ events, inserts, updates }) =>
       db.inTransaction(() =>
         Effect.gen(function*() {

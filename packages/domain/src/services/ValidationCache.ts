@@ -130,9 +130,6 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
         insert: (draft) => Effect.andThen(touch(draft.licenseId), machines.insert(draft)).pipe(Effect.tap(() => touch(draft.licenseId))),
         update: (machine, components) =>
           Effect.andThen(touch(machine.licenseId), machines.update(machine, components)).pipe(Effect.tap(() => touch(machine.licenseId))),
-        insertMany: (drafts) =>
-          Effect.andThen(touchAll(drafts), machines.insertMany(drafts)).pipe(Effect.tap(() => touchAll(drafts))),
-        updateMany: (list) => Effect.andThen(touchAll(list), machines.updateMany(list)).pipe(Effect.tap(() => touchAll(list))),
         writeSeatChanges: (writes) => {
           const owned = [...writes.inserts, ...writes.updates]
           return Effect.andThen(touchAll(owned), machines.writeSeatChanges(writes)).pipe(Effect.tap(() => touchAll(owned)))

@@ -252,27 +252,6 @@ export const layer = Layer.effectContext(
               return (yield* findMachine(machine.id)) ?? machine
             })
           ).pipe(orUnavailable),
-      insertMany: (drafts) =>
-        drafts.length === 0
-          ? Effect.succeed([])
-          : drafts.some((draft) => draft.components.length > 0)
-          ? sql.withTransaction(Effect.forEach(drafts, insertMachine, { concurrency: 1 })).pipe(orUnavailable)
-          : sql`INSERT INTO lm_machines ${sql.insert(nonEmpty(drafts.map(machineColumns)))} RETURNING *, '[]'::json AS components`.pipe(
-            Effect.map((rows) => {
-              // Matched by (license, fingerprint), which is unique, rather than trusting the order of RETURNING.
-              const byFingerprint = new Map(rows.map((row) => {
-                const machine = toMachine(row)
-                return [`${machine.licenseId}\u0000${machine.fingerprint}`, machine] as const
-              }))
-              return drafts.map((draft) => byFingerprint.get(`${draft.licenseId}\u0000${draft.fingerprint}`)!)
-            }),
-            orUnavailable
-          ),
-      updateMany: (list) =>
-        list.length === 0 ? Effect.void : sql`
-          UPDATE lm_machines AS m SET ${sql.literal(machineFields.split(", ").map((f) => `${f} = v.${f}`).join(", "))}
-          FROM jsonb_to_recordset(${JSON.stringify(list.map(machineRecord))}::jsonb) AS v(id bigint, ${sql.literal(machineFieldTypes)})
-          WHERE m.id = v.id`.pipe(Effect.asVoid, orUnavailable),
       // One statement for a whole batch of seat changes: machines inserted and updated, events appended (those
       // about an inserted machine get its id by joining on (license, fingerprint), which is unique).
       writeSeatChanges: ({ events, inserts, updates }) =>
