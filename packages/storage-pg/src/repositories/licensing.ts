@@ -19,7 +19,6 @@ import {
   licenseExists,
   LicenseRepository,
   type Machine,
-  type MachineDraft,
   MachineRepository,
   SigningKeyRepository,
   Store
@@ -220,24 +219,22 @@ export const layer = Layer.effectContext(
           sql.insert(nonEmpty(components.map((c) => ({ machine_id: machineId, kind: c.kind, fingerprint: c.fingerprint, name: c.name }))))
         }`.pipe(Effect.asVoid)
 
-    // Without components a write is one statement (no savepoint, no read back): the activation hot path.
-    const insertMachine = (draft: MachineDraft) =>
-      draft.components.length === 0
-        ? sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING *, '[]'::json AS components`.pipe(
-          Effect.map((rows) => toMachine(rows[0]!)),
-          orUnavailable
-        )
-        : sql.withTransaction(
-          Effect.gen(function*() {
-            const rows = yield* sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING id`
-            const id = num(rows[0]!.id)
-            yield* writeComponents(id, draft.components)
-            return (yield* findMachine(id))!
-          })
-        ).pipe(orUnavailable)
-
     const machines = MachineRepository.of({
-      insert: (draft) => insertMachine(draft),
+      // Without components a write is one statement (no savepoint, no read back): the activation hot path.
+      insert: (draft) =>
+        draft.components.length === 0
+          ? sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING *, '[]'::json AS components`.pipe(
+            Effect.map((rows) => toMachine(rows[0]!)),
+            orUnavailable
+          )
+          : sql.withTransaction(
+            Effect.gen(function*() {
+              const rows = yield* sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING id`
+              const id = num(rows[0]!.id)
+              yield* writeComponents(id, draft.components)
+              return (yield* findMachine(id))!
+            })
+          ).pipe(orUnavailable),
       update: (machine, components) =>
         components === undefined
           ? sql`UPDATE lm_machines SET ${sql.update(machineColumns(machine))} WHERE id = ${machine.id}`.pipe(
@@ -253,7 +250,8 @@ export const layer = Layer.effectContext(
             })
           ).pipe(orUnavailable),
       // One statement for a whole batch of seat changes: machines inserted and updated, events appended (those
-      // about an inserted machine get its id by joining on (license, fingerprint), which is unique).
+      // about an inserted machine get its id by joining on (license, fingerprint), which is unique). PostgreSQL
+      // runs every data-modifying WITH part to completion, whether or not the final SELECT reads it.
       writeSeatChanges: ({ events, inserts, updates }) =>
         inserts.length === 0 && updates.length === 0 && events.length === 0
           ? Effect.succeed([])
@@ -294,9 +292,7 @@ export const layer = Layer.effectContext(
             WHERE name = 'revocation_seq' AND ${affectsRevocationList(events.map((e) => e.event))}::boolean
             RETURNING value
           )
-          SELECT i.*, '[]'::json AS components, (SELECT count(*) FROM upd) AS updated, (SELECT count(*) FROM ev) AS appended,
-            (SELECT count(*) FROM seq) AS bumped
-          FROM ins i`.pipe(
+          SELECT i.*, '[]'::json AS components FROM ins i`.pipe(
             Effect.flatMap((rows) => {
               const byFingerprint = new Map(rows.map((row) => {
                 const machine = toMachine(row)
