@@ -10,6 +10,7 @@ import {
   ActivityLog,
   ActivityRecorder,
   ApiKeyRepository,
+  type DomainEvent,
   EventOutbox,
   GeneratorRepository,
   type License,
@@ -65,6 +66,28 @@ const yielding = <S extends object>(service: S): S =>
       return Effect.isEffect(value) ? Effect.tap(value, () => Effect.yieldNow) : value
     }
   })
+
+/** How many transactions the store wrapped by {@link counting} began. */
+const transactions = { count: 0 }
+
+/** The same store, counting its (outermost or nested) transactions in {@link transactions}. */
+const counting = (store: Store["Service"]): Store["Service"] =>
+  Store.of({
+    ...store,
+    transaction: (effect) => Effect.suspend(() => {
+      transactions.count++
+      return store.transaction(effect)
+    })
+  })
+
+/** An event about a machine, as the seat changes write them. */
+const seatEvent = (type: DomainEvent["type"], licenseId: number, machineId: number, fingerprint: string): DomainEvent => ({
+  type,
+  occurredAt: T0 + 1,
+  licenseId,
+  machineId,
+  data: { license_key: keyOf(licenseId), fingerprint }
+})
 
 const isPositiveInt = (n: number) => Number.isInteger(n) && n > 0
 
@@ -441,6 +464,85 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           const emptied = yield* machines.update(replaced, [])
           assert.deepStrictEqual(emptied.components, [])
           assert.deepStrictEqual((yield* machines.findById(machine.id))?.components, [])
+        }))
+
+      test("writeSeatChanges inserts, updates and appends events in one go; events of inserted machines get their ids", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const outbox = yield* EventOutbox
+          const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
+          const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+          assert.deepStrictEqual(yield* machines.writeSeatChanges({ inserts: [], updates: [], events: [] }), [])
+          const old = yield* machines.insert(fullMachineDraft(a.id))
+          const seqBefore = yield* outbox.revocationSeq
+          const drafts = [machineDraft(b.id, "w-1", { meta: { k: "v" } }), machineDraft(a.id, "w-2", { leaseExpiresAt: T0 + DAY, seatDeadline: T0 + DAY })]
+          const changedOld = { ...old, status: "inactive" as const, deactivatedAt: T0 + 1, deactivationReason: "client" as const, seatDeadline: null }
+          const inserted = yield* store.transaction(machines.writeSeatChanges({
+            inserts: drafts,
+            updates: [changedOld],
+            events: [
+              { event: seatEvent("machine.activated", b.id, 0, "w-1"), insertIndex: 0 },
+              { event: seatEvent("machine.deactivated", a.id, old.id, old.fingerprint) },
+              { event: seatEvent("machine.activated", a.id, 0, "w-2"), insertIndex: 1 }
+            ]
+          }))
+          assert.strictEqual(inserted.length, 2)
+          inserted.forEach((machine, i) => assert.deepStrictEqual(machine, { ...drafts[i]!, id: machine.id, components: [] }))
+          for (const machine of inserted) assert.deepStrictEqual(yield* machines.findById(machine.id), machine)
+          assert.deepStrictEqual(yield* machines.findById(old.id), changedOld)
+          const written = yield* outbox.readAfter(0, 100)
+          assert.deepStrictEqual(written.map((e) => [e.type, e.licenseId, e.machineId, e.data.fingerprint]), [
+            ["machine.activated", b.id, inserted[0]!.id, "w-1"],
+            ["machine.deactivated", a.id, old.id, old.fingerprint],
+            ["machine.activated", a.id, inserted[1]!.id, "w-2"]
+          ])
+          assert.isTrue(written[0]!.id < written[1]!.id && written[1]!.id < written[2]!.id)
+          assert.strictEqual(yield* outbox.revocationSeq, seqBefore)
+          // A revoking event advances the revocation sequence, as append does.
+          yield* store.transaction(machines.writeSeatChanges({
+            inserts: [],
+            updates: [],
+            events: [{ event: seatEvent("machine.revoked", a.id, old.id, old.fingerprint) }]
+          }))
+          assert.strictEqual(yield* outbox.revocationSeq, seqBefore + 1)
+          // A duplicate (license, fingerprint) fails the whole write: nothing of it stays.
+          const failed = yield* Effect.exit(store.transaction(machines.writeSeatChanges({
+            inserts: [machineDraft(a.id, "w-3"), machineDraft(a.id, "w-2")],
+            updates: [{ ...changedOld, name: "should not stay" }],
+            events: [{ event: seatEvent("machine.activated", a.id, 0, "w-3"), insertIndex: 0 }]
+          })))
+          assert.isTrue(Exit.isFailure(failed))
+          assert.isUndefined(yield* machines.findByFingerprint(a.id, "w-3"))
+          assert.deepStrictEqual(yield* machines.findById(old.id), changedOld)
+          assert.strictEqual((yield* outbox.readAfter(0, 100)).length, 4)
+        }))
+
+      test("listForSeatChanges: the active machines of each license named plus each named fingerprint's record, once each, in id order", () =>
+        Effect.gen(function*() {
+          const licenses = yield* LicenseRepository
+          const machines = yield* MachineRepository
+          const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
+          const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+          const c = yield* licenses.insert(licenseDraft({ key: keyOf(3) }))
+          const a1 = yield* machines.insert(fullMachineDraft(a.id))
+          const a2 = yield* machines.insert(machineDraft(a.id, "a-off", { status: "inactive", deactivatedAt: T0, deactivationReason: "client" }))
+          const a3 = yield* machines.insert(machineDraft(a.id, "a-revoked", { status: "revoked" }))
+          const b1 = yield* machines.insert(machineDraft(b.id, "b-on"))
+          const b2 = yield* machines.insert(machineDraft(b.id, "b-off", { status: "inactive" }))
+          yield* machines.insert(machineDraft(c.id, "c-on"))
+          assert.deepStrictEqual(yield* machines.listForSeatChanges([]), [])
+          const found = yield* machines.listForSeatChanges([
+            { licenseId: a.id, fingerprint: "a-off" },
+            { licenseId: a.id, fingerprint: a1.fingerprint },
+            { licenseId: a.id, fingerprint: "unknown" },
+            { licenseId: b.id, fingerprint: "b-off" },
+            { licenseId: b.id, fingerprint: "a-revoked" }
+          ])
+          assert.deepStrictEqual(found, [a1, a2, b1, b2])
+          assert.isFalse(found.some((m) => m.id === a3.id))
+          assert.deepStrictEqual(found[0]!.components, a1.components)
         }))
 
       test("a fingerprint is unique per license, not across licenses", () =>
@@ -837,6 +939,38 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.strictEqual(final?.revision, license.revision + 200)
         }))
 
+      test("lockLicenses locks every license named, in id order, and leaves unknown keys out", () =>
+        Effect.gen(function*() {
+          const store = yield* Store
+          const licenses = yield* LicenseRepository
+          const made = yield* Effect.forEach([3, 1, 2], (n) => licenses.insert(licenseDraft({ key: keyOf(n), maxActivations: 0 })))
+          const byId = [...made].sort((x, y) => x.id - y.id)
+          assert.deepStrictEqual(yield* store.transaction(store.lockLicenses([])), [])
+          const locked = yield* store.transaction(store.lockLicenses([keyOf(2), keyOf(9), keyOf(3), keyOf(1), keyOf(2)]))
+          assert.deepStrictEqual(locked, byId)
+          // Increments through lockLicenses (several licenses, in any order of keys) and lockLicense never lose one.
+          const increment = (i: number) =>
+            store.transaction(
+              Effect.gen(function*() {
+                const keys = i % 3 === 0 ? [keyOf(1)] : i % 3 === 1 ? [keyOf(3), keyOf(1), keyOf(2)] : [keyOf(2), keyOf(3)]
+                const current = i % 5 === 0 ? [(yield* store.lockLicense(keys[0]!))!] : yield* store.lockLicenses(keys)
+                assert.strictEqual(current.length, i % 5 === 0 ? 1 : keys.length)
+                yield* Effect.yieldNow
+                for (const license of current) {
+                  yield* licenses.update({ ...license, maxActivations: license.maxActivations! + 1, revision: license.revision + 1 })
+                }
+              })
+            )
+          const rounds = Array.from({ length: 60 }, (_, i) => i)
+          yield* Effect.forEach(rounds, increment, { concurrency: "unbounded" })
+          const expected = new Map<string, number>()
+          for (const i of rounds) {
+            const keys = i % 3 === 0 ? [keyOf(1)] : i % 3 === 1 ? [keyOf(3), keyOf(1), keyOf(2)] : [keyOf(2), keyOf(3)]
+            for (const key of i % 5 === 0 ? [keys[0]!] : keys) expected.set(key, (expected.get(key) ?? 0) + 1)
+          }
+          for (const [key, n] of expected) assert.strictEqual((yield* licenses.findByKey(key))?.maxActivations, n, key)
+        }))
+
       test("200 concurrent activations of distinct fingerprints on a 5-seat license: 5 seats, 195 refusals", () =>
         Effect.gen(function*() {
           yield* TestClock.setTime(T0)
@@ -845,6 +979,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           const outbox = yield* EventOutbox
           const licensing = yield* Licensing
           const license = yield* licenses.insert(licenseDraft({ maxActivations: 5, overageStrategy: "deny" }))
+          const before = transactions.count
           const exits = yield* Effect.forEach(
             Array.from({ length: 200 }, (_, i) => i),
             (i) => Effect.exit(licensing.activate({ licenseKey: license.key, facts: { fingerprint: `fp-${i}` }, ipAddress: null })),
@@ -858,9 +993,13 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.strictEqual((yield* machines.list(license.id, { page: 1, perPage: 100 })).total, 5)
           assert.strictEqual((yield* outbox.readAfter(0, 1000)).filter((e) => e.type === "machine.activated").length, 5)
           assert.strictEqual((yield* licenses.findById(license.id))?.activatedAt, T0)
+          // The activations were grouped: far fewer transactions than calls (batches of more than one).
+          const used = transactions.count - before
+          assert.isAtLeast(used, 1)
+          assert.isBelow(used, 100, `${used} transactions for 200 activations`)
         }).pipe(
           Effect.provide(Licensing.layer.pipe(Layer.provide(ActivityRecorder.layerDiscard))),
-          Effect.updateService(Store, yielding),
+          Effect.updateService(Store, (store) => counting(yielding(store))),
           Effect.updateService(LicenseRepository, yielding),
           Effect.updateService(MachineRepository, yielding)
         ))

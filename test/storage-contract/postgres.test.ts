@@ -41,5 +41,38 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
         const machines = yield* Effect.provideContext(MachineRepository, b)
         assert.strictEqual((yield* machines.listActive(license.id)).length, 3)
       }).pipe(Effect.scoped), { timeout: 120_000 })
+
+    it.live("batches locking many licenses from two processes at once neither deadlock nor over-allocate", () =>
+      Effect.gen(function*() {
+        const dbUrl = yield* freshDatabase(url, `lm_two_pools_many_${process.pid}_${Date.now()}`)
+        const processLayer = () =>
+          Licensing.layer.pipe(
+            Layer.provide(ActivityRecorder.layerDiscard),
+            Layer.provideMerge(layerPostgresStore({ url: dbUrl, maxConnections: 8 }))
+          )
+        const [a, b] = yield* Effect.all([Layer.build(Layer.fresh(processLayer())), Layer.build(Layer.fresh(processLayer()))])
+        const licenses = yield* Effect.provideContext(LicenseRepository, a)
+        const keys = yield* Effect.forEach(Array.from({ length: 8 }, (_, i) => i), (i) =>
+          Effect.map(
+            licenses.insert(newLicenseDraft(`MANY-SEAT-AAA${i}-BBBB`, { maxActivations: 4 }, "api", null, Date.now())),
+            (license) => license.key
+          ))
+        // 400 activations, each on one of 8 licenses, alternating processes: batches of both processes lock
+        // overlapping sets of licenses (the keys of calls arrive in every order).
+        const exits = yield* Effect.forEach(Array.from({ length: 400 }, (_, i) => i), (i) =>
+          Effect.provideContext(
+            Effect.flatMap(Licensing, (l) => l.activate({ licenseKey: keys[(i * 5) % 8]!, facts: { fingerprint: `many-${i}` }, ipAddress: null })),
+            i % 2 === 0 ? a : b
+          ).pipe(Effect.exit), { concurrency: "unbounded" })
+        const created = exits.filter((e) => Exit.isSuccess(e) && e.value.created).length
+        const refused = exits.filter((e) => Exit.isFailure(e) && (Cause.squash(e.cause) as { _tag?: string })._tag === "MachineLimitExceeded").length
+        assert.strictEqual(created, 32)
+        assert.strictEqual(refused, 368)
+        const machines = yield* Effect.provideContext(MachineRepository, b)
+        for (const key of keys) {
+          const license = (yield* licenses.findByKey(key))!
+          assert.strictEqual((yield* machines.listActive(license.id)).length, 4, key)
+        }
+      }).pipe(Effect.scoped), { timeout: 120_000 })
   })
 })

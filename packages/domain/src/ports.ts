@@ -76,6 +76,12 @@ export class Store extends Context.Service<Store, {
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageUnavailable, R>
   readonly lockLicense: (key: string) => Op<License | undefined>
   readonly lockLicenseById: (id: number) => Op<License | undefined>
+  /**
+   * Loads the licenses with these keys and holds their locks until the transaction ends, taking the locks in
+   * id order with one statement, so that transactions locking several licenses cannot deadlock each other.
+   * Keys without a license are left out; the answer is in id order.
+   */
+  readonly lockLicenses: (keys: ReadonlyArray<string>) => Op<ReadonlyArray<License>>
   /** A cheap round trip that tells whether the store answers. */
   readonly ping: Op<void>
 }>()("@lm/domain/Store") {}
@@ -108,6 +114,13 @@ export interface MachineQuery extends PageRequest {
   readonly status?: MachineStatus | undefined
 }
 
+/** What {@link MachineRepository.writeSeatChanges} writes. */
+export interface SeatChangeWrites {
+  readonly inserts: ReadonlyArray<MachineDraft>
+  readonly updates: ReadonlyArray<Machine>
+  readonly events: ReadonlyArray<{ readonly event: DomainEvent; readonly insertIndex?: number | undefined }>
+}
+
 export class MachineRepository extends Context.Service<MachineRepository, {
   readonly insert: (draft: MachineDraft) => Op<Machine>
   /** Writes the machine's fields; replaces its components when `components` is given. */
@@ -120,6 +133,20 @@ export class MachineRepository extends Context.Service<MachineRepository, {
   readonly listActiveOf: (licenseIds: ReadonlyArray<number>) => Op<ReadonlyArray<Machine>>
   /** The license's machines in `active` status plus the record of `fingerprint` in any status. */
   readonly listForValidation: (licenseId: number, fingerprint: string | null) => Op<ReadonlyArray<Machine>>
+  /**
+   * In one read, what a group of seat changes needs: the machines in `active` status of every license named,
+   * plus the record of each named (license, fingerprint) in any status. Each machine once, in id order.
+   */
+  readonly listForSeatChanges: (
+    named: ReadonlyArray<{ readonly licenseId: number; readonly fingerprint: string }>
+  ) => Op<ReadonlyArray<Machine>>
+  /**
+   * The writes of a group of seat changes, in one statement where the store can: inserts the drafts (without
+   * components), writes the fields of the updated machines, and appends the events to the outbox in order (as
+   * `EventOutbox.append` does). An event naming `insertIndex` is about that inserted machine and gets its id as
+   * `machineId`. Answers the inserted machines in draft order. All or nothing inside the caller's transaction.
+   */
+  readonly writeSeatChanges: (writes: SeatChangeWrites) => Op<ReadonlyArray<Machine>>
   readonly list: (licenseId: number, query: MachineQuery) => Op<Page<Machine>>
   /**
    * Claims up to `limit` active machines whose stored seat deadline is at or before `now`, skipping machines

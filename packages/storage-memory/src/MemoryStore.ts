@@ -195,6 +195,22 @@ export const make = (): Context.Context<Services> => {
     lockLicense: (key) =>
       lockLicenseWhere((tx) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key), (license) => license.key === key),
     lockLicenseById: (id) => lockLicenseWhere((tx) => licenses.get(db.overlayOf(tx, licenses), id), () => true),
+    lockLicenses: (keys) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          const found = [...new Set(keys)]
+            .map((key) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key))
+            .filter((license) => license !== undefined)
+            .sort(byId)
+          const locked: Array<License> = []
+          // In id order, as PostgreSQL's `ORDER BY id FOR UPDATE` does, so that no two callers deadlock.
+          for (const license of found) {
+            const current = yield* lockRow(tx, licenses, license.id)
+            if (current !== undefined && current.key === license.key) locked.push(current)
+          }
+          return locked
+        })
+      ),
     ping: Effect.void
   })
 
@@ -316,17 +332,48 @@ export const make = (): Context.Context<Services> => {
 
   const machinesOf = (tx: Tx | undefined, licenseId: number) => machines.inGroup(db.overlayOf(tx, machines), "license", licenseId)
 
+  const insertMachines = (drafts: ReadonlyArray<MachineDraft>) =>
+    db.inTransaction((tx) =>
+      Effect.suspend(() => {
+        const orphan = drafts.find((draft) => licenses.get(db.overlayOf(tx, licenses), draft.licenseId) === undefined)
+        if (orphan !== undefined) return Effect.die(new Error(`no license with id ${orphan.licenseId} for the machine`))
+        const rows = drafts.map((draft) => frozen<Machine>({ ...draft, id: machines.nextId(), components: withComponentIds(draft.components) }))
+        return insertRows(tx, machines, rows)
+      })
+    )
+
+  const updateMachines = (list: ReadonlyArray<Machine>) =>
+    list.length === 0 ? Effect.void : db.inTransaction((tx) =>
+      Effect.forEach(list, (machine) => replace(tx, machines, machine, (current) => ({ ...machine, components: current.components })), {
+        discard: true
+      })
+    )
+
   const machineRepository = MachineRepository.of({
-    insert: (draft: MachineDraft) =>
-      db.inTransaction((tx) =>
-        Effect.suspend(() => {
-          if (licenses.get(db.overlayOf(tx, licenses), draft.licenseId) === undefined) {
-            return Effect.die(new Error(`no license with id ${draft.licenseId} for the machine`))
-          }
-          const row = frozen<Machine>({ ...draft, id: machines.nextId(), components: withComponentIds(draft.components) })
-          return Effect.map(insertRows(tx, machines, [row]), () => row)
+    insert: (draft: MachineDraft) => Effect.map(insertMachines([draft]), (rows) => rows[0]!),
+    writeSeatChanges: ({ events, inserts, updates }) =>
+      db.inTransaction(() =>
+        Effect.gen(function*() {
+          const inserted = inserts.length === 0 ? [] : yield* insertMachines(inserts)
+          yield* updateMachines(updates)
+          yield* eventOutbox.append(
+            events.map(({ event, insertIndex }) => (insertIndex === undefined ? event : { ...event, machineId: inserted[insertIndex]!.id }))
+          )
+          return inserted
         })
       ),
+    listForSeatChanges: (named) =>
+      read((tx) => {
+        const out = new Map<number, Machine>()
+        for (const licenseId of new Set(named.map((n) => n.licenseId))) {
+          for (const machine of machinesOf(tx, licenseId)) if (machine.status === "active") out.set(machine.id, machine)
+        }
+        for (const { licenseId, fingerprint } of named) {
+          const record = machines.findUnique(db.overlayOf(tx, machines), "fingerprint", `${licenseId}\u0000${fingerprint}`)
+          if (record !== undefined) out.set(record.id, record)
+        }
+        return [...out.values()].sort(byId)
+      }),
     update: (machine, components) =>
       db.inTransaction((tx) =>
         replace(tx, machines, machine, (current) => ({

@@ -1,7 +1,8 @@
 /**
  * The client calls (CONTRACT §4): validate, activate, deactivate, heartbeat. Activation, deactivation and
  * heartbeats run in a transaction holding the license's lock, so seat checks and writes are atomic on every
- * store and across processes. Every call and every refusal goes to the event log.
+ * store and across processes; concurrent ones share transactions (group commit, `SeatBatches`). Every call and
+ * every refusal goes to the event log.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import {
@@ -23,6 +24,7 @@ import { EventOutbox, LicenseRepository, MachineRepository, Store } from "../por
 import { type Validation, validateLicense } from "../validation.js"
 import { ActivityRecorder } from "./ActivityRecorder.js"
 import { Blacklist } from "./Blacklist.js"
+import { makeSeatBatches, RunAlone } from "./SeatBatches.js"
 
 /** Who is calling: the client's address as the HTTP layer saw it. */
 export interface ClientContext {
@@ -107,6 +109,7 @@ export class Licensing extends Context.Service<Licensing, {
       const machines = yield* MachineRepository
       const outbox = yield* EventOutbox
       const recorder = yield* ActivityRecorder
+      const batches = yield* makeSeatBatches
 
       /**
        * Records the outcome of a client call in the event log, success or refusal. `run` notes the license it
@@ -235,6 +238,41 @@ export class Licensing extends Context.Service<Licensing, {
         )
       })
 
+      // The batched forms (group commit, see SeatBatches): the calls that fit a batch wait for one; the others,
+      // and every call of a batch whose transaction failed, run alone through the single-call paths above.
+      const noteLicense = (seen: Seen) => (licenseId: number) => {
+        seen.licenseId = licenseId
+      }
+
+      const activateBatched = Effect.fnUntraced(function*(input: ActivateInput, seen: Seen) {
+        // Components need their own rows and statements: such activations run alone.
+        if (input.facts.components !== undefined) return yield* activate(input, seen)
+        const key = yield* Effect.fromResult(parseKey(input.licenseKey))
+        const blacklist = yield* Blacklist
+        const blacklisted = blacklist.isBlacklisted({ licenseKey: key, fingerprint: input.facts.fingerprint, ipAddress: input.ipAddress })
+        const facts = { ...input.facts, ipAddress: input.ipAddress }
+        const answer = yield* batches.submit({ _tag: "Activate", key, facts, blacklisted }, noteLicense(seen))
+        return answer === RunAlone ? yield* activate(input, seen) : answer
+      })
+
+      const deactivateBatched = Effect.fnUntraced(function*(input: DeactivateInput, seen: Seen) {
+        if (input.fingerprint === undefined) return yield* deactivate(input, seen)
+        const key = yield* Effect.fromResult(parseKey(input.licenseKey))
+        const answer = yield* batches.submit({ _tag: "Deactivate", key, fingerprint: input.fingerprint }, noteLicense(seen))
+        return answer === RunAlone ? yield* deactivate(input, seen) : answer
+      })
+
+      const heartbeatBatched = Effect.fnUntraced(function*(input: HeartbeatInput, seen: Seen) {
+        const key = yield* Effect.fromResult(parseKey(input.licenseKey))
+        const blacklist = yield* Blacklist
+        const blacklisted = blacklist.isBlacklisted({ licenseKey: key, fingerprint: input.fingerprint, ipAddress: input.ipAddress })
+        const answer = yield* batches.submit(
+          { _tag: "Heartbeat", key, fingerprint: input.fingerprint, appVersion: input.appVersion, blacklisted },
+          noteLicense(seen)
+        )
+        return answer === RunAlone ? yield* heartbeat(input, seen) : answer
+      })
+
       return Licensing.of({
         validate: (input) =>
           logged("validate", input, (seen) => validate(input, seen), (r) => ({
@@ -246,13 +284,13 @@ export class Licensing extends Context.Service<Licensing, {
           logged(
             "activate",
             { ...input, fingerprint: input.facts.fingerprint, appVersion: input.facts.appVersion },
-            (seen) => activate(input, seen),
+            (seen) => activateBatched(input, seen),
             (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: r.created ? "activated" : "already_active" })
           ),
         deactivate: (input) =>
-          logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "deactivated" })),
+          logged("deactivate", input, (seen) => deactivateBatched(input, seen), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "deactivated" })),
         heartbeat: (input) =>
-          logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "ok" }))
+          logged("heartbeat", input, (seen) => heartbeatBatched(input, seen), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "ok" }))
       })
     })
   )

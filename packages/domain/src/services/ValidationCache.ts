@@ -7,8 +7,8 @@
  * - changes committed by other processes arrive through the store's `LicenseChangeFeed` (PostgreSQL
  *   LISTEN/NOTIFY), and a feed interruption clears everything;
  * - entries older than `maxAgeMillis` are reloaded anyway, and the cache holds at most `maxEntries`.
- * Reads under a lock (`lockLicense`, `listActive`, `findByFingerprint`, and any read inside a transaction) always
- * go to the store.
+ * Reads under a lock (`lockLicense`, `lockLicenses`, `listActive`, `findByFingerprint`, `listForSeatChanges`, and
+ * any read inside a transaction) always go to the store.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { License, Machine } from "../model.js"
@@ -75,6 +75,10 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
           if (touched._tag === "Some") touched.value.add(licenseId)
         })
 
+      /** `touch` for the licenses of these machines. */
+      const touchAll = (owned: ReadonlyArray<{ readonly licenseId: number }>) =>
+        Effect.forEach(new Set(owned.map((m) => m.licenseId)), touch, { discard: true })
+
       const fresh = (entry: Entry | undefined, now: number): entry is Entry => entry !== undefined && now - entry.loadedAt < maxAge
 
       const entryFor = Effect.fnUntraced(function*(key: string) {
@@ -126,6 +130,10 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
         insert: (draft) => Effect.andThen(touch(draft.licenseId), machines.insert(draft)).pipe(Effect.tap(() => touch(draft.licenseId))),
         update: (machine, components) =>
           Effect.andThen(touch(machine.licenseId), machines.update(machine, components)).pipe(Effect.tap(() => touch(machine.licenseId))),
+        writeSeatChanges: (writes) => {
+          const owned = [...writes.inserts, ...writes.updates]
+          return Effect.andThen(touchAll(owned), machines.writeSeatChanges(writes)).pipe(Effect.tap(() => touchAll(owned)))
+        },
         listForValidation: (licenseId, fingerprint) =>
           Effect.gen(function*() {
             // Inside a transaction (a seat check under the license lock) only the store's own answer will do.

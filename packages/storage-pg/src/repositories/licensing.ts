@@ -182,6 +182,33 @@ export const layer = Layer.effectContext(
       created_at: date(m.createdAt)
     })
 
+    /** The columns of a machine row but its id, and their types (for `jsonb_to_recordset`). */
+    const machineFieldTypes = "license_id bigint, fingerprint text, name text, hostname text, platform text, app_version text, " +
+      "ip_address text, status text, activated_at timestamptz, deactivated_at timestamptz, deactivation_reason text, " +
+      "last_heartbeat_at timestamptz, lease_expires_at timestamptz, seat_deadline timestamptz, meta jsonb, created_at timestamptz"
+    const machineFields = machineFieldTypes.split(", ").map((column) => column.split(" ")[0]).join(", ")
+
+    /** A machine's columns as one JSON record (times as ISO text) for `jsonb_to_recordset`. */
+    const machineRecord = (m: Machine) => ({
+      id: m.id,
+      license_id: m.licenseId,
+      fingerprint: m.fingerprint,
+      name: m.name,
+      hostname: m.hostname,
+      platform: m.platform,
+      app_version: m.appVersion,
+      ip_address: m.ipAddress,
+      status: m.status,
+      activated_at: iso(m.activatedAt),
+      deactivated_at: iso(m.deactivatedAt),
+      deactivation_reason: m.deactivationReason,
+      last_heartbeat_at: iso(m.lastHeartbeatAt),
+      lease_expires_at: iso(m.leaseExpiresAt),
+      seat_deadline: iso(m.seatDeadline),
+      meta: m.meta,
+      created_at: iso(m.createdAt)
+    })
+
     const findMachine = (id: number) =>
       sql`${machineSelect} WHERE m.id = ${id}`.pipe(Effect.map((r) => one(r.map(toMachine))))
 
@@ -222,6 +249,76 @@ export const layer = Layer.effectContext(
               return (yield* findMachine(machine.id)) ?? machine
             })
           ).pipe(orUnavailable),
+      // One statement for a whole batch of seat changes: machines inserted and updated, events appended (those
+      // about an inserted machine get its id by joining on (license, fingerprint), which is unique). PostgreSQL
+      // runs every data-modifying WITH part to completion, whether or not the final SELECT reads it.
+      writeSeatChanges: ({ events, inserts, updates }) =>
+        inserts.length === 0 && updates.length === 0 && events.length === 0
+          ? Effect.succeed([])
+          : sql`
+          WITH ins AS (
+            INSERT INTO lm_machines (${sql.literal(machineFields)})
+            SELECT ${sql.literal(machineFields)}
+            FROM jsonb_to_recordset(${JSON.stringify(inserts.map((d, ord) => ({ ord, ...machineRecord({ ...d, id: 0, components: [] }) })))}::jsonb)
+              AS d(ord int, ${sql.literal(machineFieldTypes)})
+            ORDER BY d.ord
+            RETURNING *
+          ), upd AS (
+            UPDATE lm_machines AS m SET ${sql.literal(machineFields.split(", ").map((f) => `${f} = v.${f}`).join(", "))}
+            FROM jsonb_to_recordset(${JSON.stringify(updates.map(machineRecord))}::jsonb) AS v(id bigint, ${sql.literal(machineFieldTypes)})
+            WHERE m.id = v.id
+            RETURNING m.id
+          ), ev AS (
+            INSERT INTO lm_events (type, occurred_at, license_id, machine_id, data)
+            SELECT e.type, e.occurred_at, e.license_id, COALESCE(i.id, e.machine_id), e.data
+            FROM jsonb_to_recordset(${
+            JSON.stringify(events.map(({ event, insertIndex }, ord) => ({
+              ord,
+              type: event.type,
+              occurred_at: iso(event.occurredAt),
+              license_id: event.licenseId,
+              machine_id: insertIndex === undefined ? event.machineId : null,
+              data: event.data,
+              insert_license_id: insertIndex === undefined ? null : inserts[insertIndex]!.licenseId,
+              insert_fingerprint: insertIndex === undefined ? null : inserts[insertIndex]!.fingerprint
+            })))
+          }::jsonb) AS e(ord int, type text, occurred_at timestamptz, license_id bigint, machine_id bigint, data jsonb,
+              insert_license_id bigint, insert_fingerprint text)
+            LEFT JOIN ins i ON i.license_id = e.insert_license_id AND i.fingerprint = e.insert_fingerprint
+            ORDER BY e.ord
+            RETURNING id
+          ), seq AS (
+            UPDATE lm_counters SET value = value + 1
+            WHERE name = 'revocation_seq' AND ${affectsRevocationList(events.map((e) => e.event))}::boolean
+            RETURNING value
+          )
+          SELECT i.*, '[]'::json AS components FROM ins i`.pipe(
+            Effect.flatMap((rows) => {
+              const byFingerprint = new Map(rows.map((row) => {
+                const machine = toMachine(row)
+                return [`${machine.licenseId}\u0000${machine.fingerprint}`, machine] as const
+              }))
+              const inserted = inserts.map((draft) => byFingerprint.get(`${draft.licenseId}\u0000${draft.fingerprint}`))
+              return inserted.every((m) => m !== undefined)
+                ? Effect.succeed(inserted as ReadonlyArray<Machine>)
+                : Effect.die(new Error("writeSeatChanges: an inserted machine was not returned"))
+            }),
+            orUnavailable
+          ),
+      listForSeatChanges: (named) =>
+        named.length === 0
+          ? Effect.succeed([])
+          : sql`${machineSelect} WHERE m.id IN (
+              SELECT id FROM lm_machines WHERE license_id IN ${sql.in([...new Set(named.map((n) => n.licenseId))])} AND status = 'active'
+              UNION
+              SELECT x.id FROM jsonb_to_recordset(${
+            JSON.stringify(named.map((n) => ({ license_id: n.licenseId, fingerprint: n.fingerprint })))
+          }::jsonb) AS r(license_id bigint, fingerprint text)
+              JOIN lm_machines x ON x.license_id = r.license_id AND x.fingerprint = r.fingerprint
+            ) ORDER BY m.id`.pipe(
+            Effect.map((r) => r.map(toMachine)),
+            orUnavailable
+          ),
       findById: (id) => findMachine(id).pipe(orUnavailable),
       findByFingerprint: (licenseId, fingerprint) =>
         sql`${machineSelect} WHERE m.license_id = ${licenseId} AND m.fingerprint = ${fingerprint}`.pipe(
@@ -438,6 +535,13 @@ export const layer = Layer.effectContext(
         ) as any,
       lockLicense: (key) =>
         sql`SELECT * FROM lm_licenses WHERE key = ${key} FOR UPDATE`.pipe(Effect.map((r) => one(r.map(toLicense))), orUnavailable),
+      lockLicenses: (keys) =>
+        keys.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT * FROM lm_licenses WHERE key IN ${sql.in([...new Set(keys)])} ORDER BY id FOR UPDATE`.pipe(
+            Effect.map((r) => r.map(toLicense)),
+            orUnavailable
+          ),
       lockLicenseById: (id) =>
         sql`SELECT * FROM lm_licenses WHERE id = ${id} FOR UPDATE`.pipe(Effect.map((r) => one(r.map(toLicense))), orUnavailable),
       ping: sql`SELECT 1`.pipe(Effect.asVoid, orUnavailable)
@@ -460,6 +564,8 @@ const chunk = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
   return out
 }
+
+const iso = (value: number | null): string | null => (value === null ? null : new Date(value).toISOString())
 
 const escapeLike = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)
 
