@@ -12,6 +12,7 @@ import {
   layerValidationCache,
   Random,
   RevocationList,
+  SeatBatchSettings,
   servicesLayer,
   SigningKeys,
   Store,
@@ -73,6 +74,11 @@ export interface EngineOptions {
   readonly blacklist?: ReadonlyArray<string> | undefined
   /** `LM_SWEEP_INTERVAL`: seconds between sweeps (default 30); 0 turns the background sweep off. */
   readonly sweepIntervalSeconds?: number | undefined
+  /**
+   * `LM_SEAT_BATCH_WORKERS`: transactions of grouped seat changes that may run at once (default 2, see
+   * `SeatBatchSettings`); 0 runs every activation, deactivation and heartbeat in its own transaction.
+   */
+  readonly seatBatchWorkers?: number | undefined
 }
 
 export const engineOptionsFromEnv = Effect.gen(function*() {
@@ -80,11 +86,13 @@ export const engineOptionsFromEnv = Effect.gen(function*() {
   const offline = yield* Config.Int("LM_OFFLINE_TTL").pipe(Config.option)
   const blacklist = yield* Config.String("LM_BLACKLIST").pipe(Config.withDefault(""))
   const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(30))
+  const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
   return {
     signingKey: Option.getOrUndefined(signingKey),
     offlineTtlSeconds: Option.getOrUndefined(offline),
     blacklist: blacklist.split(",").filter((e) => e.trim() !== ""),
-    sweepIntervalSeconds: sweep
+    sweepIntervalSeconds: sweep,
+    seatBatchWorkers: Option.getOrUndefined(seatBatchWorkers)
   } satisfies EngineOptions
 })
 
@@ -100,7 +108,12 @@ export const engineLayer = <E, R>(store: Layer.Layer<any, E, R>, options: Engine
   ).pipe(
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
     Layer.provideMerge(Random.layerCrypto),
-    Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? [])))
+    Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),
+    Layer.provideMerge(
+      options.seatBatchWorkers === undefined
+        ? Layer.empty
+        : Layer.succeed(SeatBatchSettings, { ...SeatBatchSettings.defaultValue(), workers: Math.max(0, options.seatBatchWorkers) })
+    )
   )
   const sweeping = (options.sweepIntervalSeconds ?? 30) > 0
     ? Sweeper.layerBackground(`${options.sweepIntervalSeconds ?? 30} seconds`)
