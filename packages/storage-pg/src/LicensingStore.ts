@@ -6,6 +6,7 @@ import { Layer } from "effect"
 import * as Migrations from "./Migrations.js"
 import { layerPglite, layerPostgres, type PgliteOptions, type PostgresOptions } from "./PgStore.js"
 import { layerChangeFeed, portsLayer } from "./repositories/index.js"
+import { EventLogRowsPerInsert } from "./repositories/licensing.js"
 
 /** The ports on a migrated database, given a `PgClient`. */
 export const layerOnClient = portsLayer.pipe(Layer.provideMerge(Migrations.layer))
@@ -17,5 +18,13 @@ export const layerOnClient = portsLayer.pipe(Layer.provideMerge(Migrations.layer
 export const layerPostgresStore = (options: PostgresOptions) =>
   Layer.merge(layerOnClient, layerChangeFeed).pipe(Layer.provide(layerPostgres(options)))
 
-/** Every port on embedded PGlite in a data folder (or in memory), migrated at start. */
-export const layerPgliteStore = (options: PgliteOptions = {}) => layerOnClient.pipe(Layer.provide(layerPglite(options)))
+/**
+ * Every port on embedded PGlite in a data folder (or in memory), migrated at start. PGlite runs every statement
+ * on the server's own thread, so the event log is written in inserts of at most 100 rows: short stalls between
+ * which requests are answered, rather than one long one.
+ */
+export const layerPgliteStore = (options: PgliteOptions = {}) =>
+  layerOnClient.pipe(
+    Layer.provide(layerPglite(options)),
+    Layer.provide(Layer.succeed(EventLogRowsPerInsert, 100))
+  )

@@ -7,3 +7,4 @@ export { layerPglite, layerPostgres, makePglite, type PgliteOptions, type Postgr
 export * as PgliteTemplate from "./PgliteTemplate.js"
 export { layerOnClient, layerPgliteStore, layerPostgresStore } from "./LicensingStore.js"
 export { createLicensingSchema, portsLayer } from "./repositories/index.js"
+export { EventLogRowsPerInsert } from "./repositories/licensing.js"

@@ -4,8 +4,9 @@
  */
 import { assert, layer } from "@effect/vitest"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Migrations } from "@lm/storage-pg"
-import { Effect, Exit, type Layer } from "effect"
+import { type ActivityEntry, ActivityLog } from "@lm/domain"
+import { EventLogRowsPerInsert, Migrations, portsLayer } from "@lm/storage-pg"
+import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 
 /** Registers the shared cases on a fresh, empty database provided by `store`. */
@@ -22,6 +23,46 @@ export const storeCases = (name: string, store: Layer.Layer<PgClient.PgClient | 
         assert.deepStrictEqual(yield* Migrations.migrate, [])
         yield* sql`INSERT INTO lm_meta (key, value) VALUES ('schema', 'ok')`
         assert.deepStrictEqual(yield* sql`SELECT key, value FROM lm_meta`, [{ key: "schema", value: "ok" }])
+      }))
+
+    it.effect("writes the event log in inserts of the set size, every field as recorded", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const base = Date.parse("2026-11-23T10:11:12.345Z")
+        const entries: Array<ActivityEntry> = Array.from({ length: 5 }, (_, i) => ({
+          kind: i % 2 === 0 ? "validate" : "activate",
+          licenseId: i === 4 ? null : 1000 + i,
+          licenseKey: `KEY-${i}-É✓'"\\`,
+          machineId: i === 1 ? 77 : null,
+          fingerprint: i === 2 ? null : `fp-${i} "quoted" \\ ünï`,
+          ipAddress: i === 3 ? null : "2001:db8::1",
+          appVersion: i === 0 ? "1.2.3" : null,
+          result: i === 4 ? "license_not_found" : "valid",
+          at: base + i
+        }))
+        const before = (yield* sql<{ readonly n: unknown }>`SELECT count(*) AS n FROM lm_activity`)[0]!.n
+        // Two rows per insert: one entry alone, the others through the many-row statement.
+        yield* Effect.flatMap(ActivityLog, (log) => log.record(entries)).pipe(
+          Effect.provide(portsLayer.pipe(Layer.provide(Layer.succeed(EventLogRowsPerInsert, 2))))
+        )
+        const rows = yield* sql<Record<string, unknown>>`
+          SELECT kind, license_id, license_key, machine_id, fingerprint, ip_address, app_version, result, at
+          FROM lm_activity ORDER BY id DESC LIMIT 5`
+        assert.strictEqual(Number((yield* sql<{ readonly n: unknown }>`SELECT count(*) AS n FROM lm_activity`)[0]!.n), Number(before) + 5)
+        assert.deepStrictEqual(
+          [...rows].reverse().map((r) => ({
+            kind: r.kind,
+            licenseId: r.license_id === null ? null : Number(r.license_id),
+            licenseKey: r.license_key,
+            machineId: r.machine_id === null ? null : Number(r.machine_id),
+            fingerprint: r.fingerprint,
+            ipAddress: r.ip_address,
+            appVersion: r.app_version,
+            result: r.result,
+            at: (r.at as Date).getTime()
+          })),
+          entries
+        )
       }))
 
     it.effect("round-trips parameters and column types", () =>
