@@ -174,7 +174,12 @@ export const layer = Layer.effectContext(
       ), '[]'::json) AS components
       FROM lm_machines m`
 
-    const machineColumns = (m: Omit<Machine, "id" | "components">) => ({
+    /** A machine's columns but its id, with times and `meta` written by the given functions. */
+    const machineFields = <T, J>(
+      m: Omit<Machine, "id" | "components">,
+      time: (value: number | null) => T,
+      json: (value: Machine["meta"]) => J
+    ) => ({
       license_id: m.licenseId,
       fingerprint: m.fingerprint,
       name: m.name,
@@ -183,42 +188,27 @@ export const layer = Layer.effectContext(
       app_version: m.appVersion,
       ip_address: m.ipAddress,
       status: m.status,
-      activated_at: date(m.activatedAt),
-      deactivated_at: date(m.deactivatedAt),
+      activated_at: time(m.activatedAt),
+      deactivated_at: time(m.deactivatedAt),
       deactivation_reason: m.deactivationReason,
-      last_heartbeat_at: date(m.lastHeartbeatAt),
-      lease_expires_at: date(m.leaseExpiresAt),
-      seat_deadline: date(m.seatDeadline),
-      meta: sql.json(m.meta),
-      created_at: date(m.createdAt)
+      last_heartbeat_at: time(m.lastHeartbeatAt),
+      lease_expires_at: time(m.leaseExpiresAt),
+      seat_deadline: time(m.seatDeadline),
+      meta: json(m.meta),
+      created_at: time(m.createdAt)
     })
+
+    /** A machine's columns as statement parameters. */
+    const machineColumns = (m: Omit<Machine, "id" | "components">) => machineFields(m, date, (meta) => sql.json(meta))
 
     /** The columns of a machine row but its id, and their types (for `jsonb_to_recordset`). */
     const machineFieldTypes = "license_id bigint, fingerprint text, name text, hostname text, platform text, app_version text, " +
       "ip_address text, status text, activated_at timestamptz, deactivated_at timestamptz, deactivation_reason text, " +
       "last_heartbeat_at timestamptz, lease_expires_at timestamptz, seat_deadline timestamptz, meta jsonb, created_at timestamptz"
-    const machineFields = machineFieldTypes.split(", ").map((column) => column.split(" ")[0]).join(", ")
+    const machineFieldNames = machineFieldTypes.split(", ").map((column) => column.split(" ")[0]).join(", ")
 
     /** A machine's columns as one JSON record (times as ISO text) for `jsonb_to_recordset`. */
-    const machineRecord = (m: Machine) => ({
-      id: m.id,
-      license_id: m.licenseId,
-      fingerprint: m.fingerprint,
-      name: m.name,
-      hostname: m.hostname,
-      platform: m.platform,
-      app_version: m.appVersion,
-      ip_address: m.ipAddress,
-      status: m.status,
-      activated_at: iso(m.activatedAt),
-      deactivated_at: iso(m.deactivatedAt),
-      deactivation_reason: m.deactivationReason,
-      last_heartbeat_at: iso(m.lastHeartbeatAt),
-      lease_expires_at: iso(m.leaseExpiresAt),
-      seat_deadline: iso(m.seatDeadline),
-      meta: m.meta,
-      created_at: iso(m.createdAt)
-    })
+    const machineRecord = (m: Machine) => ({ id: m.id, ...machineFields(m, iso, (meta) => meta) })
 
     const findMachine = (id: number) =>
       sql`${machineSelect} WHERE m.id = ${id}`.pipe(Effect.map((r) => one(r.map(toMachine))))
@@ -268,14 +258,14 @@ export const layer = Layer.effectContext(
           ? Effect.succeed([])
           : sql`
           WITH ins AS (
-            INSERT INTO lm_machines (${sql.literal(machineFields)})
-            SELECT ${sql.literal(machineFields)}
+            INSERT INTO lm_machines (${sql.literal(machineFieldNames)})
+            SELECT ${sql.literal(machineFieldNames)}
             FROM jsonb_to_recordset(${JSON.stringify(inserts.map((d, ord) => ({ ord, ...machineRecord({ ...d, id: 0, components: [] }) })))}::jsonb)
               AS d(ord int, ${sql.literal(machineFieldTypes)})
             ORDER BY d.ord
             RETURNING *
           ), upd AS (
-            UPDATE lm_machines AS m SET ${sql.literal(machineFields.split(", ").map((f) => `${f} = v.${f}`).join(", "))}
+            UPDATE lm_machines AS m SET ${sql.literal(machineFieldNames.split(", ").map((f) => `${f} = v.${f}`).join(", "))}
             FROM jsonb_to_recordset(${JSON.stringify(updates.map(machineRecord))}::jsonb) AS v(id bigint, ${sql.literal(machineFieldTypes)})
             WHERE m.id = v.id
             RETURNING m.id
