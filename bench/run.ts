@@ -22,7 +22,8 @@
  * (seconds, default 5), BENCH_DURATION (seconds per run, default 10), BENCH_RUNS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_CONFIGS (comma list of floor, memory, pglite, postgres and the opt-in
  * postgres-nosync, a database with `synchronous_commit = off`; default floor,memory,pglite,postgres),
- * BENCH_INPROCESS=0 (skip the in-process part), BENCH_SKIP_BUILD=1, DATABASE_URL (enables PostgreSQL).
+ * BENCH_SCENARIOS (comma list: validate, validate fp, activate+deactivate, "activate+deactivate, 64 licenses";
+ * default all), BENCH_INPROCESS=0 (skip the in-process part), BENCH_SKIP_BUILD=1, DATABASE_URL (enables PostgreSQL).
  * Nothing is asserted: the figures are read, never compared with a threshold.
  */
 import * as fs from "node:fs"
@@ -67,7 +68,11 @@ const progress = (line: string) => process.stderr.write(`bench: ${line}\n`)
 
 /** A benchmarked workload. */
 type Scenario = "validate" | "validate fp" | "activate+deactivate" | "activate+deactivate, 64 licenses"
-const scenarios: ReadonlyArray<Scenario> = ["validate", "validate fp", "activate+deactivate", "activate+deactivate, 64 licenses"]
+const allScenarios: ReadonlyArray<Scenario> = ["validate", "validate fp", "activate+deactivate", "activate+deactivate, 64 licenses"]
+/** `BENCH_SCENARIOS` (comma list of the names above) runs only those; default all. */
+const scenarios = process.env.BENCH_SCENARIOS === undefined
+  ? allScenarios
+  : allScenarios.filter((s) => process.env.BENCH_SCENARIOS!.split(",").map((n) => n.trim()).includes(s))
 const isCycle = (scenario: Scenario) => scenario.startsWith("activate")
 
 /** The figures of one scenario on one configuration. */
