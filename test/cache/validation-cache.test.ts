@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { LicenseRepository, Licenses, Licensing, MachineRepository, Machines, RevocationList } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { engineLayer } from "../../packages/http/src/server/App.js"
@@ -40,6 +41,32 @@ const sameProcessCases = (name: string, store: () => Layer.Layer<any, any, any>)
         const after = counter.n
         for (let i = 0; i < 20; i++) yield* licensing.validate({ licenseKey: created.license.key, ipAddress: null })
         assert.strictEqual(counter.n, after, "no store read for validations of a cached license")
+      }).pipe(Effect.provide(engine(countingReads(counter).pipe(Layer.provideMerge(store())))))
+    })
+
+    it.effect("an entry past its age is reloaded once, then served from memory again", () => {
+      const counter = { n: 0 }
+      return Effect.gen(function*() {
+        const licenses = yield* Licenses
+        const licensing = yield* Licensing
+        const created = yield* licenses.create({ maxActivations: 2 })
+        yield* licensing.activate({ licenseKey: created.license.key, facts: { fingerprint: "fp-1" }, ipAddress: null })
+        const validate = (fingerprint?: string) => licensing.validate({ licenseKey: created.license.key, fingerprint, ipAddress: null })
+        yield* validate()
+        yield* validate("fp-1")
+        for (let minute = 1; minute <= 3; minute++) {
+          yield* TestClock.adjust("61 seconds") // past the default age of 60 s
+          const before = counter.n
+          yield* validate()
+          yield* validate("fp-1")
+          assert.isAbove(counter.n, before, `minute ${minute}: the stale entry is reloaded`)
+          const reloaded = counter.n
+          for (let i = 0; i < 20; i++) {
+            yield* validate()
+            assert.strictEqual((yield* validate("fp-1")).validation.code, "valid")
+          }
+          assert.strictEqual(counter.n, reloaded, `minute ${minute}: validations after the reload are served from memory`)
+        }
       }).pipe(Effect.provide(engine(countingReads(counter).pipe(Layer.provideMerge(store())))))
     })
 

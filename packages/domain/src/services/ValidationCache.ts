@@ -85,6 +85,12 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
         const now = yield* Clock.currentTimeMillis
         const cached = byKey.get(key)
         if (fresh(cached, now)) return cached
+        // An entry past its age makes way for the reload (else the reload, seeing the key taken, would not be
+        // kept, and every validation from then on would go to the store).
+        if (cached !== undefined) {
+          byKey.delete(key)
+          keyOfId.delete(cached.license.id)
+        }
         const startEpoch = epoch
         const license = yield* licenses.findByKey(key)
         if (license === undefined) return undefined
