@@ -79,12 +79,12 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       const touchAll = (owned: ReadonlyArray<{ readonly licenseId: number }>) =>
         Effect.forEach(new Set(owned.map((m) => m.licenseId)), touch, { discard: true })
 
-      const fresh = (entry: Entry | undefined, now: number): entry is Entry => entry !== undefined && now - entry.loadedAt < maxAge
+      const fresh = (entry: Entry, now: number): boolean => now - entry.loadedAt < maxAge
 
       const entryFor = Effect.fnUntraced(function*(key: string) {
         const now = yield* Clock.currentTimeMillis
         const cached = byKey.get(key)
-        if (fresh(cached, now)) return cached
+        if (cached !== undefined && fresh(cached, now)) return cached
         // An entry past its age makes way for the reload (else the reload, seeing the key taken, would not be
         // kept, and every validation from then on would go to the store).
         if (cached !== undefined) {
