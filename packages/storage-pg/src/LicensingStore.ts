@@ -19,10 +19,10 @@ export const layerPostgresStore = (options: PostgresOptions) =>
   Layer.merge(layerOnClient, layerChangeFeed).pipe(Layer.provide(layerPostgres(options)))
 
 /**
- * Every port on embedded PGlite in a data folder (or in memory), migrated at start. PGlite runs every statement
- * on the server's own thread, so the event log is written in inserts of at most 500 rows: stalls of a few
- * milliseconds between which requests are answered (smaller inserts cost more per row: 100 rows per insert
- * wrote ~40k rows/s here, 500 rows ~75k rows/s).
+ * Every port on embedded PGlite in a data folder (or in memory), migrated at start. PGlite runs on a worker
+ * thread by default (`thread`); the event log is written in inserts of at most 500 rows, so that with
+ * `thread: "main"` its writes stall requests for a few milliseconds at a time, between which they are answered
+ * (smaller inserts cost more per row: 100 rows per insert wrote ~40k rows/s here, 500 rows ~50-75k rows/s).
  */
 export const layerPgliteStore = (options: PgliteOptions = {}) =>
   layerOnClient.pipe(

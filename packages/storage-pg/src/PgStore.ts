@@ -11,6 +11,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as PgliteBridge from "./PgliteBridge.js"
+import * as PgliteSession from "./PgliteSession.js"
 
 /** The store cannot be reached or opened: the domain's `StorageUnavailable` (503 `service_unavailable`). */
 export const StoreUnavailable = StorageUnavailable
@@ -57,6 +58,11 @@ export interface PgliteOptions {
   readonly dataDir?: string | undefined
   /** A data folder tarball (`PGlite.dumpDataDir`) to start from instead of running initdb. */
   readonly loadDataDir?: Blob | undefined
+  /**
+   * Where PGlite runs: on a worker thread of this process (default), so that statements never stall the
+   * thread that answers requests, or on the caller's own thread (`"main"`: no thread hop per statement).
+   */
+  readonly thread?: "worker" | "main" | undefined
 }
 
 /**
@@ -82,23 +88,31 @@ export const makePglite = Effect.fnUntraced(function*(options: PgliteOptions) {
 
 /**
  * Opens PGlite for the scope (locking its data folder first): on release, the bridge's sockets are cleaned
- * up, then PGlite is closed, then the lock is released.
+ * up, then PGlite is closed (and its thread ended), then the lock is released.
  */
 const openPglite = Effect.fnUntraced(function*(options: PgliteOptions) {
   if (options.dataDir !== undefined) yield* lockDataDir(options.dataDir)
+  const where = {
+    ...(options.dataDir !== undefined && { dataDir: options.dataDir }),
+    ...(options.loadDataDir !== undefined && { loadDataDir: options.loadDataDir })
+  }
   const { bridge } = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
-        const db = await PGlite.create({
-          ...(options.dataDir !== undefined && { dataDir: options.dataDir }),
-          ...(options.loadDataDir !== undefined && { loadDataDir: options.loadDataDir })
-        })
-        return { db, bridge: PgliteBridge.make(db) }
+        if (options.thread === "main") {
+          const db = await PGlite.create(where)
+          return { bridge: PgliteBridge.make(db), close: () => db.close() }
+        }
+        const worker = await PgliteSession.inWorker(where)
+        return { bridge: PgliteBridge.make(worker.session), close: worker.close }
       },
-      catch: (cause) => new StoreUnavailable({ message: `Could not open the PGlite database: ${String(cause)}` })
+      catch: (cause) =>
+        new StoreUnavailable({
+          message: `Could not open the PGlite database: ${cause instanceof Error ? cause.message : String(cause)}`
+        })
     }),
-    ({ bridge, db }) =>
-      Effect.tryPromise(() => bridge.close().then(() => db.close())).pipe(
+    ({ bridge, close }) =>
+      Effect.tryPromise(() => bridge.close().then(close)).pipe(
         Effect.tapError((error) => Effect.logWarning("PGlite did not close cleanly", error)),
         Effect.ignore
       )

@@ -2,13 +2,14 @@
  * A PostgreSQL wire-protocol socket backed by an embedded PGlite database, so that @effect/sql-pg's own
  * client (`PgClient`'s `stream` option) can talk to PGlite as if it were a server.
  *
- * PGlite is one backend session in this process. The bridge frames the bytes the client writes into
- * protocol messages and hands each complete message, in order, to `execProtocolRawStream` under PGlite's
- * exclusive lock; PGlite's replies are pushed back as they are produced. Use it with a pool of exactly one
+ * PGlite is one backend session in this process (on this thread or on a worker thread: `PgliteSession`). The
+ * bridge frames the bytes the client writes into protocol messages and hands the complete messages of each
+ * write, in order, to the session; its replies are pushed back as they come. Use it with a pool of exactly one
  * connection: two sockets open at once would share the one session (and its transaction).
  */
 import type { PGlite } from "@electric-sql/pglite"
 import { Duplex } from "node:stream"
+import { inThread, type PgliteSession } from "./PgliteSession.js"
 
 /** Startup packet codes (int32 after the length) that PGlite cannot answer itself. */
 const SSL_REQUEST = 80877103
@@ -24,22 +25,6 @@ const TERMINATE = 0x58
 /** Largest frontend message accepted (PostgreSQL's own limit for most messages is 1 GiB). */
 const MAX_MESSAGE = 1 << 30
 
-const encoder = new TextEncoder()
-
-/** Encodes a simple-query (`Q`) message. */
-const simpleQuery = (sql: string): Uint8Array => {
-  const text = encoder.encode(sql)
-  const message = Buffer.alloc(1 + 4 + text.length + 1)
-  message[0] = QUERY
-  message.writeInt32BE(4 + text.length + 1, 1)
-  message.set(text, 5)
-  return message
-}
-const SYNC_MESSAGE = Uint8Array.of(SYNC, 0, 0, 0, 4)
-const ROLLBACK = simpleQuery("ROLLBACK")
-/** Session reset between connections: prepared statements, cursors, settings, LISTENs, temp tables. */
-const DISCARD_ALL = simpleQuery("DISCARD ALL")
-
 /** Opens sockets onto one PGlite database. */
 export interface PgliteBridge {
   /** A new socket: pass it as `PgClient`'s `stream` option. */
@@ -51,12 +36,13 @@ export interface PgliteBridge {
   readonly close: () => Promise<void>
 }
 
-/** Makes a bridge onto `db`. */
-export const make = (db: PGlite): PgliteBridge => {
+/** Makes a bridge onto `db` (a PGlite on this thread, or the session of one on a worker thread). */
+export const make = (db: PGlite | PgliteSession): PgliteBridge => {
+  const session = "exec" in db && "reset" in db && !("query" in db) ? db : inThread(db as PGlite)
   const sockets = new Set<PgliteSocket>()
   return {
     connect: () => {
-      const socket = new PgliteSocket(db)
+      const socket = new PgliteSocket(session)
       sockets.add(socket)
       socket.once("close", () => sockets.delete(socket))
       return socket
@@ -70,7 +56,7 @@ export const make = (db: PGlite): PgliteBridge => {
  * answered every complete message in the chunk, so the writable side itself keeps messages in order.
  */
 class PgliteSocket extends Duplex {
-  private readonly db: PGlite
+  private readonly session: PgliteSession
   /** Bytes of an incomplete message carried over from earlier chunks. */
   private pending: Buffer = Buffer.alloc(0)
   /** Before the startup packet is accepted, messages carry no type byte. */
@@ -81,9 +67,9 @@ class PgliteSocket extends Duplex {
   private finished = false
   private cleanup: Promise<void> | undefined
 
-  constructor(db: PGlite) {
+  constructor(session: PgliteSession) {
     super({ allowHalfOpen: false })
-    this.db = db
+    this.session = session
   }
 
   override _read(): void {}
@@ -104,9 +90,19 @@ class PgliteSocket extends Duplex {
     this.finish().then(() => callback(error), () => callback(error))
   }
 
-  /** Feeds every complete message in `pending` to PGlite, one at a time. */
+  /**
+   * Feeds the complete messages in `pending` to PGlite, in order: the messages of one write go together (one
+   * hop to a worker thread for a whole Parse/Bind/Execute/Sync cycle), up to a Terminate.
+   */
   private async drain(): Promise<void> {
     let offset = 0
+    let batch: Array<Uint8Array> = []
+    const send = async () => {
+      if (batch.length === 0 || this.finished) return
+      const messages = batch
+      batch = []
+      await this.exec(messages)
+    }
     try {
       while (!this.finished) {
         const available = this.pending.length - offset
@@ -121,8 +117,22 @@ class PgliteSocket extends Duplex {
         if (available < length) break
         const message = this.pending.subarray(offset, offset + length)
         offset += length
-        await (this.startup ? this.onStartup(message) : this.onMessage(message))
+        if (this.startup) {
+          await this.onStartup(message)
+          continue
+        }
+        const type = message[0]!
+        if (type === TERMINATE) {
+          await send()
+          await this.finish()
+          this.push(null)
+          break
+        }
+        if (EXTENDED.has(type)) this.extendedOpen = true
+        else if (type === SYNC || type === QUERY) this.extendedOpen = false
+        batch.push(message)
       }
+      await send()
     } finally {
       // Keep a copy of the unread tail: the caller may reuse its chunk once the write completes.
       this.pending = offset === this.pending.length ? Buffer.alloc(0) : Buffer.from(this.pending.subarray(offset))
@@ -142,56 +152,24 @@ class PgliteSocket extends Duplex {
       return
     }
     this.startup = false
-    await this.exec(message)
+    await this.exec([message])
   }
 
-  private async onMessage(message: Buffer): Promise<void> {
-    const type = message[0]!
-    if (type === TERMINATE) {
-      await this.finish()
-      this.push(null)
-      return
-    }
-    if (EXTENDED.has(type)) this.extendedOpen = true
-    else if (type === SYNC || type === QUERY) this.extendedOpen = false
-    await this.exec(message)
-  }
-
-  private exec(message: Uint8Array): Promise<void> {
-    return this.db.runExclusive(() =>
-      this.db.execProtocolRawStream(message, {
-        // PGlite reuses its output buffer: copy before handing the bytes to the reader.
-        onRawData: (data) => {
-          if (!this.destroyed) this.push(Buffer.from(data))
-        }
-      })
-    )
+  private exec(messages: ReadonlyArray<Uint8Array>): Promise<void> {
+    return this.session.exec(messages, (data) => {
+      // PGlite reuses its output buffer: copy before handing the bytes to the reader.
+      if (!this.destroyed) this.push(Buffer.from(data))
+    })
   }
 
   /**
-   * Stops forwarding and resets the session for the next connection: a transaction (or an extended-query
-   * cycle) left open by this connection is rolled back, then `DISCARD ALL`. Runs once, after the message
-   * PGlite is busy with.
+   * Stops forwarding and resets the session for the next connection (see `PgliteSession.reset`). Runs once,
+   * after the messages PGlite is busy with.
    */
   finish(): Promise<void> {
     if (this.cleanup !== undefined) return this.cleanup
     this.finished = true
-    const opened = !this.startup
-    const extendedOpen = this.extendedOpen
-    const ignore = { onRawData: () => {} }
-    this.cleanup = opened
-      ? this.db.runExclusive(async () => {
-        if (this.db.closed) return
-        if (extendedOpen || this.db.isInTransaction()) {
-          // ROLLBACK aborts an open explicit or implicit transaction; if an error left the session skipping
-          // until Sync, it is ignored, so Sync and roll back once more.
-          await this.db.execProtocolRawStream(ROLLBACK, ignore)
-          await this.db.execProtocolRawStream(SYNC_MESSAGE, ignore)
-          if (this.db.isInTransaction()) await this.db.execProtocolRawStream(ROLLBACK, ignore)
-        }
-        await this.db.execProtocolRawStream(DISCARD_ALL, ignore)
-      }).catch(() => {})
-      : Promise.resolve()
+    this.cleanup = this.startup ? Promise.resolve() : this.session.reset(this.extendedOpen)
     return this.cleanup
   }
 }

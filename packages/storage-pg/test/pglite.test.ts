@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { layerPglite, PgliteBridge, PgliteTemplate, StoreUnavailable } from "@lm/storage-pg"
+import { layerPglite, PgliteBridge, PgliteSession, PgliteTemplate, StoreUnavailable } from "@lm/storage-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { Deferred, Effect, Fiber } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
@@ -89,15 +89,23 @@ describe("PGlite data folder lock", () => {
     }).pipe(Effect.scoped))
 })
 
-describe("PGlite store connection", () => {
+/** A bridge onto a fresh copy of the template, with PGlite on this thread or on a worker thread. */
+const openBridge = (thread: "main" | "worker") =>
+  Effect.flatMap(PgliteTemplate.temporaryDataDir, (dataDir) =>
+    thread === "main"
+      ? Effect.map(
+        Effect.acquireRelease(Effect.promise(() => PGlite.create(dataDir)), (db) => Effect.promise(() => db.close())),
+        (db) => PgliteBridge.make(db)
+      )
+      : Effect.map(
+        Effect.acquireRelease(Effect.promise(() => PgliteSession.inWorker({ dataDir })), (worker) => Effect.promise(worker.close)),
+        (worker) => PgliteBridge.make(worker.session)
+      ))
+
+describe.each(["main", "worker"] as const)("PGlite store connection (PGlite on the %s thread)", (thread) => {
   it.live("a connection lost mid-transaction leaves the database usable and the work rolled back", () =>
     Effect.gen(function*() {
-      const dataDir = yield* PgliteTemplate.temporaryDataDir
-      const db = yield* Effect.acquireRelease(
-        Effect.promise(() => PGlite.create(dataDir)),
-        (db) => Effect.promise(() => db.close())
-      )
-      const bridge = PgliteBridge.make(db)
+      const bridge = yield* openBridge(thread)
       const sockets: Array<Duplex> = []
       const sql = yield* PgClient.make({
         stream: () => {
@@ -129,4 +137,69 @@ describe("PGlite store connection", () => {
       assert.isTrue(sockets.length >= 2)
       yield* Effect.promise(() => bridge.close())
     }).pipe(Effect.scoped, Effect.provide(Reactivity.layer)))
+})
+
+describe("PGlite on a worker thread", () => {
+  /** Counts the ticks of a 10 ms timer on this thread while `SELECT pg_sleep(0.3)` runs on a store. */
+  const ticksDuringSleep = (thread: "main" | "worker") =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      let ticks = 0
+      const timer = setInterval(() => ticks++, 10)
+      yield* sql`SELECT pg_sleep(0.3)`.pipe(Effect.ensuring(Effect.sync(() => clearInterval(timer))))
+      return ticks
+    }).pipe(Effect.provide(layerPglite({ thread })))
+
+  it.live("runs a statement while this thread goes on; on this thread the same statement stalls it", () =>
+    Effect.gen(function*() {
+      // PGlite executes a statement synchronously: on the caller's thread no timer fires until it is done.
+      assert.isAtMost(yield* ticksDuringSleep("main"), 1)
+      assert.isAtLeast(yield* ticksDuringSleep("worker"), 5)
+    }))
+
+  it.live("transactions commit, roll back on failure, and read their own writes", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* sql`CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL CHECK (balance >= 0))`
+      yield* sql`INSERT INTO accounts VALUES (1, 10), (2, 0)`
+      const move = (amount: number) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`UPDATE accounts SET balance = balance + ${amount} WHERE id = 2`
+          const [to] = yield* sql<{ readonly balance: number }>`SELECT balance FROM accounts WHERE id = 2`
+          assert.strictEqual(to!.balance >= amount, true)
+          yield* sql`UPDATE accounts SET balance = balance - ${amount} WHERE id = 1`
+        }))
+      yield* move(4)
+      const refused = yield* Effect.flip(move(7))
+      assert.strictEqual(refused._tag, "SqlError")
+      // Concurrent transactions queue for the one session; each one sees the others' commits.
+      yield* Effect.all(Array.from({ length: 20 }, () => Effect.ignore(move(1))), { concurrency: "unbounded" })
+      const rows = yield* sql<{ readonly id: number; readonly balance: number }>`SELECT id, balance FROM accounts ORDER BY id`
+      assert.deepStrictEqual(rows, [{ id: 1, balance: 0 }, { id: 2, balance: 10 }])
+    }).pipe(Effect.provide(layerPglite({ thread: "worker" }))))
+
+  it.live("a database that cannot be opened fails with StoreUnavailable, and the thread ends", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Effect.flatMap(SqlClient, (sql) => sql`SELECT 1`).pipe(
+          Effect.provide(layerPglite({ thread: "worker", loadDataDir: new Blob(["not a data folder"]) }))
+        )
+      )
+      assert.instanceOf(error, StoreUnavailable)
+      assert.match(error.message, /Could not open the PGlite database/)
+    }))
+
+  it("a process that opened and closed the store exits by itself", async () => {
+    const script = fileURLToPath(new URL("./fixtures/open-query-close.mjs", import.meta.url))
+    const node = path.resolve(fileURLToPath(new URL("../../../node_modules/.bin/node", import.meta.url)))
+    const child = spawn(node, [script], { stdio: ["ignore", "pipe", "inherit"] })
+    let output = ""
+    child.stdout.on("data", (chunk) => (output += String(chunk)))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
+    const [code, signal] = await once(child, "exit")
+    clearTimeout(timer)
+    assert.strictEqual(signal, null, "killed: the process did not exit by itself")
+    assert.strictEqual(code, 0)
+    assert.strictEqual(output.trim(), "answered 2")
+  })
 })
