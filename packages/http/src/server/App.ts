@@ -35,18 +35,22 @@ import { StorageHealth, SystemHandlers } from "./System.js"
 
 /** Which store the server runs on. */
 export type StoreChoice =
-  | { readonly _tag: "pglite"; readonly dataDir: string }
+  | { readonly _tag: "pglite"; readonly dataDir: string; readonly thread?: "worker" | "main" | undefined }
   | { readonly _tag: "postgres"; readonly url: Redacted.Redacted<string> }
   | { readonly _tag: "memory" }
 
-/** `LM_STORAGE=memory`, else `DATABASE_URL` (PostgreSQL), else PGlite in `LM_DATA_DIR` (default `./data`). */
+/**
+ * `LM_STORAGE=memory`, else `DATABASE_URL` (PostgreSQL), else PGlite in `LM_DATA_DIR` (default `./data`), on
+ * the thread `LM_PGLITE_THREAD` names (`worker`, the default, or `main`).
+ */
 export const storeChoiceFromEnv = Effect.gen(function*() {
   const storage = yield* Config.String("LM_STORAGE").pipe(Config.withDefault(""))
   if (storage === "memory") return { _tag: "memory" } as StoreChoice
   const url = yield* Config.Redacted("DATABASE_URL").pipe(Config.option)
   if (Option.isSome(url) && Redacted.value(url.value) !== "") return { _tag: "postgres", url: url.value } as StoreChoice
   const dataDir = yield* Config.String("LM_DATA_DIR").pipe(Config.withDefault("./data"))
-  return { _tag: "pglite", dataDir } as StoreChoice
+  const thread = yield* Config.Literals(["worker", "main"], "LM_PGLITE_THREAD").pipe(Config.withDefault("worker" as const))
+  return { _tag: "pglite", dataDir, thread } as StoreChoice
 })
 
 /** A short description of the store for the start-up line and `/health`. */
@@ -58,7 +62,7 @@ export const storeLayer = (choice: StoreChoice) => {
     case "memory":
       return MemoryStore.layer
     case "pglite":
-      return layerPgliteStore({ dataDir: choice.dataDir })
+      return layerPgliteStore({ dataDir: choice.dataDir, thread: choice.thread })
     case "postgres":
       return layerPostgresStore({ url: choice.url })
   }
