@@ -8,6 +8,21 @@ import { storageContract } from "./contract.js"
 
 const url = process.env.DATABASE_URL ?? ""
 
+/**
+ * A fresh database and two "processes" on it: `Licensing` and the store, each with its own connection pool
+ * (built for the scope).
+ */
+const twoProcesses = (name: string) =>
+  Effect.gen(function*() {
+    const dbUrl = yield* freshDatabase(url, `${name}_${process.pid}_${Date.now()}`)
+    const processLayer = () =>
+      Licensing.layer.pipe(
+        Layer.provide(ActivityRecorder.layerDiscard),
+        Layer.provideMerge(layerPostgresStore({ url: dbUrl, maxConnections: 8 }))
+      )
+    return yield* Effect.all([Layer.build(Layer.fresh(processLayer())), Layer.build(Layer.fresh(processLayer()))])
+  })
+
 // Needs a real PostgreSQL server, so it runs only when DATABASE_URL is set (CI sets it; e.g.
 // DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm test).
 describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
@@ -16,14 +31,7 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
   describe("postgres: two connection pools on one database (two server processes)", () => {
     it.live("racing for a license's last seats never over-allocates", () =>
       Effect.gen(function*() {
-        const dbUrl = yield* freshDatabase(url, `lm_two_pools_${process.pid}_${Date.now()}`)
-        const processLayer = () =>
-          Licensing.layer.pipe(
-            Layer.provide(ActivityRecorder.layerDiscard),
-            Layer.provideMerge(layerPostgresStore({ url: dbUrl, maxConnections: 8 }))
-          )
-        // Each "process" has its own pool; both see the same database.
-        const [a, b] = yield* Effect.all([Layer.build(Layer.fresh(processLayer())), Layer.build(Layer.fresh(processLayer()))])
+        const [a, b] = yield* twoProcesses("lm_two_pools")
         const licenses = yield* Effect.provideContext(LicenseRepository, a)
         const license = yield* licenses.insert(newLicenseDraft("RACE-SEAT-AAAA-BBBB", { maxActivations: 3 }, "api", null, Date.now()))
         const activate = (ctx: typeof a, i: number) =>
@@ -44,13 +52,7 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
 
     it.live("batches locking many licenses from two processes at once neither deadlock nor over-allocate", () =>
       Effect.gen(function*() {
-        const dbUrl = yield* freshDatabase(url, `lm_two_pools_many_${process.pid}_${Date.now()}`)
-        const processLayer = () =>
-          Licensing.layer.pipe(
-            Layer.provide(ActivityRecorder.layerDiscard),
-            Layer.provideMerge(layerPostgresStore({ url: dbUrl, maxConnections: 8 }))
-          )
-        const [a, b] = yield* Effect.all([Layer.build(Layer.fresh(processLayer())), Layer.build(Layer.fresh(processLayer()))])
+        const [a, b] = yield* twoProcesses("lm_two_pools_many")
         const licenses = yield* Effect.provideContext(LicenseRepository, a)
         const keys = yield* Effect.forEach(Array.from({ length: 8 }, (_, i) => i), (i) =>
           Effect.map(

@@ -104,7 +104,7 @@ const openPglite = Effect.fnUntraced(function*(options: PgliteOptions) {
           return { bridge: PgliteBridge.make(db), close: () => db.close() }
         }
         const worker = await PgliteSession.inWorker(where)
-        return { bridge: PgliteBridge.make(worker.session), close: worker.close }
+        return { bridge: PgliteBridge.onSession(worker.session), close: worker.close }
       },
       catch: (cause) =>
         new StoreUnavailable({

@@ -36,9 +36,11 @@ export interface PgliteBridge {
   readonly close: () => Promise<void>
 }
 
-/** Makes a bridge onto `db` (a PGlite on this thread, or the session of one on a worker thread). */
-export const make = (db: PGlite | PgliteSession): PgliteBridge => {
-  const session = "exec" in db && "reset" in db && !("query" in db) ? db : inThread(db as PGlite)
+/** Makes a bridge onto a PGlite database open on this thread. */
+export const make = (db: PGlite): PgliteBridge => onSession(inThread(db))
+
+/** Makes a bridge onto a PGlite session (see `PgliteSession`: on this thread or on a worker thread). */
+export const onSession = (session: PgliteSession): PgliteBridge => {
   const sockets = new Set<PgliteSocket>()
   return {
     connect: () => {
@@ -157,8 +159,7 @@ class PgliteSocket extends Duplex {
 
   private exec(messages: ReadonlyArray<Uint8Array>): Promise<void> {
     return this.session.exec(messages, (data) => {
-      // PGlite reuses its output buffer: copy before handing the bytes to the reader.
-      if (!this.destroyed) this.push(Buffer.from(data))
+      if (!this.destroyed) this.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength))
     })
   }
 

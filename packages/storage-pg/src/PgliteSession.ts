@@ -11,7 +11,10 @@ import { isMainThread, MessageChannel, type MessagePort, parentPort, receiveMess
 
 /** What the bridge needs of the database. */
 export interface PgliteSession {
-  /** Runs `messages` in order, as one uninterrupted sequence, handing every reply chunk to `onData`. */
+  /**
+   * Runs `messages` in order, as one uninterrupted sequence, handing every reply chunk to `onData` (the
+   * receiver's to keep).
+   */
   readonly exec: (messages: ReadonlyArray<Uint8Array>, onData: (data: Uint8Array) => void) => Promise<void>
   /**
    * Ends what a connection left open — its transaction, or an extended-query cycle cut before Sync — and
@@ -41,7 +44,9 @@ const ignore = { onRawData: () => {} }
 export const inThread = (db: PGliteDb): PgliteSession => ({
   exec: (messages, onData) =>
     db.runExclusive(async () => {
-      for (const message of messages) await db.execProtocolRawStream(message, { onRawData: onData })
+      // PGlite reuses its output buffer: each chunk is copied before it is handed on.
+      const onRawData = (data: Uint8Array) => onData(data.slice())
+      for (const message of messages) await db.execProtocolRawStream(message, { onRawData })
     }),
   reset: (extendedOpen) =>
     db.runExclusive(async () => {
@@ -307,14 +312,13 @@ const serve = async (data: Record<string, unknown>) => {
       try {
         if (request.op === "exec") {
           const chunks: Array<Uint8Array> = []
-          // PGlite reuses its output buffer: copy each chunk.
           const messages: Array<Uint8Array> = []
           let offset = 0
           for (const length of request.lengths) {
             messages.push(request.packed.subarray(offset, offset + length))
             offset += length
           }
-          await session.exec(messages, (chunk) => chunks.push(chunk.slice()))
+          await session.exec(messages, (chunk) => chunks.push(chunk))
           const data = concat(chunks)
           reply({ id: request.id, data, inTransaction: db.isInTransaction() }, [data.buffer as ArrayBuffer])
         } else if (request.op === "reset") {

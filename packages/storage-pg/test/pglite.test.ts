@@ -99,7 +99,7 @@ const openBridge = (thread: "main" | "worker") =>
       )
       : Effect.map(
         Effect.acquireRelease(Effect.promise(() => PgliteSession.inWorker({ dataDir })), (worker) => Effect.promise(worker.close)),
-        (worker) => PgliteBridge.make(worker.session)
+        (worker) => PgliteBridge.onSession(worker.session)
       ))
 
 describe.each(["main", "worker"] as const)("PGlite store connection (PGlite on the %s thread)", (thread) => {
