@@ -32,6 +32,7 @@ import {
 import { deactivateMachine, machineActivated, planActivation, recordHeartbeat } from "../machine.js"
 import type { DomainEvent, License, Machine, MachineDraft, MachineFacts } from "../model.js"
 import { LicenseRepository, MachineRepository, type SeatChangeWrites, Store } from "../ports.js"
+import type { ActivateResult, DeactivateResult, HeartbeatResult } from "./Licensing.js"
 
 /** How seat changes are grouped. */
 export interface SeatBatchOptions {
@@ -67,26 +68,6 @@ export type SeatChange =
     readonly blacklisted: boolean
   }
 
-export interface Activated {
-  readonly license: License
-  readonly machine: Machine
-  readonly created: boolean
-  readonly now: number
-}
-
-export interface Deactivated {
-  readonly license: License
-  readonly machine: Machine
-}
-
-export interface HeartbeatRecorded {
-  readonly license: License
-  readonly machine: Machine
-  readonly nextHeartbeatBefore: number
-  readonly leaseExpiresAt: number | null
-  readonly now: number
-}
-
 export type SeatChangeError = LicenseNotFound | MachineNotFound | Refused | MachineLimitExceeded | MachineInactive
 
 /** The domain errors a seat change may answer, by kind. */
@@ -95,9 +76,9 @@ export type SeatChangeErrorOf<C extends SeatChange> = C extends { readonly _tag:
   : LicenseNotFound | MachineNotFound | Refused | MachineInactive
 
 /** What a seat change answers, by kind. */
-export type SeatChangeResult<C extends SeatChange> = C extends { readonly _tag: "Activate" } ? Activated
-  : C extends { readonly _tag: "Deactivate" } ? Deactivated
-  : HeartbeatRecorded
+export type SeatChangeResult<C extends SeatChange> = C extends { readonly _tag: "Activate" } ? ActivateResult
+  : C extends { readonly _tag: "Deactivate" } ? DeactivateResult
+  : HeartbeatResult
 
 /** The answer to a call whose batch failed as a whole: run it alone. */
 export const RunAlone: unique symbol = Symbol.for("@lm/domain/SeatBatches/RunAlone")
@@ -114,7 +95,7 @@ export interface SeatChangePlan {
 }
 
 /** One call's answer. */
-export type Answer = Result.Result<Activated | Deactivated | HeartbeatRecorded, SeatChangeError>
+export type Answer = Result.Result<ActivateResult | DeactivateResult | HeartbeatResult, SeatChangeError>
 
 /** What one call of the batch did, before the inserted machines have ids. */
 type Step =
@@ -167,6 +148,11 @@ export const applySeatChanges = (
     if (machine.status === "active") entry.active.set(machine.fingerprint, machine)
     else entry.active.delete(machine.fingerprint)
   }
+  /** `carry`, and the machine's row is written with the batch. */
+  const save = (entry: LicenseInBatch, machine: Machine) => {
+    carry(entry, machine)
+    updates.push(machine)
+  }
 
   for (const change of changes) {
     const entry = byKey.get(change.key)
@@ -175,12 +161,13 @@ export const applySeatChanges = (
       continue
     }
     const license = entry.license
+    const existing = entry.records.get(fingerprintOf(change))
     switch (change._tag) {
       case "Activate": {
         const plan = planActivation({
           license,
           activeMachines: [...entry.active.values()],
-          existing: entry.records.get(change.facts.fingerprint),
+          existing,
           facts: change.facts,
           now,
           blacklisted: change.blacklisted
@@ -206,8 +193,7 @@ export const applySeatChanges = (
           events.push({ event: machineActivated(planned.license, machine, now), insertIndex: inserts.length })
           inserts.push(planned.draft)
         } else {
-          carry(entry, planned.machine)
-          updates.push(planned.machine)
+          save(entry, planned.machine)
           answered(Result.succeed({ license: planned.license, machine: planned.machine, created: true, now }), [
             machineActivated(planned.license, planned.machine, now)
           ])
@@ -215,32 +201,26 @@ export const applySeatChanges = (
         break
       }
       case "Deactivate": {
-        const machine = entry.records.get(change.fingerprint)
-        if (machine === undefined) {
+        if (existing === undefined) {
           answered(Result.fail(machineNotFound()))
           break
         }
-        const result = deactivateMachine(license, machine, "client", now)
-        if (result.changed) {
-          carry(entry, result.machine)
-          updates.push(result.machine)
-        }
+        const result = deactivateMachine(license, existing, "client", now)
+        if (result.changed) save(entry, result.machine)
         answered(Result.succeed({ license, machine: result.machine }), result.events)
         break
       }
       case "Heartbeat": {
-        const machine = entry.records.get(change.fingerprint)
-        if (machine === undefined) {
+        if (existing === undefined) {
           answered(Result.fail(machineNotFound()))
           break
         }
-        const beat = recordHeartbeat({ license, machine, appVersion: change.appVersion, now, blacklisted: change.blacklisted })
+        const beat = recordHeartbeat({ license, machine: existing, appVersion: change.appVersion, now, blacklisted: change.blacklisted })
         if (Result.isFailure(beat)) {
           answered(Result.fail(beat.failure))
           break
         }
-        carry(entry, beat.success.machine)
-        updates.push(beat.success.machine)
+        save(entry, beat.success.machine)
         answered(Result.succeed({ ...beat.success, license, now }))
         break
       }
@@ -266,8 +246,10 @@ interface Waiting {
   readonly answer: Deferred.Deferred<unknown, unknown>
 }
 
-const pairOf = (change: SeatChange) =>
-  `${change.key}\u0000${change._tag === "Activate" ? change.facts.fingerprint : change.fingerprint}`
+/** The fingerprint a change names. */
+const fingerprintOf = (change: SeatChange): string => change._tag === "Activate" ? change.facts.fingerprint : change.fingerprint
+
+const pairOf = (change: SeatChange) => `${change.key}\u0000${fingerprintOf(change)}`
 
 /** The worker whose queue takes calls on this license key (FNV-1a hash of the key). */
 const workerOf = (key: string, workers: number): number => {
@@ -318,7 +300,7 @@ export const makeSeatBatches: Effect.Effect<
           if (licenseId === undefined) continue
           waiting.onLicense(licenseId)
           const change = waiting.change
-          named.push({ licenseId, fingerprint: change._tag === "Activate" ? change.facts.fingerprint : change.fingerprint })
+          named.push({ licenseId, fingerprint: fingerprintOf(change) })
         }
         const found = yield* machines.listForSeatChanges(named)
         const now = yield* Clock.currentTimeMillis

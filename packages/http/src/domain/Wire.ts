@@ -4,7 +4,7 @@
  * its result to one of these functions.
  */
 import { Schema, SchemaTransformation } from "effect"
-import { defaultLicenseSettings, jsonBytes, settingLimits } from "@lm/domain"
+import { defaultLicenseSettings, jsonBytes, settingLimits, Token } from "@lm/domain"
 import type { ApiKey, Component, Generator, LicenseDetail, LicenseSettings, LicenseView, Machine } from "@lm/domain"
 
 const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
@@ -12,24 +12,10 @@ const NullableTime = Schema.NullOr(Time)
 const NullableInt = Schema.NullOr(Schema.Int)
 const Json = Schema.Record(Schema.String, Schema.Json)
 
-/**
- * Times already written, by epoch milliseconds. A license's and a machine's times (created, updated,
- * activated, expires) are written again on every validation of it; formatting a `Date` costs more than the
- * lookup. Emptied when full, so it holds the times of the licenses in use.
- */
-const written = new Map<number, string>()
-const writtenLimit = 16_384
-
-/** Epoch milliseconds as ISO 8601 with `Z`. */
-export const iso = (millis: number): string => {
-  let text = written.get(millis)
-  if (text === undefined) {
-    text = new Date(millis).toISOString()
-    if (written.size >= writtenLimit) written.clear()
-    written.set(millis, text)
-  }
-  return text
-}
+/** Epoch milliseconds as ISO 8601 with `Z` (the domain's formatter, which keeps the times in use). */
+export const iso = Token.isoTime
+/** The current time as ISO 8601 with `Z`: never the same twice, so not kept. */
+export const isoNow = (millis: number): string => new Date(millis).toISOString()
 export const isoOrNull = (millis: number | null): string | null => (millis === null ? null : iso(millis))
 
 export const ComponentWire = Schema.Struct({

@@ -36,9 +36,8 @@ export const clientIpFrom = (
 ): string | undefined => {
   const socketIp = socketAddress === undefined ? undefined : normalizeIp(socketAddress)
   if (trustProxyHops <= 0) return socketIp
-  const header = forwardedFor
-  if (header === undefined || header === "") return socketIp
-  const hops = header.split(",")
+  if (forwardedFor === undefined || forwardedFor === "") return socketIp
+  const hops = forwardedFor.split(",")
   const entry = hops[Math.max(0, hops.length - trustProxyHops)]
   return (entry === undefined ? undefined : normalizeIp(entry)) ?? socketIp
 }

@@ -25,7 +25,7 @@ import type {
 } from "../../api/Client.js"
 import * as ApiErrors from "../../domain/ApiErrors.js"
 import { ok } from "../../domain/Envelope.js"
-import { iso, isoOrNull, licenseToWire, machineToWire } from "../../domain/Wire.js"
+import { iso, isoNow, isoOrNull, licenseToWire, machineToWire } from "../../domain/Wire.js"
 
 /** A success envelope around `data`, written as JSON with `status` (see the module comment). */
 export const respond = <A>(data: A, status = 200, headers?: Readonly<Record<string, string>>) =>
@@ -53,7 +53,7 @@ export const makeClientAnswers = Effect.gen(function*() {
             machine: validation.machine === null ? null : machineToWire(validation.machine),
             needs_activation: validation.needsActivation,
             signed_payload: signed,
-            server_time: iso(now),
+            server_time: isoNow(now),
             ...(nonce === null ? {} : { nonce })
           }
           return respond(body)
