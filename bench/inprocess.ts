@@ -1,5 +1,5 @@
 /**
- * In-process benchmarks: the licensing engine of the bundled server (`engineLayer` of packages/http, i.e. the
+ * In-process benchmarks: the licensing engine of the bundled server (`Engine.layer` of @lm/domain, i.e. the
  * domain's services, stored signing keys and the node:crypto signer) on the memory store, on PGlite (in
  * memory, loaded from the template) and, when `DATABASE_URL` is set, on a fresh PostgreSQL database (dropped
  * after), called directly, without HTTP. What each case does:
@@ -17,10 +17,10 @@
  * Settings: BENCH_QUICK=1, BENCH_INPROCESS_SECONDS (per case, default 3), BENCH_CONNECTIONS.
  */
 import { Effect, Layer } from "effect"
-import { ActivityRecorder, Licenses, Licensing, Tokens, type ValidateResult } from "@lm/domain"
+import { ActivityRecorder, Engine, Licenses, Licensing, Tokens } from "@lm/domain"
+import type { Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerOnClient, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
-import { engineLayer } from "../packages/http/dist/server/App.js"
 import { fixed, markdownTable } from "./stats.ts"
 import { envNumber, freshPostgresDatabase } from "./support.ts"
 
@@ -84,7 +84,7 @@ const casesOn = (store: string) =>
       yield* licensing.activate({ licenseKey: view.license.key, ipAddress, facts: { fingerprint: `validate-${i}` } })
     }
     const cycleKey = (yield* licenses.create({ maxActivations: connections })).license.key
-    let sample: ValidateResult | undefined
+    let sample: Services.ValidateResult | undefined
 
     const cases: ReadonlyArray<readonly [string, (worker: number) => Effect.Effect<unknown, unknown>]> = [
       ["validate", (w) => licensing.validate({ licenseKey: keys[w % licenseCount]!, ipAddress })],
@@ -158,7 +158,7 @@ for (const store of stores) {
   const { layer, cleanup } = await store.open()
   try {
     const result = await Effect.runPromise(
-      casesOn(store.name).pipe(Effect.provide(engineLayer(layer, { sweepIntervalSeconds: 0 })), Effect.scoped)
+      casesOn(store.name).pipe(Effect.provide(Engine.layer(layer, { sweepIntervalSeconds: 0 })), Effect.scoped)
     )
     figures.push(...result.figures)
     seatsAfterCycles[store.name] = result.seats

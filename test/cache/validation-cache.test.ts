@@ -5,24 +5,24 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { LicenseRepository, Licenses, Licensing, MachineRepository, Machines, RevocationList } from "@lm/domain"
+import { Licenses, Licensing, Machines, RevocationList } from "@lm/domain"
+import { Engine, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { engineLayer } from "../../packages/http/src/server/App.js"
 import { freshDatabase, freshPgliteStore, freshPostgresStore } from "../storage-contract/pg-support.js"
 import { layerPostgresStore } from "@lm/storage-pg"
 
-const engine = (store: Layer.Layer<any, any, any>) => engineLayer(store, { sweepIntervalSeconds: 0 })
+const engine = (store: Layer.Layer<Engine.StorePorts, any, any>) => Engine.layer(store, { sweepIntervalSeconds: 0 })
 
 /** Counts the store reads validation makes, to prove the cache serves repeated validations. */
 const countingReads = (counter: { n: number }) =>
   Layer.effectContext(
     Effect.gen(function*() {
-      const licenses = yield* LicenseRepository
-      const machines = yield* MachineRepository
-      return Context.make(LicenseRepository, {
+      const licenses = yield* Ports.LicenseRepository
+      const machines = yield* Ports.MachineRepository
+      return Context.make(Ports.LicenseRepository, {
         ...licenses,
         findByKey: (key: string) => Effect.tap(licenses.findByKey(key), () => Effect.sync(() => void counter.n++))
-      }).pipe(Context.add(MachineRepository, {
+      }).pipe(Context.add(Ports.MachineRepository, {
         ...machines,
         listActive: (id: number) => Effect.tap(machines.listActive(id), () => Effect.sync(() => void counter.n++))
       }))

@@ -10,7 +10,7 @@
  */
 import { Effect } from "effect"
 import fc from "fast-check"
-import { ActivityLog } from "@lm/domain"
+import { Ports } from "@lm/domain"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { adminAuth, startApp, type TestApp } from "../../packages/http/test/support/App.js"
 import { basic } from "../../packages/http/test/support/Management.js"
@@ -199,7 +199,7 @@ const snapshot = async (app: TestApp, context: FuzzContext): Promise<Record<stri
 /** Counts the event log's entries for a license; a failure to count is returned as a message. */
 const loggedFor = (app: TestApp, licenseId: number): Promise<number | string> =>
   app.run(Effect.exit(Effect.gen(function*() {
-    return yield* (yield* ActivityLog).count({ licenseId })
+    return yield* (yield* Ports.ActivityLog).count({ licenseId })
   }))).then((exit) =>
     exit._tag === "Success" ? exit.value : `counting failed: ${String(exit.cause).slice(0, 300)}`
   )

@@ -6,7 +6,7 @@
  * per call, each against that license, next to the license and its machines.
  */
 import { Effect, Exit, Scope } from "effect"
-import { ActivityLog, LicenseRepository, MachineRepository } from "@lm/domain"
+import { Ports } from "@lm/domain"
 import { layerPgliteStore, PgliteTemplate } from "@lm/storage-pg"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { adminKey } from "../../packages/http/test/support/App.js"
@@ -79,9 +79,9 @@ it("writes every buffered event before exiting 0 on SIGTERM; the data folder reo
 
   const reopened = await Effect.runPromise(
     Effect.gen(function*() {
-      const log = yield* ActivityLog
-      const stored = yield* (yield* LicenseRepository).findByKey(key)
-      const machines = yield* (yield* MachineRepository).listActive(license.id)
+      const log = yield* Ports.ActivityLog
+      const stored = yield* (yield* Ports.LicenseRepository).findByKey(key)
+      const machines = yield* (yield* Ports.MachineRepository).listActive(license.id)
       return {
         all: yield* log.count({}),
         forLicense: yield* log.count({ licenseId: license.id }),

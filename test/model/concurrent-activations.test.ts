@@ -11,14 +11,12 @@ import { Context, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import {
   ActivityRecorder,
-  LicenseRepository,
   Licenses,
   Licensing,
-  MachineRepository,
-  type SeatBatchOptions,
-  SeatBatchSettings,
-  Store
+  SeatBatchSettings
 } from "@lm/domain"
+import { Ports } from "@lm/domain"
+import type { Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
 
@@ -35,17 +33,17 @@ const transactions = { count: 0 }
 const interleavingStore = (options: { readonly lock: boolean }) =>
   Layer.syncContext(() => {
     const ports = MemoryStore.make()
-    const machines = Context.get(ports, MachineRepository)
-    const store = Context.get(ports, Store)
-    const repository = MachineRepository.of({
+    const machines = Context.get(ports, Ports.MachineRepository)
+    const store = Context.get(ports, Ports.Store)
+    const repository = Ports.MachineRepository.of({
       ...machines,
       listActive: (licenseId) => Effect.tap(machines.listActive(licenseId), () => Effect.yieldNow),
       findByFingerprint: (licenseId, fingerprint) => Effect.tap(machines.findByFingerprint(licenseId, fingerprint), () => Effect.yieldNow),
       listForValidation: (licenseId, fingerprint) => Effect.tap(machines.listForValidation(licenseId, fingerprint), () => Effect.yieldNow),
       listForSeatChanges: (named) => Effect.tap(machines.listForSeatChanges(named), () => Effect.yieldNow)
     })
-    const findByKey = Context.get(ports, LicenseRepository).findByKey
-    const counted = Store.of({
+    const findByKey = Context.get(ports, Ports.LicenseRepository).findByKey
+    const counted = Ports.Store.of({
       ...store,
       transaction: (effect) =>
         Effect.suspend(() => {
@@ -53,19 +51,19 @@ const interleavingStore = (options: { readonly lock: boolean }) =>
           return store.transaction(effect)
         })
     })
-    const unlocked = Store.of({
+    const unlocked = Ports.Store.of({
       ...counted,
       lockLicense: findByKey,
       lockLicenses: (keys) => Effect.map(Effect.forEach(keys, findByKey), (found) => found.filter((l) => l !== undefined))
     })
-    return ports.pipe(Context.add(MachineRepository, repository), Context.add(Store, options.lock ? counted : unlocked))
+    return ports.pipe(Context.add(Ports.MachineRepository, repository), Context.add(Ports.Store, options.lock ? counted : unlocked))
   })
 
 /**
  * Licenses on the store, and `PROCESSES` separate `Licensing` instances on it, as several server processes
  * sharing one database would have: each has its own batcher, so only the store's locks keep their batches apart.
  */
-const engine = (options: { readonly lock: boolean; readonly batching: SeatBatchOptions }) =>
+const engine = (options: { readonly lock: boolean; readonly batching: Services.SeatBatchOptions }) =>
   Layer.merge(
     Licenses.layer,
     Layer.effect(
@@ -79,8 +77,8 @@ const engine = (options: { readonly lock: boolean; readonly batching: SeatBatchO
     Layer.provide(Layer.succeed(SeatBatchSettings, options.batching))
   )
 
-const grouped: SeatBatchOptions = { workers: 4, maxBatch: 16 }
-const alone: SeatBatchOptions = { workers: 0, maxBatch: 1 }
+const grouped: Services.SeatBatchOptions = { workers: 4, maxBatch: 16 }
+const alone: Services.SeatBatchOptions = { workers: 0, maxBatch: 1 }
 
 /** Activates CONCURRENT distinct fingerprints at once; answers the outcomes and the seats held afterwards. */
 const race = Effect.gen(function*() {

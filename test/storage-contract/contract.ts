@@ -7,19 +7,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import {
-  ActivityLog,
   ActivityRecorder,
-  ApiKeyRepository,
-  type DomainEvent,
-  EventOutbox,
-  GeneratorRepository,
-  type License,
-  LicenseRepository,
-  Licensing,
-  MachineRepository,
-  SigningKeyRepository,
-  Store
+  Licensing
 } from "@lm/domain"
+import { Ports } from "@lm/domain"
+import type { Model } from "@lm/domain"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, Ref, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import {
@@ -39,14 +31,14 @@ import {
 
 /** Every port a store provides. */
 export type StorePorts =
-  | Store
-  | LicenseRepository
-  | MachineRepository
-  | GeneratorRepository
-  | ApiKeyRepository
-  | SigningKeyRepository
-  | EventOutbox
-  | ActivityLog
+  | Ports.Store
+  | Ports.LicenseRepository
+  | Ports.MachineRepository
+  | Ports.GeneratorRepository
+  | Ports.ApiKeyRepository
+  | Ports.SigningKeyRepository
+  | Ports.EventOutbox
+  | Ports.ActivityLog
 
 class Boom {
   readonly _tag = "Boom"
@@ -71,8 +63,8 @@ const yielding = <S extends object>(service: S): S =>
 const transactions = { count: 0 }
 
 /** The same store, counting its (outermost or nested) transactions in {@link transactions}. */
-const counting = (store: Store["Service"]): Store["Service"] =>
-  Store.of({
+const counting = (store: Ports.Store["Service"]): Ports.Store["Service"] =>
+  Ports.Store.of({
     ...store,
     transaction: (effect) => Effect.suspend(() => {
       transactions.count++
@@ -81,7 +73,7 @@ const counting = (store: Store["Service"]): Store["Service"] =>
   })
 
 /** An event about a machine, as the seat changes write them. */
-const seatEvent = (type: DomainEvent["type"], licenseId: number, machineId: number, fingerprint: string): DomainEvent => ({
+const seatEvent = (type: Model.DomainEvent["type"], licenseId: number, machineId: number, fingerprint: string): Model.DomainEvent => ({
   type,
   occurredAt: T0 + 1,
   licenseId,
@@ -114,8 +106,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     describe("licenses", () => {
       test("insert and find round-trip every field, with values and with nulls", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const generators = yield* GeneratorRepository
+          const licenses = yield* Ports.LicenseRepository
+          const generators = yield* Ports.GeneratorRepository
           const generator = yield* generators.insert(generatorDraft())
           const full = fullLicenseDraft(generator.id)
           const inserted = yield* licenses.insert(full)
@@ -134,7 +126,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("unknown keys and ids find nothing", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           yield* licenses.insert(licenseDraft())
           assert.isUndefined(yield* licenses.findByKey(keyOf(999)))
           assert.isUndefined(yield* licenses.findById(999_999))
@@ -142,22 +134,22 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("update writes every field", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const generators = yield* GeneratorRepository
+          const licenses = yield* Ports.LicenseRepository
+          const generators = yield* Ports.GeneratorRepository
           const generator = yield* generators.insert(generatorDraft())
           const original = yield* licenses.insert(licenseDraft())
-          const changed: License = { ...fullLicenseDraft(generator.id), key: original.key, id: original.id, revision: original.revision + 1 }
+          const changed: Model.License = { ...fullLicenseDraft(generator.id), key: original.key, id: original.id, revision: original.revision + 1 }
           const saved = yield* licenses.update(changed)
           assert.deepStrictEqual(saved, changed)
           assert.deepStrictEqual(yield* licenses.findById(original.id), changed)
-          const back: License = { ...original, revision: changed.revision + 1 }
+          const back: Model.License = { ...original, revision: changed.revision + 1 }
           yield* licenses.update(back)
           assert.deepStrictEqual(yield* licenses.findByKey(original.key), back)
         }))
 
       test("a duplicate key fails with LicenseExists and leaves the first license as it was", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const first = yield* licenses.insert(licenseDraft({ userId: 1 }))
           const error = yield* failureOf(licenses.insert(licenseDraft({ userId: 2 })))
           assert.strictEqual(error._tag, "LicenseExists")
@@ -168,7 +160,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("insertMany inserts all with distinct ids", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const drafts = [1, 2, 3].map((n) => licenseDraft({ key: keyOf(n), userId: n }))
           const rows = yield* licenses.insertMany(drafts)
           assert.deepStrictEqual(rows.map((l) => l.key), drafts.map((d) => d.key))
@@ -178,8 +170,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("insertMany with a taken key fails with LicenseExists and writes none of the batch", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const generators = yield* GeneratorRepository
+          const licenses = yield* Ports.LicenseRepository
+          const generators = yield* Ports.GeneratorRepository
           const generator = yield* generators.insert(generatorDraft())
           yield* licenses.insert(licenseDraft({ key: keyOf(3) }))
           const batch = [1, 2, 3, 4].map((n) => licenseDraft({ key: keyOf(n), state: "pending", generatorId: generator.id }))
@@ -198,8 +190,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("delete removes the license and its machines, and nothing else", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           const doomed = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
           const kept = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
           const gone = yield* machines.insert(machineDraft(doomed.id, "fp-a"))
@@ -218,7 +210,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("keysInStates lists the keys of licenses in those states", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           yield* licenses.insert(licenseDraft({ key: keyOf(1), state: "issued" }))
           yield* licenses.insert(licenseDraft({ key: keyOf(2), state: "revoked" }))
           yield* licenses.insert(licenseDraft({ key: keyOf(3), state: "suspended" }))
@@ -231,8 +223,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
     describe("generator pools", () => {
       const seedPool = Effect.gen(function*() {
-        const licenses = yield* LicenseRepository
-        const generators = yield* GeneratorRepository
+        const licenses = yield* Ports.LicenseRepository
+        const generators = yield* Ports.GeneratorRepository
         const generator = yield* generators.insert(generatorDraft())
         const other = yield* generators.insert(generatorDraft({ name: "Other" }))
         const pool = yield* licenses.insertMany(
@@ -245,7 +237,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("poolSize counts pending keys of the generator only", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const { generator, other } = yield* seedPool
           assert.strictEqual(yield* licenses.poolSize(generator.id), 3)
           assert.strictEqual(yield* licenses.poolSize(other.id), 1)
@@ -254,8 +246,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("claimFromPool hands out the oldest pending key; a drawn key leaves the pool", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const store = yield* Store
+          const licenses = yield* Ports.LicenseRepository
+          const store = yield* Ports.Store
           const { generator, pool } = yield* seedPool
           const draw = store.transaction(
             Effect.gen(function*() {
@@ -273,7 +265,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("deletePool deletes the generator's pending keys only", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const { generator, other } = yield* seedPool
           assert.strictEqual(yield* licenses.deletePool(generator.id), 3)
           assert.strictEqual(yield* licenses.poolSize(generator.id), 0)
@@ -291,9 +283,9 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
        */
       const AT = T0 + 100 * DAY
       const seed = Effect.gen(function*() {
-        const licenses = yield* LicenseRepository
-        const machines = yield* MachineRepository
-        const generators = yield* GeneratorRepository
+        const licenses = yield* Ports.LicenseRepository
+        const machines = yield* Ports.MachineRepository
+        const generators = yield* Ports.GeneratorRepository
         const generator = yield* generators.insert(generatorDraft())
         const rows = yield* Effect.forEach([
           // 1: perpetual, product 1, active seat without deadline
@@ -320,12 +312,12 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       const base = { page: 1, perPage: 100, orderBy: "id", order: "asc" } as const
       /** The positions (1-6) of the listed licenses in the seed. */
-      const positions = (ids: ReadonlyArray<number>, page: { readonly items: ReadonlyArray<License> }) =>
+      const positions = (ids: ReadonlyArray<number>, page: { readonly items: ReadonlyArray<Model.License> }) =>
         page.items.map((l) => ids.indexOf(l.id) + 1)
 
       test("filters by state, product, order, user, generator and key prefix", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const { ids, generator } = yield* seed
           const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
           assert.deepStrictEqual(yield* list({}), [1, 2, 3, 4, 5, 6])
@@ -344,7 +336,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("filters by expiry (strict bounds; licenses without expiry never match)", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const { ids } = yield* seed
           const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
           assert.deepStrictEqual(yield* list({ expiresBefore: AT }), [2, 3, 4])
@@ -355,7 +347,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("expiredAt compares the grace end (expires_at + grace_days) with the instant", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const { ids } = yield* seed
           const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
           assert.deepStrictEqual(yield* list({ expiredAt: { at: AT, value: true } }), [2, 4])
@@ -366,7 +358,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("hasSeatHolderAt looks for an active machine whose deadline is null or after the instant", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const { ids } = yield* seed
           const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
           assert.deepStrictEqual(yield* list({ hasSeatHolderAt: { at: AT, value: true } }), [1, 5])
@@ -380,7 +372,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("orders by id, created_at or expires_at, either way, ties broken by id; no expiry sorts as the latest", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const { ids } = yield* seed
           const list = (q: Partial<Parameters<typeof licenses.list>[0]>) => Effect.map(licenses.list({ ...base, ...q }), (p) => positions(ids, p))
           assert.deepStrictEqual(yield* list({ order: "desc" }), [6, 5, 4, 3, 2, 1])
@@ -392,7 +384,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("pages through the matches and reports the total", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
+          const licenses = yield* Ports.LicenseRepository
           const { ids } = yield* seed
           const page = (n: number, q: Partial<Parameters<typeof licenses.list>[0]> = {}) =>
             Effect.map(licenses.list({ ...base, perPage: 4, page: n, ...q }), (p) => ({ at: positions(ids, p), total: p.total }))
@@ -407,8 +399,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     describe("machines", () => {
       test("insert and find round-trip every field; components get ids", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           const license = yield* licenses.insert(licenseDraft())
           const draft = fullMachineDraft(license.id)
           const machine = yield* machines.insert(draft)
@@ -435,8 +427,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("update writes every field; components are replaced only when given", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           const license = yield* licenses.insert(licenseDraft())
           const machine = yield* machines.insert(fullMachineDraft(license.id))
           const changed = {
@@ -468,10 +460,10 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("writeSeatChanges inserts, updates and appends events in one go; events of inserted machines get their ids", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
-          const outbox = yield* EventOutbox
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
+          const outbox = yield* Ports.EventOutbox
           const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
           const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
           assert.deepStrictEqual(yield* machines.writeSeatChanges({ inserts: [], updates: [], events: [] }), [])
@@ -521,8 +513,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("listForSeatChanges: the active machines of each license named plus each named fingerprint's record, once each, in id order", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
           const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
           const c = yield* licenses.insert(licenseDraft({ key: keyOf(3) }))
@@ -547,8 +539,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("a fingerprint is unique per license, not across licenses", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
           const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
           const first = yield* machines.insert(machineDraft(a.id, "fp-1", { name: "first" }))
@@ -562,8 +554,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("listActive, listActiveOf, listForValidation, list and listRevoked select by status", () =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           const a = yield* licenses.insert(licenseDraft({ key: keyOf(1) }))
           const b = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
           const c = yield* licenses.insert(licenseDraft({ key: keyOf(3) }))
@@ -598,9 +590,9 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("claimExpired claims active machines whose deadline is at or before now, up to the limit", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           const license = yield* licenses.insert(licenseDraft())
           const due1 = yield* machines.insert(machineDraft(license.id, "due-1", { seatDeadline: T0 - 2 * MINUTE }))
           const due2 = yield* machines.insert(machineDraft(license.id, "due-2", { seatDeadline: T0 }))
@@ -620,7 +612,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     describe("generators, API keys, signing keys", () => {
       test("generators: insert, find, list, update and delete round-trip every field", () =>
         Effect.gen(function*() {
-          const generators = yield* GeneratorRepository
+          const generators = yield* Ports.GeneratorRepository
           const full = generatorDraft({
             name: "Full",
             charset: "ABCDEFGHJKLMNPQR",
@@ -652,7 +644,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("API keys: insert, find by hash, list, touch, count and delete", () =>
         Effect.gen(function*() {
-          const keys = yield* ApiKeyRepository
+          const keys = yield* Ports.ApiKeyRepository
           assert.strictEqual(yield* keys.count, 0)
           const k1 = yield* keys.insert(apiKeyDraft(1, { scope: "read", lastAccessAt: T0 + 5 }))
           const k2 = yield* keys.insert(apiKeyDraft(2))
@@ -672,7 +664,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("signing keys: a new current key keeps the old ones listed but not current", () =>
         Effect.gen(function*() {
-          const signing = yield* SigningKeyRepository
+          const signing = yield* Ports.SigningKeyRepository
           assert.deepStrictEqual(yield* signing.list, [])
           const k1 = { kid: "k1", seed: "c2VlZDE=", publicKey: "cHViMQ==", current: true, createdAt: T0 }
           const k2 = { kid: "k2", seed: "c2VlZDI=", publicKey: "cHViMg==", current: true, createdAt: T0 + 1 }
@@ -689,7 +681,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     describe("outbox and event log", () => {
       test("events are read back in order with increasing ids, in pages", () =>
         Effect.gen(function*() {
-          const outbox = yield* EventOutbox
+          const outbox = yield* Ports.EventOutbox
           assert.deepStrictEqual(yield* outbox.readAfter(0, 10), [])
           yield* outbox.append([event("license.created", 1, 5), event("machine.activated", 2)])
           yield* outbox.append([])
@@ -706,7 +698,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("the revocation seq grows on a revoking event and not on others", () =>
         Effect.gen(function*() {
-          const outbox = yield* EventOutbox
+          const outbox = yield* Ports.EventOutbox
           const start = yield* outbox.revocationSeq
           yield* outbox.append([event("license.created", 1), event("machine.activated", 2)])
           assert.strictEqual(yield* outbox.revocationSeq, start)
@@ -723,7 +715,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("the activity log keeps entries and counts them, by license when asked", () =>
         Effect.gen(function*() {
-          const log = yield* ActivityLog
+          const log = yield* Ports.ActivityLog
           assert.strictEqual(yield* log.count({}), 0)
           yield* log.record([activity(1), activity(1, "license_expired"), activity(2), activity(null, "license_not_found")])
           yield* log.record([])
@@ -736,7 +728,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("ping answers", () =>
         Effect.gen(function*() {
-          const store = yield* Store
+          const store = yield* Ports.Store
           yield* store.ping
         }))
     })
@@ -744,10 +736,10 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     describe("transactions", () => {
       /** Writes through several ports; returns the license written. */
       const writeEverything = Effect.gen(function*() {
-        const licenses = yield* LicenseRepository
-        const machines = yield* MachineRepository
-        const outbox = yield* EventOutbox
-        const log = yield* ActivityLog
+        const licenses = yield* Ports.LicenseRepository
+        const machines = yield* Ports.MachineRepository
+        const outbox = yield* Ports.EventOutbox
+        const log = yield* Ports.ActivityLog
         const existing = (yield* licenses.findByKey(keyOf(1)))!
         yield* licenses.update({ ...existing, userId: 999, revision: existing.revision + 1 })
         const created = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
@@ -758,12 +750,12 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
       })
 
       /** Checks that nothing `writeEverything` did is visible. */
-      const assertUntouched = (original: License, seq: number) =>
+      const assertUntouched = (original: Model.License, seq: number) =>
         Effect.gen(function*() {
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
-          const outbox = yield* EventOutbox
-          const log = yield* ActivityLog
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
+          const outbox = yield* Ports.EventOutbox
+          const log = yield* Ports.ActivityLog
           assert.deepStrictEqual(yield* licenses.findByKey(keyOf(1)), original)
           assert.isUndefined(yield* licenses.findByKey(keyOf(2)))
           assert.isUndefined(yield* machines.findByFingerprint(original.id, "fp-new"))
@@ -775,23 +767,23 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
         })
 
       const setup = Effect.gen(function*() {
-        const licenses = yield* LicenseRepository
-        const outbox = yield* EventOutbox
+        const licenses = yield* Ports.LicenseRepository
+        const outbox = yield* Ports.EventOutbox
         const original = yield* licenses.insert(licenseDraft({ key: keyOf(1), userId: 1 }))
         return { original, seq: yield* outbox.revocationSeq }
       })
 
       test("a successful transaction commits every write", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
-          const outbox = yield* EventOutbox
-          const log = yield* ActivityLog
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
+          const outbox = yield* Ports.EventOutbox
+          const log = yield* Ports.ActivityLog
           const { original, seq } = yield* setup
           yield* store.transaction(writeEverything)
           assert.strictEqual((yield* licenses.findByKey(keyOf(1)))?.userId, 999)
           assert.isDefined(yield* licenses.findByKey(keyOf(2)))
-          assert.isDefined(yield* (yield* MachineRepository).findByFingerprint(original.id, "fp-new"))
+          assert.isDefined(yield* (yield* Ports.MachineRepository).findByFingerprint(original.id, "fp-new"))
           assert.strictEqual((yield* outbox.readAfter(0, 10)).length, 1)
           assert.isTrue((yield* outbox.revocationSeq) > seq)
           assert.strictEqual(yield* log.count({}), 1)
@@ -799,7 +791,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("a typed failure rolls back every write", () =>
         Effect.gen(function*() {
-          const store = yield* Store
+          const store = yield* Ports.Store
           const { original, seq } = yield* setup
           const error = yield* failureOf(store.transaction(Effect.andThen(writeEverything, Effect.fail(new Boom()))))
           assert.instanceOf(error, Boom)
@@ -808,7 +800,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("a defect rolls back every write", () =>
         Effect.gen(function*() {
-          const store = yield* Store
+          const store = yield* Ports.Store
           const { original, seq } = yield* setup
           const exit = yield* Effect.exit(store.transaction(Effect.andThen(writeEverything, Effect.die("kaput"))))
           assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
@@ -817,8 +809,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("a failed insert (LicenseExists) inside a transaction rolls back the writes before it", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
           const { original, seq } = yield* setup
           const error = yield* failureOf(store.transaction(Effect.andThen(writeEverything, licenses.insert(licenseDraft({ key: keyOf(1) })))))
           assert.strictEqual(error._tag, "LicenseExists")
@@ -827,7 +819,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("an interrupted transaction rolls back every write", () =>
         Effect.gen(function*() {
-          const store = yield* Store
+          const store = yield* Ports.Store
           const { original, seq } = yield* setup
           const wrote = yield* Deferred.make<void>()
           const fiber = yield* Effect.forkChild(
@@ -840,8 +832,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("a nested transaction joins the outer one: it commits with it and rolls back with it", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
           const { original, seq } = yield* setup
           yield* store.transaction(Effect.andThen(store.transaction(writeEverything), licenses.insert(licenseDraft({ key: keyOf(3) }))))
           assert.isDefined(yield* licenses.findByKey(keyOf(2)))
@@ -858,14 +850,14 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.instanceOf(error, Boom)
           assert.strictEqual((yield* licenses.findByKey(keyOf(1)))?.userId, 999)
           assert.isUndefined(yield* licenses.findByKey(keyOf(4)))
-          assert.isTrue((yield* (yield* EventOutbox).revocationSeq) > seq)
+          assert.isTrue((yield* (yield* Ports.EventOutbox).revocationSeq) > seq)
           assert.strictEqual(original.userId, 1)
         }))
 
       test("a failed nested transaction undoes its own writes; the outer one goes on and commits", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
           yield* setup
           const outcome = yield* store.transaction(
             Effect.gen(function*() {
@@ -886,9 +878,9 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("a transaction reads its own writes", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           yield* store.transaction(
             Effect.gen(function*() {
               const license = yield* licenses.insert(licenseDraft({ key: keyOf(8), productId: 42 }))
@@ -908,8 +900,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     describe("locks and concurrency", () => {
       test("lockLicense and lockLicenseById load the license (also outside a transaction) or nothing", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
           const license = yield* licenses.insert(licenseDraft())
           assert.deepStrictEqual(yield* store.transaction(store.lockLicense(license.key)), license)
           assert.deepStrictEqual(yield* store.transaction(store.lockLicenseById(license.id)), license)
@@ -920,8 +912,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("lockLicense serialises 200 concurrent read-modify-write transactions", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
           const license = yield* licenses.insert(licenseDraft({ maxActivations: 0 }))
           const increment = (byId: boolean) =>
             store.transaction(
@@ -941,8 +933,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("lockLicenses locks every license named, in id order, and leaves unknown keys out", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
           const made = yield* Effect.forEach([3, 1, 2], (n) => licenses.insert(licenseDraft({ key: keyOf(n), maxActivations: 0 })))
           const byId = [...made].sort((x, y) => x.id - y.id)
           assert.deepStrictEqual(yield* store.transaction(store.lockLicenses([])), [])
@@ -974,9 +966,9 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
       test("200 concurrent activations of distinct fingerprints on a 5-seat license: 5 seats, 195 refusals", () =>
         Effect.gen(function*() {
           yield* TestClock.setTime(T0)
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
-          const outbox = yield* EventOutbox
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
+          const outbox = yield* Ports.EventOutbox
           const licensing = yield* Licensing
           const license = yield* licenses.insert(licenseDraft({ maxActivations: 5, overageStrategy: "deny" }))
           const before = transactions.count
@@ -999,16 +991,16 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.isBelow(used, 100, `${used} transactions for 200 activations`)
         }).pipe(
           Effect.provide(Licensing.layer.pipe(Layer.provide(ActivityRecorder.layerDiscard))),
-          Effect.updateService(Store, (store) => counting(yielding(store))),
-          Effect.updateService(LicenseRepository, yielding),
-          Effect.updateService(MachineRepository, yielding)
+          Effect.updateService(Ports.Store, (store) => counting(yielding(store))),
+          Effect.updateService(Ports.LicenseRepository, yielding),
+          Effect.updateService(Ports.MachineRepository, yielding)
         ))
 
       test("20 concurrent pool draws in 20 transactions get 20 distinct keys", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
-          const generators = yield* GeneratorRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
+          const generators = yield* Ports.GeneratorRepository
           const generator = yield* generators.insert(generatorDraft())
           yield* licenses.insertMany(
             Array.from({ length: 30 }, (_, i) => licenseDraft({ key: keyOf(i), state: "pending", source: "generator", generatorId: generator.id }))
@@ -1031,9 +1023,9 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
 
       test("claimExpired never hands the same machine to two concurrent transactions", () =>
         Effect.gen(function*() {
-          const store = yield* Store
-          const licenses = yield* LicenseRepository
-          const machines = yield* MachineRepository
+          const store = yield* Ports.Store
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
           const license = yield* licenses.insert(licenseDraft())
           yield* Effect.forEach(Array.from({ length: 50 }, (_, i) => i), (i) =>
             machines.insert(machineDraft(license.id, `due-${i}`, { seatDeadline: T0 - i })))

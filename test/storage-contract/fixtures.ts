@@ -1,13 +1,5 @@
-/** Rows for the storage contract suite: full drafts with every field set, so round trips check all of them. */
-import {
-  type ActivityEntry,
-  type ApiKeyDraft,
-  defaultLicenseSettings,
-  type DomainEvent,
-  type GeneratorDraft,
-  type LicenseDraft,
-  type MachineDraft
-} from "@lm/domain"
+import { License } from "@lm/domain"
+import type { Model } from "@lm/domain"
 
 /** A realistic epoch-millisecond instant (2026-01-01T00:00:00.123Z) the fixtures count from. */
 export const T0 = 1_767_225_600_123
@@ -18,10 +10,10 @@ export const DAY = 86_400_000
 export const keyOf = (n: number, prefix = "K"): string => `${prefix}${String(n).padStart(4, "0")}-ABCD-EFGH-JKLM`
 
 /** A license draft with defaults (`issued`, perpetual, unlimited) and the given changes. */
-export const licenseDraft = (overrides: Partial<LicenseDraft> = {}): LicenseDraft => ({
+export const licenseDraft = (overrides: Partial<Model.LicenseDraft> = {}): Model.LicenseDraft => ({
   key: keyOf(1),
   state: "issued",
-  ...defaultLicenseSettings,
+  ...License.defaultLicenseSettings,
   activatedAt: null,
   source: "api",
   generatorId: null,
@@ -32,7 +24,7 @@ export const licenseDraft = (overrides: Partial<LicenseDraft> = {}): LicenseDraf
 })
 
 /** A license draft with a value (not a default, not null) in every field. */
-export const fullLicenseDraft = (generatorId: number): LicenseDraft => ({
+export const fullLicenseDraft = (generatorId: number): Model.LicenseDraft => ({
   key: "FULL-2345-6789-ABCD",
   state: "suspended",
   productId: 11,
@@ -57,7 +49,7 @@ export const fullLicenseDraft = (generatorId: number): LicenseDraft => ({
 })
 
 /** A machine draft on a license, active and holding a seat without deadline. */
-export const machineDraft = (licenseId: number, fingerprint: string, overrides: Partial<MachineDraft> = {}): MachineDraft => ({
+export const machineDraft = (licenseId: number, fingerprint: string, overrides: Partial<Model.MachineDraft> = {}): Model.MachineDraft => ({
   licenseId,
   fingerprint,
   name: null,
@@ -79,7 +71,7 @@ export const machineDraft = (licenseId: number, fingerprint: string, overrides: 
 })
 
 /** A machine draft with a value in every field. */
-export const fullMachineDraft = (licenseId: number): MachineDraft => ({
+export const fullMachineDraft = (licenseId: number): Model.MachineDraft => ({
   licenseId,
   fingerprint: "fp-full-0001",
   name: "Build server",
@@ -102,7 +94,7 @@ export const fullMachineDraft = (licenseId: number): MachineDraft => ({
   createdAt: T0 + 10
 })
 
-export const generatorDraft = (overrides: Partial<GeneratorDraft> = {}): GeneratorDraft => ({
+export const generatorDraft = (overrides: Partial<Model.GeneratorDraft> = {}): Model.GeneratorDraft => ({
   name: "Pool",
   charset: "ABCDEFGHJKLMNPQRSTUVWXYZ23456789",
   chunkLength: 4,
@@ -117,7 +109,7 @@ export const generatorDraft = (overrides: Partial<GeneratorDraft> = {}): Generat
   ...overrides
 })
 
-export const apiKeyDraft = (n: number, overrides: Partial<ApiKeyDraft> = {}): ApiKeyDraft => ({
+export const apiKeyDraft = (n: number, overrides: Partial<Model.ApiKeyDraft> = {}): Model.ApiKeyDraft => ({
   description: `key ${n}`,
   scope: "read_write",
   consumerKeyHash: `ck-hash-${n}`,
@@ -128,7 +120,7 @@ export const apiKeyDraft = (n: number, overrides: Partial<ApiKeyDraft> = {}): Ap
   ...overrides
 })
 
-export const event = (type: DomainEvent["type"], n: number, licenseId: number | null = null): DomainEvent => ({
+export const event = (type: Model.DomainEvent["type"], n: number, licenseId: number | null = null): Model.DomainEvent => ({
   type,
   occurredAt: T0 + n,
   licenseId,
@@ -136,7 +128,7 @@ export const event = (type: DomainEvent["type"], n: number, licenseId: number | 
   data: { n, license_key: keyOf(n), nested: { list: [1, "two", null] } }
 })
 
-export const activity = (licenseId: number | null, result = "valid"): ActivityEntry => ({
+export const activity = (licenseId: number | null, result = "valid"): Model.ActivityEntry => ({
   kind: "validate",
   licenseId,
   licenseKey: keyOf(licenseId ?? 0),

@@ -1,7 +1,8 @@
 /** The storage contract against a real PostgreSQL server: runs whenever DATABASE_URL is set (CI sets it). */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { ActivityRecorder, LicenseRepository, Licensing, MachineRepository, newLicenseDraft } from "@lm/domain"
+import { ActivityRecorder, Licensing } from "@lm/domain"
+import { Ports, Services } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { freshDatabase, freshPostgresStore } from "./pg-support.js"
 import { storageContract } from "./contract.js"
@@ -32,8 +33,8 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
     it.live("racing for a license's last seats never over-allocates", () =>
       Effect.gen(function*() {
         const [a, b] = yield* twoProcesses("lm_two_pools")
-        const licenses = yield* Effect.provideContext(LicenseRepository, a)
-        const license = yield* licenses.insert(newLicenseDraft("RACE-SEAT-AAAA-BBBB", { maxActivations: 3 }, "api", null, Date.now()))
+        const licenses = yield* Effect.provideContext(Ports.LicenseRepository, a)
+        const license = yield* licenses.insert(Services.newLicenseDraft("RACE-SEAT-AAAA-BBBB", { maxActivations: 3 }, "api", null, Date.now()))
         const activate = (ctx: typeof a, i: number) =>
           Effect.provideContext(
             Effect.flatMap(Licensing, (l) => l.activate({ licenseKey: license.key, facts: { fingerprint: `race-${i}` }, ipAddress: null })),
@@ -46,17 +47,17 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
         const refused = exits.filter((e) => Exit.isFailure(e) && (Cause.squash(e.cause) as { _tag?: string })._tag === "MachineLimitExceeded").length
         assert.strictEqual(created, 3)
         assert.strictEqual(refused, 97)
-        const machines = yield* Effect.provideContext(MachineRepository, b)
+        const machines = yield* Effect.provideContext(Ports.MachineRepository, b)
         assert.strictEqual((yield* machines.listActive(license.id)).length, 3)
       }).pipe(Effect.scoped), { timeout: 120_000 })
 
     it.live("batches locking many licenses from two processes at once neither deadlock nor over-allocate", () =>
       Effect.gen(function*() {
         const [a, b] = yield* twoProcesses("lm_two_pools_many")
-        const licenses = yield* Effect.provideContext(LicenseRepository, a)
+        const licenses = yield* Effect.provideContext(Ports.LicenseRepository, a)
         const keys = yield* Effect.forEach(Array.from({ length: 8 }, (_, i) => i), (i) =>
           Effect.map(
-            licenses.insert(newLicenseDraft(`MANY-SEAT-AAA${i}-BBBB`, { maxActivations: 4 }, "api", null, Date.now())),
+            licenses.insert(Services.newLicenseDraft(`MANY-SEAT-AAA${i}-BBBB`, { maxActivations: 4 }, "api", null, Date.now())),
             (license) => license.key
           ))
         // 400 activations, each on one of 8 licenses, alternating processes: batches of both processes lock
@@ -70,7 +71,7 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
         const refused = exits.filter((e) => Exit.isFailure(e) && (Cause.squash(e.cause) as { _tag?: string })._tag === "MachineLimitExceeded").length
         assert.strictEqual(created, 32)
         assert.strictEqual(refused, 368)
-        const machines = yield* Effect.provideContext(MachineRepository, b)
+        const machines = yield* Effect.provideContext(Ports.MachineRepository, b)
         for (const key of keys) {
           const license = (yield* licenses.findByKey(key))!
           assert.strictEqual((yield* machines.listActive(license.id)).length, 4, key)

@@ -2,32 +2,41 @@
  * @lm/domain — the licensing engine: business rules as pure functions, services that orchestrate them over
  * ports, and the errors and events of the contract. Depends on `effect` only (plus node:crypto and
  * @noble/ed25519 for signing); stores and the HTTP adapter plug in from outside.
+ *
+ * The surface is grouped like `effect`'s own: one namespace per module, and the service tags by name.
+ * - `Engine` — the whole engine on a store (`Engine.layer`), what embedders and the bundled server use.
+ * - Services — `Licensing` (validate, activate, deactivate, heartbeat), `Licenses`, `Machines`, `Generators`,
+ *   `ApiKeys`, `SigningKeys`, `Tokens`, `RevocationList`, `Sweeper`, …; their inputs, results and helpers under
+ *   `Services`.
+ * - `Model` (records, literal lists, events), `Errors` (the contract's refusals), `Ports` (what a store
+ *   implements).
+ * - The pure core: `License`, `Machine`, `Validation`, `Keys`.
+ * - Signing: `Signer` (the service), `SigningKey`, `Token` (the signed formats). Offline verification for
+ *   client software is the separate entry point `@lm/domain/verify`.
  */
-export const version = "0.1.0"
-
-export * from "./errors.js"
-export * from "./keys.js"
-export * from "./license.js"
-export * from "./machine.js"
-export * from "./model.js"
-export * from "./ports.js"
-export * from "./random.js"
-export * from "./validation.js"
-export * from "./services/ActivityRecorder.js"
-export * from "./services/ApiKeys.js"
-export * from "./services/Blacklist.js"
-export * from "./services/Generators.js"
-export * from "./services/Licenses.js"
-export * from "./services/Licensing.js"
-export * from "./services/Machines.js"
-export * from "./services/Sweeper.js"
-export * from "./services/index.js"
+export * as Engine from "./Engine.js"
+export * as Errors from "./errors.js"
+export * as Keys from "./keys.js"
+export * as License from "./license.js"
+export * as Machine from "./machine.js"
+export * as Model from "./model.js"
+export * as Ports from "./ports.js"
+export * as Services from "./services/index.js"
+export * as SigningKey from "./signing/SigningKey.js"
 export * as Token from "./signing/Token.js"
-export * from "./signing/SigningKey.js"
-export * from "./signing/Signer.js"
-export type { KeySet, VerifyFailure, VerifyResult } from "./verify/index.js"
-export * from "./services/SigningKeys.js"
-export * from "./services/Tokens.js"
-export * from "./services/RevocationList.js"
-export { type SeatBatchOptions, SeatBatchSettings } from "./services/SeatBatches.js"
-export * from "./services/ValidationCache.js"
+export * as Validation from "./validation.js"
+
+export { Random } from "./random.js"
+export { ActivityRecorder } from "./services/ActivityRecorder.js"
+export { ApiKeys } from "./services/ApiKeys.js"
+export { Blacklist } from "./services/Blacklist.js"
+export { Generators } from "./services/Generators.js"
+export { Licenses } from "./services/Licenses.js"
+export { Licensing } from "./services/Licensing.js"
+export { Machines } from "./services/Machines.js"
+export { RevocationList } from "./services/RevocationList.js"
+export { SeatBatchSettings } from "./services/SeatBatches.js"
+export { SigningKeys } from "./services/SigningKeys.js"
+export { Sweeper } from "./services/Sweeper.js"
+export { Tokens } from "./services/Tokens.js"
+export { Signer } from "./signing/Signer.js"

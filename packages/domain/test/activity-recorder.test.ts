@@ -4,9 +4,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { type ActivityEntry, ActivityLog, ActivityRecorder } from "@lm/domain"
+import { ActivityRecorder } from "@lm/domain"
+import { Ports } from "@lm/domain"
+import type { Model } from "@lm/domain"
 
-const entry = (i: number): ActivityEntry => ({
+const entry = (i: number): Model.ActivityEntry => ({
   kind: "validate",
   licenseId: 1,
   licenseKey: "AAAA-BBBB-CCCC-DDDD",
@@ -20,11 +22,11 @@ const entry = (i: number): ActivityEntry => ({
 
 describe("ActivityRecorder", () => {
   it.live("writes a burst in full batches with one writer at a time, and flushes the rest on close", () => {
-    const written: Array<ActivityEntry> = []
+    const written: Array<Model.ActivityEntry> = []
     let calls = 0
     let inFlight = 0
     let maxInFlight = 0
-    const log = Layer.succeed(ActivityLog, {
+    const log = Layer.succeed(Ports.ActivityLog, {
       record: (entries) =>
         Effect.gen(function*() {
           calls++

@@ -6,12 +6,14 @@ import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { ApiKeyRepository, ApiKeys, type ApiKeyScope } from "@lm/domain"
+import { ApiKeys } from "@lm/domain"
+import { Ports } from "@lm/domain"
+import type { Model } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { T0 } from "./fixtures.js"
 
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex")
-const stored = ApiKeyRepository.use((repo) => repo.list({ page: 1, perPage: 100 }))
+const stored = Ports.ApiKeyRepository.use((repo) => repo.list({ page: 1, perPage: 100 }))
 
 describe("ApiKeys", () => {
   it.effect("creates ck_/cs_ credentials that authenticate; a wrong secret or unknown key is unauthorized", () =>
@@ -55,12 +57,12 @@ describe("ApiKeys", () => {
   it.effect("authorizes by scope: read → GET, write → POST/PUT/PATCH/DELETE, read_write → all", () =>
     onEngine(Effect.gen(function*() {
       const apiKeys = yield* ApiKeys
-      const matrix: Record<ApiKeyScope, Record<string, boolean>> = {
+      const matrix: Record<Model.ApiKeyScope, Record<string, boolean>> = {
         read: { GET: true, POST: false, PUT: false, PATCH: false, DELETE: false },
         write: { GET: false, POST: true, PUT: true, PATCH: true, DELETE: true },
         read_write: { GET: true, POST: true, PUT: true, PATCH: true, DELETE: true }
       }
-      for (const scope of Object.keys(matrix) as Array<ApiKeyScope>) {
+      for (const scope of Object.keys(matrix) as Array<Model.ApiKeyScope>) {
         const { apiKey } = yield* apiKeys.create({ description: scope, scope })
         for (const [method, allowed] of Object.entries(matrix[scope])) {
           const exit = yield* Effect.exit(apiKeys.authorize(apiKey, method))

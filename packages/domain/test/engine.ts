@@ -5,14 +5,15 @@
  */
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { type Random, servicesLayer } from "@lm/domain"
+import { type Random } from "@lm/domain"
+import { Engine } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { seededRandom, T0 } from "./fixtures.js"
 
 /** Every service on a new, empty memory store with the given random source (seeded by default). */
 export const engine = (random: Layer.Layer<Random> = seededRandom(1)) =>
   // The event log flushes hourly here, so that moving the TestClock by days does not spin the flush loop.
-  servicesLayer({ activity: { flushEveryMillis: 3_600_000 } }).pipe(
+  Engine.services({ activity: { flushEveryMillis: 3_600_000 } }).pipe(
     Layer.provideMerge(MemoryStore.layer),
     Layer.provide(random),
     Layer.fresh

@@ -3,7 +3,8 @@
  * CONTRACT §3 rather than imported from the domain, so a test that uses them checks the domain's defaults too.
  */
 import { Effect, Layer, Result } from "effect"
-import { type License, type Machine, Random } from "@lm/domain"
+import { Random } from "@lm/domain"
+import type { Model } from "@lm/domain"
 
 /** A fixed instant well after the epoch: 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1)
@@ -11,7 +12,7 @@ export const SECOND = 1000
 export const DAY = 86_400_000
 
 /** An issued license with the contract's default settings, changed by `patch`. */
-export const makeLicense = (patch: Partial<License> = {}): License => ({
+export const makeLicense = (patch: Partial<Model.License> = {}): Model.License => ({
   id: 1,
   key: "AAAA-BBBB-CCCC-DDDD",
   state: "issued",
@@ -41,7 +42,7 @@ export const makeLicense = (patch: Partial<License> = {}): License => ({
 let nextMachineId = 1
 
 /** An active, node-locked machine activated at T0, changed by `patch`. */
-export const makeMachine = (patch: Partial<Machine> = {}): Machine => ({
+export const makeMachine = (patch: Partial<Model.Machine> = {}): Model.Machine => ({
   id: nextMachineId++,
   licenseId: 1,
   fingerprint: `fp-${nextMachineId}`,

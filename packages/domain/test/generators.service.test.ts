@@ -5,11 +5,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { EventOutbox, Generators, Licenses } from "@lm/domain"
+import { Generators, Licenses } from "@lm/domain"
+import { Ports } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { repeatedByteRandom, T0 } from "./fixtures.js"
 
-const events = EventOutbox.use((o) => o.readAfter(0, 1000))
+const events = Ports.EventOutbox.use((o) => o.readAfter(0, 1000))
 
 describe("drawing from a generator", () => {
   it.effect("takes the oldest pending key from the pool, with the generator's defaults under the body's fields", () =>

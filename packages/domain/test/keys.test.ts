@@ -5,12 +5,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
-import { checkKeyFormat, DEFAULT_CHARSET, defaultKeyFormat, type KeyFormat, mintKey, parseKey } from "@lm/domain"
+import { Keys, Model } from "@lm/domain"
 import { failureOf, scriptedRandom, seededRandom, successOf } from "./fixtures.js"
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
-const mint = (format: KeyFormat, seed: number) => Effect.runSync(mintKey(format).pipe(Effect.provide(seededRandom(seed))))
+const mint = (format: Keys.KeyFormat, seed: number) => Effect.runSync(Keys.mintKey(format).pipe(Effect.provide(seededRandom(seed))))
 
 /** A charset of at least `min` distinct characters of A-Z0-9, shuffled, sometimes with repeats. */
 const charsetArb = (min = 16) =>
@@ -33,18 +33,18 @@ describe("parseKey", () => {
     fc.assert(
       fc.property(keyArb, spaceArb, spaceArb, fc.array(fc.boolean(), { minLength: 100, maxLength: 100 }), (key, before, after, lower) => {
         const typed = [...key].map((c, i) => (lower[i % 100] ? c.toLowerCase() : c)).join("")
-        expect(successOf(parseKey(`${before}${typed}${after}`))).toBe(key)
+        expect(successOf(Keys.parseKey(`${before}${typed}${after}`))).toBe(key)
       })
     )
   })
 
   it("refuses anything but four dash-separated groups of 1–24 of A-Z0-9, naming license_key", () => {
     for (const bad of ["", "ABCD-EFGH-IJKL", "ABCD-EFGH-IJKL-MNOP-QRST", "ABCD--IJKL-MNOP", "ABCD-EFGH-IJKL-MN_P", "ABCD-EFGH-IJKL-MNÖP", `${"A".repeat(25)}-B-C-D`, "AB CD-EFGH-IJKL-MNOP"]) {
-      const error = failureOf(parseKey(bad))
+      const error = failureOf(Keys.parseKey(bad))
       expect(error).toMatchObject({ _tag: "InvalidParam", code: "rest_invalid_param", status: 400 })
       expect(Object.keys(error.params)).toEqual(["license_key"])
     }
-    expect(successOf(parseKey(`${"A".repeat(24)}-B-C-D`))).toBe(`${"A".repeat(24)}-B-C-D`)
+    expect(successOf(Keys.parseKey(`${"A".repeat(24)}-B-C-D`))).toBe(`${"A".repeat(24)}-B-C-D`)
   })
 })
 
@@ -54,7 +54,7 @@ describe("checkKeyFormat", () => {
     fc.assert(
       fc.property(charsetArb(), fc.integer({ min: 2, max: 16 }), prefixArb, (charset, chunkLength, prefix) => {
         const distinct = new Set(charset).size
-        const result = checkKeyFormat({ charset, chunkLength, prefix })
+        const result = Keys.checkKeyFormat({ charset, chunkLength, prefix })
         const want = atLeast64Bits(distinct, chunkLength)
         outcomes.add(want)
         if (want) {
@@ -70,15 +70,15 @@ describe("checkKeyFormat", () => {
 
   it("accepts exactly 64 bits (16 characters × 16 draws) and refuses just under", () => {
     const sixteen = ALNUM.slice(0, 16)
-    expect(successOf(checkKeyFormat({ charset: sixteen, chunkLength: 4, prefix: "" })).chunkLength).toBe(4)
-    expect(failureOf(checkKeyFormat({ charset: sixteen, chunkLength: 3, prefix: "" }))._tag).toBe("InvalidParam")
+    expect(successOf(Keys.checkKeyFormat({ charset: sixteen, chunkLength: 4, prefix: "" })).chunkLength).toBe(4)
+    expect(failureOf(Keys.checkKeyFormat({ charset: sixteen, chunkLength: 3, prefix: "" }))._tag).toBe("InvalidParam")
     // 36 characters × 12 draws is 62 bits.
-    expect(failureOf(checkKeyFormat({ charset: ALNUM, chunkLength: 3, prefix: "" }))._tag).toBe("InvalidParam")
-    expect(successOf(checkKeyFormat({ ...defaultKeyFormat })).charset).toBe(DEFAULT_CHARSET)
+    expect(failureOf(Keys.checkKeyFormat({ charset: ALNUM, chunkLength: 3, prefix: "" }))._tag).toBe("InvalidParam")
+    expect(successOf(Keys.checkKeyFormat({ ...Keys.defaultKeyFormat })).charset).toBe(Model.DEFAULT_CHARSET)
   })
 
   it("refuses bad charsets, lengths and prefixes by field", () => {
-    const field = (format: KeyFormat) => Object.keys(failureOf(checkKeyFormat(format)).params)
+    const field = (format: Keys.KeyFormat) => Object.keys(failureOf(Keys.checkKeyFormat(format)).params)
     expect(field({ charset: "abcdefghijklmnop", chunkLength: 4, prefix: "" })).toEqual(["charset"])
     expect(field({ charset: "ABCDEFGHIJKLMNO-", chunkLength: 4, prefix: "" })).toEqual(["charset"])
     expect(field({ charset: "ABCDEFGHIJKLMNOA", chunkLength: 8, prefix: "" })).toEqual(["charset"]) // 15 distinct
@@ -95,9 +95,9 @@ describe("mintKey", () => {
   it("mints keys that parse, keep four groups with the prefix glued to the first, and use only the charset", () => {
     fc.assert(
       fc.property(charsetArb(), fc.integer({ min: 4, max: 16 }), prefixArb, fc.integer(), (charset, chunkLength, prefix, seed) => {
-        const format = successOf(checkKeyFormat({ charset, chunkLength, prefix }))
+        const format = successOf(Keys.checkKeyFormat({ charset, chunkLength, prefix }))
         const key = mint(format, seed)
-        expect(successOf(parseKey(key))).toBe(key)
+        expect(successOf(Keys.parseKey(key))).toBe(key)
         const groups = key.split("-")
         expect(groups).toHaveLength(4)
         expect(groups[0]!.startsWith(prefix)).toBe(true)
@@ -111,7 +111,7 @@ describe("mintKey", () => {
   })
 
   it("mints the default format as 4 × 4 of the default charset", () => {
-    const key = mint(defaultKeyFormat, 7)
+    const key = mint(Keys.defaultKeyFormat, 7)
     expect(key).toMatch(/^[ABCDEFGHJKLMNPQRSTUVWXYZ23456789]{4}(-[ABCDEFGHJKLMNPQRSTUVWXYZ23456789]{4}){3}$/)
   })
 
@@ -119,12 +119,12 @@ describe("mintKey", () => {
     // 36 does not divide 256: taking `byte % 36` without rejecting the top bytes favours the first 4 characters
     // by 8/7, which gives a statistic near 150 here. Uniform draws stay near 35 (the degrees of freedom);
     // 80 is beyond the 99.999th percentile, and the seed is fixed, so the check is deterministic.
-    const format: KeyFormat = { charset: ALNUM, chunkLength: 4, prefix: "" }
+    const format: Keys.KeyFormat = { charset: ALNUM, chunkLength: 4, prefix: "" }
     const counts = new Map<string, number>([...ALNUM].map((c) => [c, 0]))
     const keys = 5000
     const program = Effect.gen(function*() {
       for (let i = 0; i < keys; i++) {
-        const key = yield* mintKey(format)
+        const key = yield* Keys.mintKey(format)
         for (const char of key.replaceAll("-", "")) counts.set(char, counts.get(char)! + 1)
       }
     })
@@ -140,13 +140,13 @@ describe("mintKey", () => {
   it("skips the bytes that would bias the draw", () => {
     // 252..255 are the top 256 % 36 bytes: rejected. 36 → index 0 ('A'), 37 → 'B'.
     const key = Effect.runSync(
-      mintKey({ charset: ALNUM, chunkLength: 4, prefix: "" }).pipe(Effect.provide(scriptedRandom([252, 253, 254, 255, 36, 37, 71, 251])))
+      Keys.mintKey({ charset: ALNUM, chunkLength: 4, prefix: "" }).pipe(Effect.provide(scriptedRandom([252, 253, 254, 255, 36, 37, 71, 251])))
     )
     expect(key.slice(0, 4)).toBe("AB9" + ALNUM[251 % 36])
   })
 
   it("mints different keys from different random bytes", () => {
-    const keys = new Set(Array.from({ length: 200 }, (_, i) => mint(defaultKeyFormat, i)))
+    const keys = new Set(Array.from({ length: 200 }, (_, i) => mint(Keys.defaultKeyFormat, i)))
     expect(keys.size).toBe(200)
   })
 })

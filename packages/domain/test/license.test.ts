@@ -5,29 +5,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import {
-  applyLicenseAction,
-  hasFreeSeat,
-  isExpired,
-  type License,
-  type LicenseSettings,
-  licenseStatus,
-  type LicenseStatus,
-  type OverageStrategy,
-  recordFirstActivation,
-  renewLicense,
-  type Renewal,
-  seatCeiling,
-  terminateLicense,
-  updateLicense
-} from "@lm/domain"
 import { DAY, failureOf, makeLicense, successOf, T0 } from "./fixtures.js"
-import * as Domain from "@lm/domain"
+import { License } from "@lm/domain"
+import type { Model } from "@lm/domain"
 
 // ---- reference, from the contract ------------------------------------------------------------------------
 
 /** CONTRACT §3: the status a license reports now. */
-const referenceStatus = (license: License, seats: number, now: number): LicenseStatus => {
+const referenceStatus = (license: Model.License, seats: number, now: number): Model.LicenseStatus => {
   if (license.state !== "issued") return license.state
   if (license.expiresAt !== null && now > license.expiresAt + license.graceDays * DAY) return "expired"
   return seats > 0 ? "active" : "inactive"
@@ -36,20 +21,20 @@ const referenceStatus = (license: License, seats: number, now: number): LicenseS
 type Action = "suspend" | "revoke" | "reinstate"
 
 /** Where each action may start from; its own target is a no-op. */
-const referenceAllowed: Record<Action, ReadonlyArray<License["state"]>> = {
+const referenceAllowed: Record<Action, ReadonlyArray<Model.License["state"]>> = {
   suspend: ["issued"],
   revoke: ["issued", "suspended"],
   reinstate: ["suspended", "revoked"]
 }
-const referenceTarget: Record<Action, License["state"] | null> = { suspend: "suspended", revoke: "revoked", reinstate: null }
+const referenceTarget: Record<Action, Model.License["state"] | null> = { suspend: "suspended", revoke: "revoked", reinstate: null }
 
 // ---- arbitraries -----------------------------------------------------------------------------------------
 
-const stateArb = fc.constantFrom<License["state"]>("pending", "issued", "suspended", "revoked", "terminated")
-const startStateArb = fc.constantFrom<License["state"]>("pending", "issued", "issued", "suspended", "revoked")
+const stateArb = fc.constantFrom<Model.License["state"]>("pending", "issued", "suspended", "revoked", "terminated")
+const startStateArb = fc.constantFrom<Model.License["state"]>("pending", "issued", "issued", "suspended", "revoked")
 const expiresAtArb = fc.option(fc.integer({ min: -30, max: 30 }).map((d) => T0 + d * DAY), { nil: null })
 
-const licenseArb = (state: fc.Arbitrary<License["state"]> = startStateArb) =>
+const licenseArb = (state: fc.Arbitrary<Model.License["state"]> = startStateArb) =>
   fc.record({
     state,
     expiresAt: expiresAtArb,
@@ -57,13 +42,13 @@ const licenseArb = (state: fc.Arbitrary<License["state"]> = startStateArb) =>
     validForDays: fc.option(fc.integer({ min: 1, max: 365 }), { nil: null })
   }).map((patch) => makeLicense(patch))
 
-const renewalArb: fc.Arbitrary<Renewal> = fc.oneof(
-  fc.integer({ min: -60, max: 60 }).map((d): Renewal => ({ _tag: "Until", expiresAt: T0 + d * DAY })),
-  fc.oneof(fc.integer({ min: -2, max: 400 }), fc.constant(1.5)).map((days): Renewal => ({ _tag: "ExtendDays", days })),
-  fc.constant<Renewal>({ _tag: "ResetRelative" })
+const renewalArb: fc.Arbitrary<License.Renewal> = fc.oneof(
+  fc.integer({ min: -60, max: 60 }).map((d): License.Renewal => ({ _tag: "Until", expiresAt: T0 + d * DAY })),
+  fc.oneof(fc.integer({ min: -2, max: 400 }), fc.constant(1.5)).map((days): License.Renewal => ({ _tag: "ExtendDays", days })),
+  fc.constant<License.Renewal>({ _tag: "ResetRelative" })
 )
 
-const patchArb: fc.Arbitrary<Partial<LicenseSettings>> = fc.record(
+const patchArb: fc.Arbitrary<Partial<Model.LicenseSettings>> = fc.record(
   {
     maxActivations: fc.option(fc.integer({ min: 0, max: 10 }), { nil: null }),
     graceDays: fc.integer({ min: 0, max: 5 }),
@@ -77,8 +62,8 @@ const patchArb: fc.Arbitrary<Partial<LicenseSettings>> = fc.record(
 type Step =
   | { readonly _tag: "action"; readonly action: Action; readonly seats: number }
   | { readonly _tag: "terminate"; readonly confirm: boolean }
-  | { readonly _tag: "renew"; readonly renewal: Renewal }
-  | { readonly _tag: "update"; readonly patch: Partial<LicenseSettings> }
+  | { readonly _tag: "renew"; readonly renewal: License.Renewal }
+  | { readonly _tag: "update"; readonly patch: Partial<Model.LicenseSettings> }
   | { readonly _tag: "wait"; readonly ms: number }
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -105,7 +90,7 @@ describe("license actions over random sequences", () => {
               now += step.ms
               break
             case "action": {
-              const result = applyLicenseAction(license, step.action, now, step.seats)
+              const result = License.applyLicenseAction(license, step.action, now, step.seats)
               if (wasTerminated) {
                 expect(failureOf(result)._tag).toBe("LicenseTerminated")
                 seen.terminated++
@@ -136,7 +121,7 @@ describe("license actions over random sequences", () => {
               break
             }
             case "terminate": {
-              const result = terminateLicense(license, step.confirm, now)
+              const result = License.terminateLicense(license, step.confirm, now)
               if (!step.confirm) {
                 expect(failureOf(result)._tag).toBe("ConfirmationRequired")
               } else if (wasTerminated) {
@@ -153,7 +138,7 @@ describe("license actions over random sequences", () => {
               break
             }
             case "renew": {
-              const result = renewLicense(license, step.renewal, now)
+              const result = License.renewLicense(license, step.renewal, now)
               if (wasTerminated) {
                 expect(failureOf(result)._tag).toBe("LicenseTerminated")
               } else if (Result.isSuccess(result)) {
@@ -165,7 +150,7 @@ describe("license actions over random sequences", () => {
               break
             }
             case "update": {
-              const result = updateLicense(license, step.patch, now)
+              const result = License.updateLicense(license, step.patch, now)
               if (wasTerminated) {
                 expect(failureOf(result)._tag).toBe("LicenseTerminated")
               } else {
@@ -195,21 +180,21 @@ describe("actions, one by one", () => {
   it("every write on a terminated license is license_terminated, except a repeated terminate", () => {
     const license = makeLicense({ state: "terminated" })
     for (const action of actions) {
-      const error = failureOf(applyLicenseAction(license, action, T0, 0))
+      const error = failureOf(License.applyLicenseAction(license, action, T0, 0))
       expect(error._tag).toBe("LicenseTerminated")
       expect(error.code).toBe("license_terminated")
       expect(error.status).toBe(409)
     }
-    expect(failureOf(renewLicense(license, { _tag: "ExtendDays", days: 1 }, T0))._tag).toBe("LicenseTerminated")
-    expect(failureOf(updateLicense(license, { maxActivations: 3 }, T0))._tag).toBe("LicenseTerminated")
-    const repeat = successOf(terminateLicense(license, true, T0))
+    expect(failureOf(License.renewLicense(license, { _tag: "ExtendDays", days: 1 }, T0))._tag).toBe("LicenseTerminated")
+    expect(failureOf(License.updateLicense(license, { maxActivations: 3 }, T0))._tag).toBe("LicenseTerminated")
+    const repeat = successOf(License.terminateLicense(license, true, T0))
     expect(repeat).toEqual({ license, events: [], changed: false })
   })
 
   it("terminate needs the confirm flag, whatever the state", () => {
     fc.assert(
       fc.property(stateArb, (state) => {
-        const error = failureOf(terminateLicense(makeLicense({ state }), false, T0))
+        const error = failureOf(License.terminateLicense(makeLicense({ state }), false, T0))
         expect(error._tag).toBe("ConfirmationRequired")
         expect(error.code).toBe("confirmation_required")
         expect(error.status).toBe(400)
@@ -220,7 +205,7 @@ describe("actions, one by one", () => {
   it("terminate works from every other state and says where it came from", () => {
     fc.assert(
       fc.property(startStateArb, (state) => {
-        const change = successOf(terminateLicense(makeLicense({ state }), true, T0 + 5))
+        const change = successOf(License.terminateLicense(makeLicense({ state }), true, T0 + 5))
         expect(change.license.state).toBe("terminated")
         expect(change.events).toHaveLength(1)
         expect(change.events[0]).toMatchObject({ type: "license.terminated", occurredAt: T0 + 5, licenseId: 1, data: { from: state } })
@@ -231,29 +216,29 @@ describe("actions, one by one", () => {
   it("repeating suspend or revoke is a no-op without events", () => {
     for (const [state, action] of [["suspended", "suspend"], ["revoked", "revoke"]] as const) {
       const license = makeLicense({ state })
-      expect(successOf(applyLicenseAction(license, action, T0, 0))).toEqual({ license, events: [], changed: false })
+      expect(successOf(License.applyLicenseAction(license, action, T0, 0))).toEqual({ license, events: [], changed: false })
     }
   })
 
   it("reinstate of an issued license (a repeat included) is invalid_transition from its derived status", () => {
     const active = makeLicense()
-    expect(failureOf(applyLicenseAction(active, "reinstate", T0, 2))).toMatchObject({ _tag: "InvalidTransition", from: "active", action: "reinstate" })
-    expect(failureOf(applyLicenseAction(active, "reinstate", T0, 0))).toMatchObject({ from: "inactive", action: "reinstate" })
+    expect(failureOf(License.applyLicenseAction(active, "reinstate", T0, 2))).toMatchObject({ _tag: "InvalidTransition", from: "active", action: "reinstate" })
+    expect(failureOf(License.applyLicenseAction(active, "reinstate", T0, 0))).toMatchObject({ from: "inactive", action: "reinstate" })
     const expired = makeLicense({ expiresAt: T0 - DAY })
-    expect(failureOf(applyLicenseAction(expired, "reinstate", T0, 2))).toMatchObject({ from: "expired", action: "reinstate" })
-    const reinstated = successOf(applyLicenseAction(makeLicense({ state: "suspended" }), "reinstate", T0, 0)).license
-    expect(failureOf(applyLicenseAction(reinstated, "reinstate", T0, 0))).toMatchObject({ from: "inactive", action: "reinstate" })
+    expect(failureOf(License.applyLicenseAction(expired, "reinstate", T0, 2))).toMatchObject({ from: "expired", action: "reinstate" })
+    const reinstated = successOf(License.applyLicenseAction(makeLicense({ state: "suspended" }), "reinstate", T0, 0)).license
+    expect(failureOf(License.applyLicenseAction(reinstated, "reinstate", T0, 0))).toMatchObject({ from: "inactive", action: "reinstate" })
   })
 
   it("suspend of a revoked license and any action on a pending key are invalid_transition", () => {
-    expect(failureOf(applyLicenseAction(makeLicense({ state: "revoked" }), "suspend", T0, 1))).toMatchObject({ from: "revoked", action: "suspend" })
+    expect(failureOf(License.applyLicenseAction(makeLicense({ state: "revoked" }), "suspend", T0, 1))).toMatchObject({ from: "revoked", action: "suspend" })
     for (const action of actions) {
-      expect(failureOf(applyLicenseAction(makeLicense({ state: "pending" }), action, T0, 0))).toMatchObject({ from: "pending", action })
+      expect(failureOf(License.applyLicenseAction(makeLicense({ state: "pending" }), action, T0, 0))).toMatchObject({ from: "pending", action })
     }
   })
 
   it("reinstate lands on the derived status: active, inactive or expired by seats held and the clock", () => {
-    const seen = new Set<LicenseStatus>()
+    const seen = new Set<Model.LicenseStatus>()
     fc.assert(
       fc.property(
         licenseArb(fc.constantFrom("suspended", "revoked")),
@@ -261,10 +246,10 @@ describe("actions, one by one", () => {
         fc.integer({ min: -40 * DAY, max: 40 * DAY }),
         (license, seats, offset) => {
           const now = T0 + offset
-          const change = successOf(applyLicenseAction(license, "reinstate", now, seats))
+          const change = successOf(License.applyLicenseAction(license, "reinstate", now, seats))
           expect(change.license.state).toBe("issued")
           expect(change.events.map((e) => e.type)).toEqual(["license.reinstated"])
-          const status = licenseStatus(change.license, seats, now)
+          const status = License.licenseStatus(change.license, seats, now)
           expect(status).toBe(referenceStatus({ ...license, state: "issued" }, seats, now))
           seen.add(status)
         }
@@ -278,37 +263,37 @@ describe("reported status", () => {
   it("is expired only once now > expires_at + grace_days", () => {
     const license = makeLicense({ expiresAt: T0, graceDays: 3 })
     const end = T0 + 3 * DAY
-    expect(isExpired(license, end)).toBe(false)
-    expect(licenseStatus(license, 1, end)).toBe("active")
-    expect(isExpired(license, end + 1)).toBe(true)
-    expect(licenseStatus(license, 1, end + 1)).toBe("expired")
-    expect(isExpired(makeLicense({ expiresAt: null }), Number.MAX_SAFE_INTEGER)).toBe(false)
+    expect(License.isExpired(license, end)).toBe(false)
+    expect(License.licenseStatus(license, 1, end)).toBe("active")
+    expect(License.isExpired(license, end + 1)).toBe(true)
+    expect(License.licenseStatus(license, 1, end + 1)).toBe("expired")
+    expect(License.isExpired(makeLicense({ expiresAt: null }), Number.MAX_SAFE_INTEGER)).toBe(false)
   })
 
   it("matches the contract for any state, expiry, grace, seats and time", () => {
     fc.assert(
       fc.property(licenseArb(stateArb), fc.integer({ min: 0, max: 4 }), fc.integer({ min: -40 * DAY, max: 40 * DAY }), (license, seats, offset) => {
-        expect(licenseStatus(license, seats, T0 + offset)).toBe(referenceStatus(license, seats, T0 + offset))
+        expect(License.licenseStatus(license, seats, T0 + offset)).toBe(referenceStatus(license, seats, T0 + offset))
       })
     )
   })
 })
 
 describe("seat ceiling", () => {
-  const strategies: ReadonlyArray<OverageStrategy> = ["deny", "allow_1_25x", "allow_1_5x", "allow_2x"]
-  const factor: Record<OverageStrategy, number> = { deny: 1, allow_1_25x: 1.25, allow_1_5x: 1.5, allow_2x: 2 }
+  const strategies: ReadonlyArray<Model.OverageStrategy> = ["deny", "allow_1_25x", "allow_1_5x", "allow_2x"]
+  const factor: Record<Model.OverageStrategy, number> = { deny: 1, allow_1_25x: 1.25, allow_1_5x: 1.5, allow_2x: 2 }
 
   it("is floor(max × factor) for every strategy and limit", () => {
     fc.assert(
       fc.property(fc.constantFrom(...strategies), fc.integer({ min: 0, max: 1_000_000 }), (strategy, max) => {
         // 1.25 and 1.5 are exact in binary, so the float product is the exact rational product.
-        expect(seatCeiling(max, strategy)).toBe(Math.floor(max * factor[strategy]))
+        expect(License.seatCeiling(max, strategy)).toBe(Math.floor(max * factor[strategy]))
       })
     )
   })
 
   it("has the contract's values for small limits", () => {
-    const table = (strategy: OverageStrategy) => [1, 2, 3, 4, 5, 7].map((max) => seatCeiling(max, strategy))
+    const table = (strategy: Model.OverageStrategy) => [1, 2, 3, 4, 5, 7].map((max) => License.seatCeiling(max, strategy))
     expect(table("deny")).toEqual([1, 2, 3, 4, 5, 7])
     expect(table("allow_1_25x")).toEqual([1, 2, 3, 5, 6, 8])
     expect(table("allow_1_5x")).toEqual([1, 3, 4, 6, 7, 10])
@@ -318,8 +303,8 @@ describe("seat ceiling", () => {
   it("is unlimited (null) without a limit, and a seat is then always free", () => {
     fc.assert(
       fc.property(fc.constantFrom(...strategies), fc.nat(), (strategy, held) => {
-        expect(seatCeiling(null, strategy)).toBeNull()
-        expect(hasFreeSeat({ maxActivations: null, overageStrategy: strategy }, held)).toBe(true)
+        expect(License.seatCeiling(null, strategy)).toBeNull()
+        expect(License.hasFreeSeat({ maxActivations: null, overageStrategy: strategy }, held)).toBe(true)
       })
     )
   })
@@ -327,7 +312,7 @@ describe("seat ceiling", () => {
   it("has a free seat exactly while fewer than the ceiling are held", () => {
     fc.assert(
       fc.property(fc.constantFrom(...strategies), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 120 }), (strategy, max, held) => {
-        expect(hasFreeSeat({ maxActivations: max, overageStrategy: strategy }, held)).toBe(held < Math.floor(max * factor[strategy]))
+        expect(License.hasFreeSeat({ maxActivations: max, overageStrategy: strategy }, held)).toBe(held < Math.floor(max * factor[strategy]))
       })
     )
   })
@@ -338,7 +323,7 @@ describe("renew", () => {
     fc.assert(
       fc.property(fc.integer({ min: -60, max: 60 }), fc.integer({ min: 1, max: 3650 }), (expiryOffset, days) => {
         const license = makeLicense({ expiresAt: T0 + expiryOffset * DAY + 12_345 })
-        const change = successOf(renewLicense(license, { _tag: "ExtendDays", days }, T0))
+        const change = successOf(License.renewLicense(license, { _tag: "ExtendDays", days }, T0))
         expect(change.license.expiresAt).toBe(Math.max(T0, license.expiresAt!) + days * DAY)
         expect(change.events).toHaveLength(1)
         expect(change.events[0]).toMatchObject({
@@ -350,40 +335,40 @@ describe("renew", () => {
   })
 
   it("extends a perpetual license from now", () => {
-    const change = successOf(renewLicense(makeLicense({ expiresAt: null }), { _tag: "ExtendDays", days: 30 }, T0 + 7))
+    const change = successOf(License.renewLicense(makeLicense({ expiresAt: null }), { _tag: "ExtendDays", days: 30 }, T0 + 7))
     expect(change.license.expiresAt).toBe(T0 + 7 + 30 * DAY)
   })
 
   it("refuses days that are not a positive integer", () => {
     for (const days of [0, -1, 1.5, Number.NaN]) {
-      const error = failureOf(renewLicense(makeLicense(), { _tag: "ExtendDays", days }, T0))
+      const error = failureOf(License.renewLicense(makeLicense(), { _tag: "ExtendDays", days }, T0))
       expect(error._tag).toBe("InvalidParam")
       if (error._tag === "InvalidParam") expect(Object.keys(error.params)).toEqual(["days"])
     }
   })
 
   it("sets an absolute expiry as given", () => {
-    const change = successOf(renewLicense(makeLicense({ expiresAt: T0 + 100 * DAY }), { _tag: "Until", expiresAt: T0 + DAY }, T0))
+    const change = successOf(License.renewLicense(makeLicense({ expiresAt: T0 + 100 * DAY }), { _tag: "Until", expiresAt: T0 + DAY }, T0))
     expect(change.license.expiresAt).toBe(T0 + DAY)
   })
 
   it("resets relative validity to now + valid_for_days, and needs one", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 3650 }), expiresAtArb, fc.integer({ min: 0, max: 100 * DAY }), (validForDays, expiresAt, offset) => {
-        const change = successOf(renewLicense(makeLicense({ validForDays, expiresAt }), { _tag: "ResetRelative" }, T0 + offset))
+        const change = successOf(License.renewLicense(makeLicense({ validForDays, expiresAt }), { _tag: "ResetRelative" }, T0 + offset))
         expect(change.license.expiresAt).toBe(T0 + offset + validForDays * DAY)
       })
     )
-    const error = failureOf(renewLicense(makeLicense({ validForDays: null, expiresAt: T0 }), { _tag: "ResetRelative" }, T0))
+    const error = failureOf(License.renewLicense(makeLicense({ validForDays: null, expiresAt: T0 }), { _tag: "ResetRelative" }, T0))
     expect(error._tag).toBe("InvalidParam")
     if (error._tag === "InvalidParam") expect(Object.keys(error.params)).toEqual(["valid_for_days"])
   })
 
   it("brings an expired license back to a derived status", () => {
     const expired = makeLicense({ expiresAt: T0 - 10 * DAY })
-    expect(licenseStatus(expired, 0, T0)).toBe("expired")
-    const renewed = successOf(renewLicense(expired, { _tag: "ExtendDays", days: 5 }, T0)).license
-    expect(licenseStatus(renewed, 0, T0)).toBe("inactive")
+    expect(License.licenseStatus(expired, 0, T0)).toBe("expired")
+    const renewed = successOf(License.renewLicense(expired, { _tag: "ExtendDays", days: 5 }, T0)).license
+    expect(License.licenseStatus(renewed, 0, T0)).toBe("inactive")
   })
 })
 
@@ -391,7 +376,7 @@ describe("update", () => {
   it("changes the settings, never the state, and records which fields", () => {
     fc.assert(
       fc.property(licenseArb(), patchArb, (license, patch) => {
-        const change = successOf(updateLicense(license, patch, T0 + 1))
+        const change = successOf(License.updateLicense(license, patch, T0 + 1))
         expect(change.license).toEqual({ ...license, ...patch, updatedAt: T0 + 1, revision: license.revision + 1 })
         expect(change.events[0]).toMatchObject({ type: "license.updated", data: { fields: Object.keys(patch) } })
       })
@@ -404,31 +389,31 @@ describe("first activation", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 3650 }), fc.integer({ min: 0, max: 50 * DAY }), fc.integer({ min: 1, max: 50 * DAY }), (days, first, later) => {
         const fresh = makeLicense({ validForDays: days, expiresAt: null })
-        const activated = recordFirstActivation(fresh, T0 + first)
+        const activated = License.recordFirstActivation(fresh, T0 + first)
         expect(activated.activatedAt).toBe(T0 + first)
         expect(activated.expiresAt).toBe(T0 + first + days * DAY)
         // A later activation leaves the license exactly as it is.
-        expect(recordFirstActivation(activated, T0 + first + later)).toBe(activated)
+        expect(License.recordFirstActivation(activated, T0 + first + later)).toBe(activated)
       })
     )
   })
 
   it("keeps an explicit expiry and leaves licenses without relative validity perpetual", () => {
-    const explicit = recordFirstActivation(makeLicense({ validForDays: 30, expiresAt: T0 + DAY }), T0)
+    const explicit = License.recordFirstActivation(makeLicense({ validForDays: 30, expiresAt: T0 + DAY }), T0)
     expect(explicit.expiresAt).toBe(T0 + DAY)
     expect(explicit.activatedAt).toBe(T0)
-    const perpetual = recordFirstActivation(makeLicense({ validForDays: null }), T0)
+    const perpetual = License.recordFirstActivation(makeLicense({ validForDays: null }), T0)
     expect(perpetual.expiresAt).toBeNull()
   })
 
   it("does not start relative validity on a license activated before (even if its expiry was cleared)", () => {
     const earlier = makeLicense({ validForDays: 30, expiresAt: null, activatedAt: T0 - DAY })
-    expect(recordFirstActivation(earlier, T0).expiresAt).toBeNull()
+    expect(License.recordFirstActivation(earlier, T0).expiresAt).toBeNull()
   })
 })
 
 describe("setting limits (CONTRACT §3, §14), checked by the domain for every way in", () => {
-  const { checkLicenseSettings: check, settingLimits: limits } = Domain
+  const { checkLicenseSettings: check, settingLimits: limits } = License
   it("accepts every duration from 1 to 31,536,000 seconds and refuses the rest, naming the field", () => {
     fc.assert(
       fc.property(fc.integer({ min: -10, max: limits.maxDurationSeconds + 10 }), fc.constantFrom("leaseDuration", "heartbeatInterval"), (n, field) => {

@@ -6,18 +6,20 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { type CreateLicenseInput, EventOutbox, Licenses, Licensing, Sweeper } from "@lm/domain"
+import { Licenses, Licensing, Sweeper } from "@lm/domain"
+import { Ports } from "@lm/domain"
+import type { Services } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { DAY, SECOND, T0 } from "./fixtures.js"
 
 const client = { ipAddress: null }
 
-const newLicense = (input: CreateLicenseInput = {}) => Licenses.use((l) => l.create(input)).pipe(Effect.map((view) => view.license.key))
+const newLicense = (input: Services.CreateLicenseInput = {}) => Licenses.use((l) => l.create(input)).pipe(Effect.map((view) => view.license.key))
 const activate = (licenseKey: string, fingerprint: string) => Licensing.use((l) => l.activate({ ...client, licenseKey, facts: { fingerprint } }))
 const heartbeat = (licenseKey: string, fingerprint: string) => Licensing.use((l) => l.heartbeat({ ...client, licenseKey, fingerprint }))
 const view = (key: string) => Licenses.use((l) => l.get(key))
 const sweep = Sweeper.use((s) => s.sweepOnce)
-const eventsAfter = (id: number) => EventOutbox.use((o) => o.readAfter(id, 1000))
+const eventsAfter = (id: number) => Ports.EventOutbox.use((o) => o.readAfter(id, 1000))
 const lastEventId = Effect.map(eventsAfter(0), (events) => events.at(-1)?.id ?? 0)
 
 describe("actions", () => {

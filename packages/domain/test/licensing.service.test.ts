@@ -6,13 +6,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { type CreateLicenseInput, EventOutbox, Licenses, Licensing, Machines } from "@lm/domain"
+import { Licenses, Licensing, Machines } from "@lm/domain"
+import { Ports } from "@lm/domain"
+import type { Services } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { DAY, SECOND, T0 } from "./fixtures.js"
 
 const client = { ipAddress: "203.0.113.7" }
 
-const newLicense = (input: CreateLicenseInput = {}) => Licenses.use((l) => l.create(input)).pipe(Effect.map((view) => view.license.key))
+const newLicense = (input: Services.CreateLicenseInput = {}) => Licenses.use((l) => l.create(input)).pipe(Effect.map((view) => view.license.key))
 
 const activate = (licenseKey: string, fingerprint: string) =>
   Licensing.use((l) => l.activate({ ...client, licenseKey, facts: { fingerprint } }))
@@ -28,7 +30,7 @@ const validate = (licenseKey: string, fingerprint: string | null) =>
 
 const view = (key: string) => Licenses.use((l) => l.get(key))
 
-const events = EventOutbox.use((o) => o.readAfter(0, 1000))
+const events = Ports.EventOutbox.use((o) => o.readAfter(0, 1000))
 
 describe("activation", () => {
   it.effect("is idempotent: the same fingerprint answers 200 with the same machine and takes no new seat", () =>

@@ -4,31 +4,21 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import {
-  countSeatsHeld,
-  deactivateMachine,
-  holdsSeat,
-  type License,
-  type Machine,
-  planActivation,
-  recordHeartbeat,
-  revokeMachine,
-  seatDeadline,
-  sweepReason
-} from "@lm/domain"
+import { Machine } from "@lm/domain"
+import type { Model } from "@lm/domain"
 import { DAY, failureOf, makeLicense, makeMachine, SECOND, successOf, T0 } from "./fixtures.js"
 
 const durationArb = fc.integer({ min: 1, max: 31_536_000 })
 
 /** Activates a new fingerprint at `now` through the domain's plan and returns the machine it would insert. */
-const activate = (license: License, now: number, active: ReadonlyArray<Machine> = [], fingerprint = "fp-new"): Machine => {
-  const plan = successOf(planActivation({ license, activeMachines: active, existing: undefined, facts: { fingerprint }, now, blacklisted: false }))
+const activate = (license: Model.License, now: number, active: ReadonlyArray<Model.Machine> = [], fingerprint = "fp-new"): Model.Machine => {
+  const plan = successOf(Machine.planActivation({ license, activeMachines: active, existing: undefined, facts: { fingerprint }, now, blacklisted: false }))
   if (plan._tag !== "Insert") throw new Error(`expected an insert, got ${plan._tag}`)
   return { ...plan.draft, id: 99, components: [] }
 }
 
-const beat = (license: License, machine: Machine, now: number) =>
-  successOf(recordHeartbeat({ license, machine, appVersion: undefined, now, blacklisted: false }))
+const beat = (license: Model.License, machine: Model.Machine, now: number) =>
+  successOf(Machine.recordHeartbeat({ license, machine, appVersion: undefined, now, blacklisted: false }))
 
 describe("holdsSeat", () => {
   it("a node-locked machine without heartbeats holds its seat until it is deactivated", () => {
@@ -36,9 +26,9 @@ describe("holdsSeat", () => {
     const machine = activate(license, T0)
     expect(machine.leaseExpiresAt).toBeNull()
     expect(machine.seatDeadline).toBeNull()
-    expect(holdsSeat(machine, license, T0 + 10_000 * DAY)).toBe(true)
-    expect(holdsSeat({ ...machine, status: "inactive" }, license, T0)).toBe(false)
-    expect(holdsSeat({ ...machine, status: "revoked" }, license, T0)).toBe(false)
+    expect(Machine.holdsSeat(machine, license, T0 + 10_000 * DAY)).toBe(true)
+    expect(Machine.holdsSeat({ ...machine, status: "inactive" }, license, T0)).toBe(false)
+    expect(Machine.holdsSeat({ ...machine, status: "revoked" }, license, T0)).toBe(false)
   })
 
   it("a floating lease holds until lease_duration after activation, and not at that instant", () => {
@@ -49,8 +39,8 @@ describe("holdsSeat", () => {
         const end = T0 + at + lease * SECOND
         expect(machine.leaseExpiresAt).toBe(end)
         expect(machine.seatDeadline).toBe(end)
-        expect(holdsSeat(machine, license, end - 1)).toBe(true)
-        expect(holdsSeat(machine, license, end)).toBe(false)
+        expect(Machine.holdsSeat(machine, license, end - 1)).toBe(true)
+        expect(Machine.holdsSeat(machine, license, end)).toBe(false)
       })
     )
   })
@@ -65,8 +55,8 @@ describe("holdsSeat", () => {
         expect(result.leaseExpiresAt).toBe(at + lease * SECOND)
         expect(result.machine.leaseExpiresAt).toBe(at + lease * SECOND)
         expect(result.machine.lastHeartbeatAt).toBe(at)
-        expect(holdsSeat(result.machine, license, at + lease * SECOND - 1)).toBe(true)
-        expect(holdsSeat(result.machine, license, at + lease * SECOND)).toBe(false)
+        expect(Machine.holdsSeat(result.machine, license, at + lease * SECOND - 1)).toBe(true)
+        expect(Machine.holdsSeat(result.machine, license, at + lease * SECOND)).toBe(false)
       })
     )
   })
@@ -81,15 +71,15 @@ describe("holdsSeat", () => {
           const window = 2 * interval * SECOND
           let machine = activate(license, T0)
           let from = T0
-          expect(holdsSeat(machine, license, from + window - 1)).toBe(true)
-          expect(holdsSeat(machine, license, from + window)).toBe(false)
+          expect(Machine.holdsSeat(machine, license, from + window - 1)).toBe(true)
+          expect(Machine.holdsSeat(machine, license, from + window)).toBe(false)
           for (const gap of gaps) {
             const at = from + Math.floor(gap * window)
             machine = beat(license, machine, at).machine
             from = at
             expect(machine.seatDeadline).toBe(from + window)
-            expect(holdsSeat(machine, license, from + window - 1)).toBe(true)
-            expect(holdsSeat(machine, license, from + window)).toBe(false)
+            expect(Machine.holdsSeat(machine, license, from + window - 1)).toBe(true)
+            expect(Machine.holdsSeat(machine, license, from + window)).toBe(false)
           }
         }
       )
@@ -101,9 +91,9 @@ describe("holdsSeat", () => {
     let machine = activate(license, T0)
     machine = beat(license, machine, T0 + 100 * SECOND).machine
     // 2 × 60 s after activation has passed, but only 20 s since the beat.
-    expect(holdsSeat(machine, license, T0 + 120 * SECOND)).toBe(true)
-    expect(holdsSeat(machine, license, T0 + 220 * SECOND - 1)).toBe(true)
-    expect(holdsSeat(machine, license, T0 + 220 * SECOND)).toBe(false)
+    expect(Machine.holdsSeat(machine, license, T0 + 120 * SECOND)).toBe(true)
+    expect(Machine.holdsSeat(machine, license, T0 + 220 * SECOND - 1)).toBe(true)
+    expect(Machine.holdsSeat(machine, license, T0 + 220 * SECOND)).toBe(false)
   })
 
   it("a floating machine that must also heartbeat holds until the earlier of both deadlines", () => {
@@ -112,9 +102,9 @@ describe("holdsSeat", () => {
         const license = makeLicense({ isFloating: true, leaseDuration: lease, requireHeartbeat: true, heartbeatInterval: interval })
         const machine = activate(license, T0)
         const end = T0 + Math.min(lease, 2 * interval) * SECOND
-        expect(seatDeadline(machine, license)).toBe(end)
-        expect(holdsSeat(machine, license, end - 1)).toBe(true)
-        expect(holdsSeat(machine, license, end)).toBe(false)
+        expect(Machine.seatDeadline(machine, license)).toBe(end)
+        expect(Machine.holdsSeat(machine, license, end - 1)).toBe(true)
+        expect(Machine.holdsSeat(machine, license, end)).toBe(false)
       })
     )
   })
@@ -125,7 +115,7 @@ describe("holdsSeat", () => {
     const dead = makeMachine({ activatedAt: T0 - 120 * SECOND })
     const inactive = makeMachine({ status: "inactive" })
     const revoked = makeMachine({ status: "revoked" })
-    expect(countSeatsHeld([live, dead, inactive, revoked], license, T0)).toBe(1)
+    expect(Machine.countSeatsHeld([live, dead, inactive, revoked], license, T0)).toBe(1)
   })
 })
 
@@ -136,7 +126,7 @@ describe("planActivation", () => {
     // ceiling = floor(2 × 1.5) = 3
     const held = [makeMachine(), makeMachine(), makeMachine()]
     expect(activate(strategyLicense, T0, held.slice(0, 2)).status).toBe("active")
-    const error = failureOf(planActivation({ license: strategyLicense, activeMachines: held, existing: undefined, facts: { fingerprint: "x" }, now: T0, blacklisted: false }))
+    const error = failureOf(Machine.planActivation({ license: strategyLicense, activeMachines: held, existing: undefined, facts: { fingerprint: "x" }, now: T0, blacklisted: false }))
     expect(error).toMatchObject({ _tag: "MachineLimitExceeded", max_activations: 2, activation_count: 3, ceiling: 3, status: 422, code: "machine_limit_exceeded" })
   })
 
@@ -148,10 +138,10 @@ describe("planActivation", () => {
         // `max - 1` machines hold a lease; `deadCount` others are still `active` but their lease ran out at `now`.
         const live = Array.from({ length: max - 1 }, () => makeMachine({ activatedAt: T0 + 1, leaseExpiresAt: now + 1 }))
         const dead = Array.from({ length: deadCount }, () => makeMachine({ activatedAt: T0, leaseExpiresAt: now }))
-        expect(countSeatsHeld([...live, ...dead], license, now)).toBe(max - 1)
+        expect(Machine.countSeatsHeld([...live, ...dead], license, now)).toBe(max - 1)
         expect(activate(license, now, [...live, ...dead]).status).toBe("active")
         const full = [...live, makeMachine({ activatedAt: T0 + 1, leaseExpiresAt: now + 1 }), ...dead]
-        expect(failureOf(planActivation({ license, activeMachines: full, existing: undefined, facts: { fingerprint: "x" }, now, blacklisted: false }))._tag).toBe(
+        expect(failureOf(Machine.planActivation({ license, activeMachines: full, existing: undefined, facts: { fingerprint: "x" }, now, blacklisted: false }))._tag).toBe(
           "MachineLimitExceeded"
         )
       })
@@ -161,14 +151,14 @@ describe("planActivation", () => {
   it("is idempotent for a fingerprint that holds a seat, even when the license is full", () => {
     const license = makeLicense({ maxActivations: 1 })
     const machine = makeMachine({ fingerprint: "fp-a" })
-    const plan = successOf(planActivation({ license, activeMachines: [machine], existing: machine, facts: { fingerprint: "fp-a" }, now: T0, blacklisted: false }))
+    const plan = successOf(Machine.planActivation({ license, activeMachines: [machine], existing: machine, facts: { fingerprint: "fp-a" }, now: T0, blacklisted: false }))
     expect(plan).toEqual({ _tag: "AlreadyActive", machine })
   })
 
   it("re-activates an earlier record of the fingerprint with fresh timing", () => {
     const license = makeLicense({ isFloating: true, leaseDuration: 60, activatedAt: T0 - DAY })
     const old = makeMachine({ fingerprint: "fp-a", status: "inactive", activatedAt: T0 - DAY, deactivatedAt: T0 - 1, deactivationReason: "client", lastHeartbeatAt: T0 - 2, name: "old" })
-    const plan = successOf(planActivation({ license, activeMachines: [], existing: old, facts: { fingerprint: "fp-a", name: "new" }, now: T0, blacklisted: false }))
+    const plan = successOf(Machine.planActivation({ license, activeMachines: [], existing: old, facts: { fingerprint: "fp-a", name: "new" }, now: T0, blacklisted: false }))
     expect(plan._tag).toBe("Reactivate")
     if (plan._tag !== "Reactivate") return
     expect(plan.machine).toMatchObject({
@@ -187,22 +177,22 @@ describe("planActivation", () => {
   it("re-activates a machine whose heartbeat died without waiting for the sweep", () => {
     const license = makeLicense({ requireHeartbeat: true, heartbeatInterval: 60, maxActivations: 1 })
     const dead = makeMachine({ fingerprint: "fp-a", activatedAt: T0 - 120 * SECOND })
-    const plan = successOf(planActivation({ license, activeMachines: [dead], existing: dead, facts: { fingerprint: "fp-a" }, now: T0, blacklisted: false }))
+    const plan = successOf(Machine.planActivation({ license, activeMachines: [dead], existing: dead, facts: { fingerprint: "fp-a" }, now: T0, blacklisted: false }))
     expect(plan._tag).toBe("Reactivate")
   })
 
   it("refuses a revoked fingerprint for good, even with seats free", () => {
     const license = makeLicense()
     const revoked = makeMachine({ fingerprint: "fp-a", status: "revoked" })
-    const error = failureOf(planActivation({ license, activeMachines: [], existing: revoked, facts: { fingerprint: "fp-a" }, now: T0, blacklisted: false }))
+    const error = failureOf(Machine.planActivation({ license, activeMachines: [], existing: revoked, facts: { fingerprint: "fp-a" }, now: T0, blacklisted: false }))
     expect(error).toMatchObject({ _tag: "Refused", code: "machine_revoked", status: 403 })
   })
 
   it("refuses in the contract's order: license standing before the machine and before the seat check", () => {
     const full = makeLicense({ maxActivations: 0, state: "suspended" })
     const revoked = makeMachine({ fingerprint: "fp-a", status: "revoked" })
-    const plan = (license: License, blacklisted = false) =>
-      failureOf(planActivation({ license, activeMachines: [], existing: revoked, facts: { fingerprint: "fp-a" }, now: T0, blacklisted }))
+    const plan = (license: Model.License, blacklisted = false) =>
+      failureOf(Machine.planActivation({ license, activeMachines: [], existing: revoked, facts: { fingerprint: "fp-a" }, now: T0, blacklisted }))
     expect(plan(full, true)).toMatchObject({ code: "blacklisted" })
     expect(plan({ ...full, state: "terminated" })).toMatchObject({ code: "license_terminated" })
     expect(plan({ ...full, state: "revoked" })).toMatchObject({ code: "license_revoked" })
@@ -210,18 +200,18 @@ describe("planActivation", () => {
     expect(plan({ ...full, state: "pending" })).toMatchObject({ code: "license_pending" })
     expect(plan({ ...full, state: "issued", expiresAt: T0 - 1 })).toMatchObject({ code: "license_expired" })
     expect(plan({ ...full, state: "issued" })).toMatchObject({ code: "machine_revoked" })
-    const error = failureOf(planActivation({ license: { ...full, state: "issued" }, activeMachines: [], existing: undefined, facts: { fingerprint: "fp-b" }, now: T0, blacklisted: false }))
+    const error = failureOf(Machine.planActivation({ license: { ...full, state: "issued" }, activeMachines: [], existing: undefined, facts: { fingerprint: "fp-b" }, now: T0, blacklisted: false }))
     expect(error._tag).toBe("MachineLimitExceeded")
   })
 
   it("the first activation sets activated_at and starts relative validity; later ones leave the license alone", () => {
     const license = makeLicense({ validForDays: 30 })
-    const first = successOf(planActivation({ license, activeMachines: [], existing: undefined, facts: { fingerprint: "a" }, now: T0 + 5, blacklisted: false }))
+    const first = successOf(Machine.planActivation({ license, activeMachines: [], existing: undefined, facts: { fingerprint: "a" }, now: T0 + 5, blacklisted: false }))
     expect(first._tag).toBe("Insert")
     if (first._tag !== "Insert") return
     expect(first.license.activatedAt).toBe(T0 + 5)
     expect(first.license.expiresAt).toBe(T0 + 5 + 30 * DAY)
-    const second = successOf(planActivation({ license: first.license, activeMachines: [], existing: undefined, facts: { fingerprint: "b" }, now: T0 + DAY, blacklisted: false }))
+    const second = successOf(Machine.planActivation({ license: first.license, activeMachines: [], existing: undefined, facts: { fingerprint: "b" }, now: T0 + DAY, blacklisted: false }))
     if (second._tag !== "Insert") throw new Error("expected an insert")
     expect(second.license).toBe(first.license)
   })
@@ -231,35 +221,35 @@ describe("recordHeartbeat", () => {
   it("refuses a machine that no longer holds a seat with machine_inactive: no resurrection", () => {
     const license = makeLicense({ requireHeartbeat: true, heartbeatInterval: 60 })
     const machine = activate(license, T0)
-    const late = failureOf(recordHeartbeat({ license, machine, appVersion: undefined, now: T0 + 120 * SECOND, blacklisted: false }))
+    const late = failureOf(Machine.recordHeartbeat({ license, machine, appVersion: undefined, now: T0 + 120 * SECOND, blacklisted: false }))
     expect(late).toMatchObject({ _tag: "MachineInactive", code: "machine_inactive", status: 409 })
-    const deactivated = deactivateMachine(license, machine, "client", T0).machine
-    expect(failureOf(recordHeartbeat({ license, machine: deactivated, appVersion: undefined, now: T0 + 1, blacklisted: false }))._tag).toBe("MachineInactive")
+    const deactivated = Machine.deactivateMachine(license, machine, "client", T0).machine
+    expect(failureOf(Machine.recordHeartbeat({ license, machine: deactivated, appVersion: undefined, now: T0 + 1, blacklisted: false }))._tag).toBe("MachineInactive")
   })
 
   it("refuses an expired floating lease too", () => {
     const license = makeLicense({ isFloating: true, leaseDuration: 30 })
     const machine = activate(license, T0)
-    expect(failureOf(recordHeartbeat({ license, machine, appVersion: undefined, now: T0 + 30 * SECOND, blacklisted: false }))._tag).toBe("MachineInactive")
+    expect(failureOf(Machine.recordHeartbeat({ license, machine, appVersion: undefined, now: T0 + 30 * SECOND, blacklisted: false }))._tag).toBe("MachineInactive")
   })
 
   it("refuses a revoked machine with machine_revoked, and the license's refusals come first", () => {
     const license = makeLicense()
-    const revoked = revokeMachine(license, activate(license, T0), T0).machine
-    expect(failureOf(recordHeartbeat({ license, machine: revoked, appVersion: undefined, now: T0, blacklisted: false }))).toMatchObject({ code: "machine_revoked" })
-    expect(failureOf(recordHeartbeat({ license: { ...license, state: "suspended" }, machine: revoked, appVersion: undefined, now: T0, blacklisted: false }))).toMatchObject({
+    const revoked = Machine.revokeMachine(license, activate(license, T0), T0).machine
+    expect(failureOf(Machine.recordHeartbeat({ license, machine: revoked, appVersion: undefined, now: T0, blacklisted: false }))).toMatchObject({ code: "machine_revoked" })
+    expect(failureOf(Machine.recordHeartbeat({ license: { ...license, state: "suspended" }, machine: revoked, appVersion: undefined, now: T0, blacklisted: false }))).toMatchObject({
       code: "license_suspended"
     })
-    expect(failureOf(recordHeartbeat({ license, machine: revoked, appVersion: undefined, now: T0, blacklisted: true }))).toMatchObject({ code: "blacklisted" })
+    expect(failureOf(Machine.recordHeartbeat({ license, machine: revoked, appVersion: undefined, now: T0, blacklisted: true }))).toMatchObject({ code: "blacklisted" })
   })
 
   it("tells a floating client to beat before its lease ends, and records the app version", () => {
     const license = makeLicense({ isFloating: true, leaseDuration: 120, heartbeatInterval: 600 })
-    const result = successOf(recordHeartbeat({ license, machine: activate(license, T0), appVersion: "2.0.0", now: T0 + SECOND, blacklisted: false }))
+    const result = successOf(Machine.recordHeartbeat({ license, machine: activate(license, T0), appVersion: "2.0.0", now: T0 + SECOND, blacklisted: false }))
     expect(result.nextHeartbeatBefore).toBe(T0 + SECOND + 120 * SECOND)
     expect(result.machine.appVersion).toBe("2.0.0")
     const locked = makeLicense({ heartbeatInterval: 600 })
-    const plain = successOf(recordHeartbeat({ license: locked, machine: activate(locked, T0), appVersion: undefined, now: T0, blacklisted: false }))
+    const plain = successOf(Machine.recordHeartbeat({ license: locked, machine: activate(locked, T0), appVersion: undefined, now: T0, blacklisted: false }))
     expect(plain.nextHeartbeatBefore).toBe(T0 + 600 * SECOND)
     expect(plain.leaseExpiresAt).toBeNull()
   })
@@ -277,10 +267,10 @@ describe("deactivate and revoke", () => {
       ["lease_expired", "machine.lease_expired"]
     ] as const
     for (const [reason, type] of cases) {
-      const change = deactivateMachine(license, machine, reason, T0 + 9)
+      const change = Machine.deactivateMachine(license, machine, reason, T0 + 9)
       expect(change.machine).toMatchObject({ status: "inactive", deactivatedAt: T0 + 9, deactivationReason: reason, seatDeadline: null })
       expect(change.events.map((e) => [e.type, e.data["reason"]])).toEqual([[type, reason]])
-      expect(holdsSeat(change.machine, license, T0 + 9)).toBe(false)
+      expect(Machine.holdsSeat(change.machine, license, T0 + 9)).toBe(false)
     }
   })
 
@@ -288,16 +278,16 @@ describe("deactivate and revoke", () => {
     const license = makeLicense()
     for (const status of ["inactive", "revoked"] as const) {
       const machine = makeMachine({ status, deactivationReason: "client" })
-      expect(deactivateMachine(license, machine, "admin", T0)).toEqual({ machine, events: [], changed: false })
+      expect(Machine.deactivateMachine(license, machine, "admin", T0)).toEqual({ machine, events: [], changed: false })
     }
   })
 
   it("revoking frees the seat, once", () => {
     const license = makeLicense()
-    const change = revokeMachine(license, activate(license, T0), T0 + 3)
+    const change = Machine.revokeMachine(license, activate(license, T0), T0 + 3)
     expect(change.machine).toMatchObject({ status: "revoked", deactivatedAt: T0 + 3, deactivationReason: "admin" })
     expect(change.events.map((e) => e.type)).toEqual(["machine.revoked"])
-    expect(revokeMachine(license, change.machine, T0 + 4)).toEqual({ machine: change.machine, events: [], changed: false })
+    expect(Machine.revokeMachine(license, change.machine, T0 + 4)).toEqual({ machine: change.machine, events: [], changed: false })
   })
 })
 
@@ -305,15 +295,15 @@ describe("sweepReason", () => {
   it("lease_expired for a floating lease that ran out, heartbeat_dead for a dead heartbeat, null while the seat is held", () => {
     const floating = makeLicense({ isFloating: true, leaseDuration: 60 })
     const leased = activate(floating, T0)
-    expect(sweepReason(leased, floating, T0 + 60 * SECOND - 1)).toBeNull()
-    expect(sweepReason(leased, floating, T0 + 60 * SECOND)).toBe("lease_expired")
+    expect(Machine.sweepReason(leased, floating, T0 + 60 * SECOND - 1)).toBeNull()
+    expect(Machine.sweepReason(leased, floating, T0 + 60 * SECOND)).toBe("lease_expired")
     const beating = makeLicense({ requireHeartbeat: true, heartbeatInterval: 60 })
     const locked = activate(beating, T0)
-    expect(sweepReason(locked, beating, T0 + 120 * SECOND - 1)).toBeNull()
-    expect(sweepReason(locked, beating, T0 + 120 * SECOND)).toBe("heartbeat_dead")
+    expect(Machine.sweepReason(locked, beating, T0 + 120 * SECOND - 1)).toBeNull()
+    expect(Machine.sweepReason(locked, beating, T0 + 120 * SECOND)).toBe("heartbeat_dead")
     // Both rules: the heartbeat (2 × 20 s) dies before the lease (60 s).
     const both = makeLicense({ isFloating: true, leaseDuration: 60, requireHeartbeat: true, heartbeatInterval: 20 })
-    expect(sweepReason(activate(both, T0), both, T0 + 40 * SECOND)).toBe("heartbeat_dead")
-    expect(sweepReason(makeMachine({ status: "inactive" }), beating, T0 + DAY)).toBeNull()
+    expect(Machine.sweepReason(activate(both, T0), both, T0 + 40 * SECOND)).toBe("heartbeat_dead")
+    expect(Machine.sweepReason(makeMachine({ status: "inactive" }), beating, T0 + DAY)).toBeNull()
   })
 })

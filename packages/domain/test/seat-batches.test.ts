@@ -8,19 +8,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import {
-  type ActivityEntry,
   ActivityRecorder,
-  EventOutbox,
   Licenses,
   Licensing,
-  type Machine,
   Machines,
-  MachineRepository,
-  type SeatBatchOptions,
-  SeatBatchSettings,
-  StorageUnavailable,
-  Store
+  SeatBatchSettings
 } from "@lm/domain"
+import { Errors, Ports } from "@lm/domain"
+import type { Model, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { seededRandom, T0 } from "./fixtures.js"
 
@@ -28,7 +23,7 @@ interface Probe {
   /** Transactions begun through the Store port. */
   transactions: number
   /** Event-log entries, as the recorder received them. */
-  readonly entries: Array<ActivityEntry>
+  readonly entries: Array<Model.ActivityEntry>
   /** Fingerprints whose machine writes fail (insert and update, batched or not). */
   readonly poisoned: Set<string>
   /** When set, every batched machine write fails (the single-call path still works). */
@@ -41,14 +36,14 @@ const newProbe = (): Probe => ({ transactions: 0, entries: [], poisoned: new Set
 const probedStore = (probe: Probe) =>
   Layer.syncContext(() => {
     const ports = MemoryStore.make()
-    const store = Context.get(ports, Store)
-    const machines = Context.get(ports, MachineRepository)
-    const broken = new StorageUnavailable({ message: "injected: the machine write failed" })
+    const store = Context.get(ports, Ports.Store)
+    const machines = Context.get(ports, Ports.MachineRepository)
+    const broken = new Errors.StorageUnavailable({ message: "injected: the machine write failed" })
     const poisoned = (list: ReadonlyArray<{ readonly fingerprint: string }>) => list.some((m) => probe.poisoned.has(m.fingerprint))
     return ports.pipe(
       Context.add(
-        Store,
-        Store.of({
+        Ports.Store,
+        Ports.Store.of({
           ...store,
           transaction: (effect) =>
             Effect.suspend(() => {
@@ -58,8 +53,8 @@ const probedStore = (probe: Probe) =>
         })
       ),
       Context.add(
-        MachineRepository,
-        MachineRepository.of({
+        Ports.MachineRepository,
+        Ports.MachineRepository.of({
           ...machines,
           insert: (draft) => (poisoned([draft]) ? Effect.fail(broken) : machines.insert(draft)),
           update: (machine, components) => (poisoned([machine]) ? Effect.fail(broken) : machines.update(machine, components)),
@@ -70,7 +65,7 @@ const probedStore = (probe: Probe) =>
     )
   })
 
-const engine = (probe: Probe, batching: SeatBatchOptions) =>
+const engine = (probe: Probe, batching: Services.SeatBatchOptions) =>
   Layer.mergeAll(Licenses.layer, Machines.layer).pipe(
     Layer.provideMerge(Licensing.layer),
     Layer.provideMerge(
@@ -84,8 +79,8 @@ const engine = (probe: Probe, batching: SeatBatchOptions) =>
     Layer.provide(Layer.succeed(SeatBatchSettings, batching))
   )
 
-const batched: SeatBatchOptions = { workers: 4, maxBatch: 128 }
-const oneByOne: SeatBatchOptions = { workers: 0, maxBatch: 1 }
+const batched: Services.SeatBatchOptions = { workers: 4, maxBatch: 128 }
+const oneByOne: Services.SeatBatchOptions = { workers: 0, maxBatch: 1 }
 
 const client = { ipAddress: "198.51.100.9" }
 
@@ -97,7 +92,7 @@ type Call =
 /** What a client call answers, as far as these tests look. */
 interface Answered {
   readonly created?: boolean | undefined
-  readonly machine: Machine
+  readonly machine: Model.Machine
 }
 
 /** What the client sees: 201/200 and the machine, or the error's code. */
@@ -139,7 +134,7 @@ const stored = (keys: ReadonlyArray<string>, probe: Probe) =>
         machines: detail.value.machines.map((m) => `${m.fingerprint}:${m.status}`).sort()
       }
     }
-    const events = (yield* EventOutbox.use((o) => o.readAfter(0, 10_000))).map((e) => `${e.type} ${String(e.data.fingerprint ?? "")}`).sort()
+    const events = (yield* Ports.EventOutbox.use((o) => o.readAfter(0, 10_000))).map((e) => `${e.type} ${String(e.data.fingerprint ?? "")}`).sort()
     const log = probe.entries.map((e) => `${e.kind} ${e.licenseKey} ${e.fingerprint} ${e.licenseId === null ? "-" : "L"} ${e.result}`).sort()
     return { byKey, events, log }
   })

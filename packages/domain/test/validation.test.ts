@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { type License, type Machine, type OverageStrategy, validateLicense, validationCodes } from "@lm/domain"
+import { Validation } from "@lm/domain"
+import type { Model } from "@lm/domain"
 import { DAY, makeLicense, makeMachine, SECOND, T0 } from "./fixtures.js"
 
 /** The contract's order, written out again so that a reordered `validationCodes` fails here. */
@@ -21,17 +22,17 @@ const ORDER = [
   "valid"
 ] as const
 
-const FACTOR: Record<OverageStrategy, number> = { deny: 1, allow_1_25x: 1.25, allow_1_5x: 1.5, allow_2x: 2 }
+const FACTOR: Record<Model.OverageStrategy, number> = { deny: 1, allow_1_25x: 1.25, allow_1_5x: 1.5, allow_2x: 2 }
 
 /** The fingerprint's own record, if any. */
 type Own = "none" | "holding" | "dead" | "inactive" | "revoked"
 
 interface Scenario {
   readonly blacklisted: boolean
-  readonly state: License["state"]
+  readonly state: Model.License["state"]
   readonly expired: boolean
   readonly maxActivations: number | null
-  readonly strategy: OverageStrategy
+  readonly strategy: Model.OverageStrategy
   /** Machines of other fingerprints holding a seat. */
   readonly others: number
   /** Machines still `active` whose heartbeat died: they must never count. */
@@ -42,10 +43,10 @@ interface Scenario {
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   blacklisted: fc.boolean(),
-  state: fc.constantFrom<License["state"]>("pending", "issued", "suspended", "revoked", "terminated"),
+  state: fc.constantFrom<Model.License["state"]>("pending", "issued", "suspended", "revoked", "terminated"),
   expired: fc.boolean(),
   maxActivations: fc.option(fc.integer({ min: 0, max: 4 }), { nil: null, freq: 4 }),
-  strategy: fc.constantFrom<OverageStrategy>("deny", "allow_1_25x", "allow_1_5x", "allow_2x"),
+  strategy: fc.constantFrom<Model.OverageStrategy>("deny", "allow_1_25x", "allow_1_5x", "allow_2x"),
   others: fc.integer({ min: 0, max: 9 }),
   dead: fc.integer({ min: 0, max: 3 }),
   fingerprint: fc.option(fc.constant("fp-target"), { nil: null, freq: 4 }),
@@ -56,7 +57,7 @@ const NOW = T0 + 30 * DAY
 const INTERVAL = 600
 
 /** Builds the license and the machines validation reads for a scenario (heartbeats required: 2 × 600 s). */
-const build = (s: Scenario): { license: License; machines: ReadonlyArray<Machine> } => {
+const build = (s: Scenario): { license: Model.License; machines: ReadonlyArray<Model.Machine> } => {
   const license = makeLicense({
     state: s.state,
     expiresAt: s.expired ? NOW - DAY - 1 : NOW + DAY,
@@ -68,10 +69,10 @@ const build = (s: Scenario): { license: License; machines: ReadonlyArray<Machine
   })
   const alive = { activatedAt: T0, lastHeartbeatAt: NOW - 2 * INTERVAL * SECOND + 1 }
   const deadTiming = { activatedAt: T0, lastHeartbeatAt: NOW - 2 * INTERVAL * SECOND }
-  const machines: Array<Machine> = []
+  const machines: Array<Model.Machine> = []
   for (let i = 0; i < s.others; i++) machines.push(makeMachine({ fingerprint: `other-${i}`, ...alive }))
   for (let i = 0; i < s.dead; i++) machines.push(makeMachine({ fingerprint: `dead-${i}`, ...deadTiming }))
-  const own = (patch: Partial<Machine>) => makeMachine({ fingerprint: "fp-target", ...patch })
+  const own = (patch: Partial<Model.Machine>) => makeMachine({ fingerprint: "fp-target", ...patch })
   switch (s.own) {
     case "holding":
       machines.push(own(alive))
@@ -114,7 +115,7 @@ const expected = (s: Scenario) => {
 
 describe("validateLicense", () => {
   it("checks the codes in the contract's order", () => {
-    expect(validationCodes).toEqual(ORDER)
+    expect(Validation.validationCodes).toEqual(ORDER)
   })
 
   it("answers the first failing check of the contract's order, whatever else fails", () => {
@@ -123,7 +124,7 @@ describe("validateLicense", () => {
     fc.assert(
       fc.property(scenarioArb, (s) => {
         const { license, machines } = build(s)
-        const result = validateLicense({ license, machines, fingerprint: s.fingerprint, now: NOW, blacklisted: s.blacklisted })
+        const result = Validation.validateLicense({ license, machines, fingerprint: s.fingerprint, now: NOW, blacklisted: s.blacklisted })
         const want = expected(s)
         expect(result.code).toBe(want.code)
         expect(result.valid).toBe(want.code === "valid")
@@ -147,25 +148,25 @@ describe("validateLicense", () => {
   it("answers machine_limit_exceeded above the ceiling even for one of its active machines", () => {
     const license = makeLicense({ maxActivations: 2 })
     const machines = [makeMachine({ fingerprint: "a" }), makeMachine({ fingerprint: "b" }), makeMachine({ fingerprint: "c" })]
-    const result = validateLicense({ license, machines, fingerprint: "a", now: T0, blacklisted: false })
+    const result = Validation.validateLicense({ license, machines, fingerprint: "a", now: T0, blacklisted: false })
     expect(result).toMatchObject({ valid: false, code: "machine_limit_exceeded", seatsHeld: 3, ceiling: 2, machine: null, status: "active" })
     // At the ceiling it is valid.
-    expect(validateLicense({ license, machines: machines.slice(0, 2), fingerprint: "a", now: T0, blacklisted: false }).code).toBe("valid")
+    expect(Validation.validateLicense({ license, machines: machines.slice(0, 2), fingerprint: "a", now: T0, blacklisted: false }).code).toBe("valid")
   })
 
   it("needs_activation is true for an unknown fingerprint only while a seat is free", () => {
     const license = makeLicense({ maxActivations: 1 })
     const one = [makeMachine({ fingerprint: "a" })]
-    expect(validateLicense({ license, machines: [], fingerprint: "x", now: T0, blacklisted: false })).toMatchObject({ code: "fingerprint_not_activated", needsActivation: true })
-    expect(validateLicense({ license, machines: one, fingerprint: "x", now: T0, blacklisted: false })).toMatchObject({ code: "fingerprint_not_activated", needsActivation: false })
-    expect(validateLicense({ license, machines: one, fingerprint: "a", now: T0, blacklisted: false })).toMatchObject({ code: "valid", needsActivation: false })
+    expect(Validation.validateLicense({ license, machines: [], fingerprint: "x", now: T0, blacklisted: false })).toMatchObject({ code: "fingerprint_not_activated", needsActivation: true })
+    expect(Validation.validateLicense({ license, machines: one, fingerprint: "x", now: T0, blacklisted: false })).toMatchObject({ code: "fingerprint_not_activated", needsActivation: false })
+    expect(Validation.validateLicense({ license, machines: one, fingerprint: "a", now: T0, blacklisted: false })).toMatchObject({ code: "valid", needsActivation: false })
   })
 
   it("reports the status as it is now", () => {
     const license = makeLicense({ expiresAt: T0 })
-    expect(validateLicense({ license, machines: [], fingerprint: null, now: T0, blacklisted: false })).toMatchObject({ code: "valid", status: "inactive" })
-    expect(validateLicense({ license, machines: [makeMachine()], fingerprint: null, now: T0, blacklisted: false }).status).toBe("active")
-    expect(validateLicense({ license, machines: [], fingerprint: null, now: T0 + 1, blacklisted: false })).toMatchObject({ code: "license_expired", status: "expired" })
-    expect(validateLicense({ license: { ...license, state: "suspended" }, machines: [], fingerprint: null, now: T0, blacklisted: false }).status).toBe("suspended")
+    expect(Validation.validateLicense({ license, machines: [], fingerprint: null, now: T0, blacklisted: false })).toMatchObject({ code: "valid", status: "inactive" })
+    expect(Validation.validateLicense({ license, machines: [makeMachine()], fingerprint: null, now: T0, blacklisted: false }).status).toBe("active")
+    expect(Validation.validateLicense({ license, machines: [], fingerprint: null, now: T0 + 1, blacklisted: false })).toMatchObject({ code: "license_expired", status: "expired" })
+    expect(Validation.validateLicense({ license: { ...license, state: "suspended" }, machines: [], fingerprint: null, now: T0, blacklisted: false }).status).toBe("suspended")
   })
 })

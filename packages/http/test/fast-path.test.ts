@@ -11,7 +11,7 @@
  */
 import { Agent, request as httpRequest } from "node:http"
 import { Effect, Layer, Redacted } from "effect"
-import { LicenseRepository, MachineRepository, StorageUnavailable } from "@lm/domain"
+import { Errors, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FastPath } from "../src/server/FastPath.js"
@@ -351,7 +351,7 @@ const faulty = <S extends object>(real: S): S =>
       if (typeof value !== "function") return value
       return (...args: Array<unknown>) =>
         storeMode === "down"
-          ? Effect.fail(new StorageUnavailable({ message: "the store is unreachable" }))
+          ? Effect.fail(new Errors.StorageUnavailable({ message: "the store is unreachable" }))
           : storeMode === "defect"
           ? Effect.die(new Error("a bug in the store"))
           : storeMode === "slow"
@@ -365,8 +365,8 @@ const faulty = <S extends object>(real: S): S =>
 /** The memory store with its license and machine repositories failing on demand. */
 const faultyStore = () =>
   Layer.mergeAll(
-    Layer.effect(LicenseRepository, Effect.map(Effect.service(LicenseRepository), faulty)),
-    Layer.effect(MachineRepository, Effect.map(Effect.service(MachineRepository), faulty))
+    Layer.effect(Ports.LicenseRepository, Effect.map(Effect.service(Ports.LicenseRepository), faulty)),
+    Layer.effect(Ports.MachineRepository, Effect.map(Effect.service(Ports.MachineRepository), faulty))
   ).pipe(Layer.provideMerge(MemoryStore.layer))
 
 describe("fast path and Effect stack answer alike when the store is down or dies", () => {

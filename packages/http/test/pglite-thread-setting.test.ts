@@ -3,10 +3,10 @@
  * for, and a value that is neither is refused at start-up rather than ignored. Both ways serve the same store.
  */
 import { ConfigProvider, Effect } from "effect"
-import { Licenses, Licensing } from "@lm/domain"
+import { Engine, Licenses, Licensing } from "@lm/domain"
 import { PgliteTemplate } from "@lm/storage-pg"
 import { describe, expect, it } from "vitest"
-import { engineLayer, storeChoiceFromEnv, storeLayer } from "../src/server/App.js"
+import { storeChoiceFromEnv, storeLayer } from "../src/server/App.js"
 
 const choose = (env: Record<string, string>) =>
   Effect.runSync(storeChoiceFromEnv.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))))
@@ -27,7 +27,7 @@ describe("LM_PGLITE_THREAD", () => {
       const dataDir = yield* PgliteTemplate.temporaryDataDir
       const served = (use: Effect.Effect<string, unknown, Licenses | Licensing>) =>
         use.pipe(
-          Effect.provide(engineLayer(storeLayer({ _tag: "pglite", dataDir, thread }), { sweepIntervalSeconds: 0 })),
+          Effect.provide(Engine.layer(storeLayer({ _tag: "pglite", dataDir, thread }), { sweepIntervalSeconds: 0 })),
           Effect.scoped
         )
       const key = yield* served(Effect.gen(function*() {

@@ -3,16 +3,17 @@
  * shared transactions by default, and gives every call its own transaction with `0`, with the same answers.
  */
 import { ConfigProvider, Context, Effect, Layer } from "effect"
-import { Licenses, Licensing, Store } from "@lm/domain"
+import { Licenses, Licensing } from "@lm/domain"
+import { Engine, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { describe, expect, it } from "vitest"
-import { engineLayer, engineOptionsFromEnv, type EngineOptions } from "../src/server/App.js"
+import { engineOptionsFromEnv } from "../src/server/App.js"
 
 /** The memory store, counting the transactions begun. */
 const countingStore = (counter: { transactions: number }) =>
   Layer.effectContext(Effect.gen(function*() {
-    const store = yield* Store
-    return Context.make(Store, Store.of({
+    const store = yield* Ports.Store
+    return Context.make(Ports.Store, Ports.Store.of({
       ...store,
       transaction: (effect) => Effect.suspend(() => {
         counter.transactions++
@@ -22,7 +23,7 @@ const countingStore = (counter: { transactions: number }) =>
   })).pipe(Layer.provideMerge(MemoryStore.layer))
 
 /** 32 activations at once on a license with 20 seats: the codes answered and the transactions they took. */
-const burst = (options: EngineOptions) => {
+const burst = (options: Engine.Options) => {
   const counter = { transactions: 0 }
   return Effect.gen(function*() {
     const { license } = yield* (yield* Licenses).create({ maxActivations: 20 })
@@ -39,7 +40,7 @@ const burst = (options: EngineOptions) => {
     )
     return { codes: codes.sort(), transactions: counter.transactions - before }
   }).pipe(
-    Effect.provide(engineLayer(countingStore(counter), { sweepIntervalSeconds: 0, ...options })),
+    Effect.provide(Engine.layer(countingStore(counter), { sweepIntervalSeconds: 0, ...options })),
     Effect.scoped,
     Effect.runPromise
   )

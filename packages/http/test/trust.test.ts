@@ -7,7 +7,8 @@
  */
 import { createHash, createPrivateKey, createPublicKey, randomBytes, verify as nodeVerify } from "node:crypto"
 import { Effect, Redacted } from "effect"
-import { SigningKeyRepository, SigningKeys } from "@lm/domain"
+import { SigningKeys } from "@lm/domain"
+import { Ports } from "@lm/domain"
 import { verifyToken } from "@lm/domain/verify"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { admin } from "./support/Admin.js"
@@ -291,7 +292,7 @@ for (const store of ["memory", "pglite"] as const) {
     })
 
     it("never sends a private key, in any body or header", async () => {
-      const stored = await app.run(Effect.flatMap(SigningKeyRepository, (repo) => repo.list))
+      const stored = await app.run(Effect.flatMap(Ports.SigningKeyRepository, (repo) => repo.list))
       const seeds = [seed, ...stored.map((row) => Buffer.from(row.seed, "base64"))]
       expect(seeds.length).toBeGreaterThanOrEqual(3)
       expect(received.length).toBeGreaterThan(50)

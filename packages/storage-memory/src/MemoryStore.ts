@@ -1,79 +1,30 @@
-/**
- * The store in memory: every port of `@lm/domain` on plain maps, for embedding and tests.
- *
- * NOT DURABLE: everything lives in the process and is gone when it exits; two processes never share it.
- * Use `@lm/storage-pg` to keep data.
- *
- * Semantics (the same as the PostgreSQL store's, checked by the shared storage contract suite):
- * - `Store.transaction` is read committed: a transaction sees its own writes and what others committed; a
- *   failure, defect or interruption rolls back every write made inside. A nested `transaction` joins the
- *   enclosing one as a savepoint. Reads outside a transaction read committed rows directly.
- * - Writing or deleting an existing row takes that row's lock until the transaction ends (as PostgreSQL's
- *   UPDATE does); `lockLicense` takes it up front. Called outside a transaction, `lockLicense` runs as a
- *   transaction of its own: it waits for the current holder and returns the latest committed row.
- * - `claimFromPool` and `claimExpired` skip rows other transactions hold and must run inside a transaction
- *   (outside one they die: a claim that is released at once would hand the same row to two callers).
- * - Ids come from per-table sequences and are never reused. Outbox events get their ids when their
- *   transaction commits, so ids follow commit order.
- * - Violations of constraints that the ports cannot report as typed errors (a duplicate machine
- *   fingerprint, API key hash or signing key id, an update of a missing row, a deadlock) are defects.
- */
-import {
-  type ActivityEntry,
-  ActivityLog,
-  affectsRevocationList,
-  type ApiKey,
-  type ApiKeyDraft,
-  ApiKeyRepository,
-  type ComponentDraft,
-  type DomainEvent,
-  EventOutbox,
-  expiryWithGrace,
-  type Generator,
-  type GeneratorDraft,
-  GeneratorRepository,
-  type License,
-  type LicenseDraft,
-  licenseExists,
-  type LicenseQuery,
-  LicenseRepository,
-  type LicenseState,
-  type Machine,
-  type MachineDraft,
-  type MachineQuery,
-  MachineRepository,
-  type Page,
-  type PageRequest,
-  SigningKeyRepository,
-  Store,
-  type StoredSigningKey
-} from "@lm/domain"
+import { Errors, License, Model, Ports } from "@lm/domain"
 import { Context, Effect, Layer } from "effect"
 import { Database, type Tx } from "./Database.js"
 import type { Row, Table } from "./Table.js"
 
 /** Every port the memory store provides. */
 export type Services =
-  | Store
-  | LicenseRepository
-  | MachineRepository
-  | GeneratorRepository
-  | ApiKeyRepository
-  | SigningKeyRepository
-  | EventOutbox
-  | ActivityLog
+  | Ports.Store
+  | Ports.LicenseRepository
+  | Ports.MachineRepository
+  | Ports.GeneratorRepository
+  | Ports.ApiKeyRepository
+  | Ports.SigningKeyRepository
+  | Ports.EventOutbox
+  | Ports.ActivityLog
 
-interface SigningKeyRow extends StoredSigningKey {
+interface SigningKeyRow extends Model.StoredSigningKey {
   readonly id: number
 }
 
-type StoredEvent = DomainEvent & { readonly id: number }
+type StoredEvent = Model.DomainEvent & { readonly id: number }
 
 /** Events and activity a transaction wrote, published when it commits. */
 interface Pending {
-  readonly events: Array<DomainEvent>
+  readonly events: Array<Model.DomainEvent>
   revocationBumps: number
-  readonly activity: Array<ActivityEntry>
+  readonly activity: Array<Model.ActivityEntry>
 }
 
 /** A deep copy that nobody can change afterwards: what the store keeps and hands out. */
@@ -87,7 +38,7 @@ const deepFreeze = <A>(value: A): A => {
   return value
 }
 
-const pageOf = <A>(items: ReadonlyArray<A>, page: PageRequest): Page<A> => {
+const pageOf = <A>(items: ReadonlyArray<A>, page: Ports.PageRequest): Ports.Page<A> => {
   const start = Math.max(0, (page.page - 1) * page.perPage)
   return { items: items.slice(start, start + Math.max(0, page.perPage)), total: items.length }
 }
@@ -101,12 +52,12 @@ const notInTransaction = (operation: string) =>
 export const make = (): Context.Context<Services> => {
   const db = new Database()
 
-  const licenses = db.table<License>({
+  const licenses = db.table<Model.License>({
     name: "license",
     unique: { key: (license) => license.key },
     groups: { pool: (license) => (license.state === "pending" ? license.generatorId : null) }
   })
-  const machines = db.table<Machine>({
+  const machines = db.table<Model.Machine>({
     name: "machine",
     unique: { fingerprint: (machine) => `${machine.licenseId}\u0000${machine.fingerprint}` },
     groups: {
@@ -115,14 +66,14 @@ export const make = (): Context.Context<Services> => {
       revoked: (machine) => (machine.status === "revoked" ? 0 : null)
     }
   })
-  const generators = db.table<Generator>({ name: "generator", unique: {}, groups: {} })
-  const apiKeys = db.table<ApiKey>({ name: "api_key", unique: { hash: (key) => key.consumerKeyHash }, groups: {} })
+  const generators = db.table<Model.Generator>({ name: "generator", unique: {}, groups: {} })
+  const apiKeys = db.table<Model.ApiKey>({ name: "api_key", unique: { hash: (key) => key.consumerKeyHash }, groups: {} })
   const signingKeys = db.table<SigningKeyRow>({ name: "signing_key", unique: { kid: (key) => key.kid }, groups: {} })
   let componentSeq = 0
 
   const committedEvents: Array<StoredEvent> = []
   let revocationSeq = 0
-  const activity: Array<ActivityEntry> = []
+  const activity: Array<Model.ActivityEntry> = []
   const activityByLicense = new Map<number, number>()
   const pendingOf = new WeakMap<Tx, Pending>()
 
@@ -181,7 +132,7 @@ export const make = (): Context.Context<Services> => {
   // ---------------------------------------------------------------------------------------------------------
   // Store
 
-  const lockLicenseWhere = (find: (tx: Tx) => License | undefined, still: (license: License) => boolean) =>
+  const lockLicenseWhere = (find: (tx: Tx) => Model.License | undefined, still: (license: Model.License) => boolean) =>
     db.inTransaction((tx) =>
       Effect.suspend(() => {
         const found = find(tx)
@@ -190,7 +141,7 @@ export const make = (): Context.Context<Services> => {
       })
     )
 
-  const store = Store.of({
+  const store = Ports.Store.of({
     transaction: (effect) => db.transaction(effect),
     lockLicense: (key) =>
       lockLicenseWhere((tx) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key), (license) => license.key === key),
@@ -202,7 +153,7 @@ export const make = (): Context.Context<Services> => {
             .map((key) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key))
             .filter((license) => license !== undefined)
             .sort(byId)
-          const locked: Array<License> = []
+          const locked: Array<Model.License> = []
           // In id order, as PostgreSQL's `ORDER BY id FOR UPDATE` does, so that no two callers deadlock.
           for (const license of found) {
             const current = yield* lockRow(tx, licenses, license.id)
@@ -217,11 +168,11 @@ export const make = (): Context.Context<Services> => {
   // ---------------------------------------------------------------------------------------------------------
   // Licenses
 
-  const insertLicenses = (drafts: ReadonlyArray<LicenseDraft>) =>
+  const insertLicenses = (drafts: ReadonlyArray<Model.LicenseDraft>) =>
     db.inTransaction((tx) =>
       Effect.suspend(() => {
-        const rows = drafts.map((draft) => frozen<License>({ ...draft, id: licenses.nextId(), revision: 1 }))
-        return Effect.flatMap(db.putUnique(tx, licenses, rows), (written) => (written ? Effect.succeed(rows) : Effect.fail(licenseExists())))
+        const rows = drafts.map((draft) => frozen<Model.License>({ ...draft, id: licenses.nextId(), revision: 1 }))
+        return Effect.flatMap(db.putUnique(tx, licenses, rows), (written) => (written ? Effect.succeed(rows) : Effect.fail(Errors.licenseExists())))
       })
     )
 
@@ -242,7 +193,7 @@ export const make = (): Context.Context<Services> => {
     return false
   }
 
-  const licenseMatches = (tx: Tx | undefined, q: LicenseQuery) => (license: License): boolean => {
+  const licenseMatches = (tx: Tx | undefined, q: Ports.LicenseQuery) => (license: Model.License): boolean => {
     if (q.states !== undefined && !q.states.includes(license.state)) return false
     if (q.productId !== undefined && license.productId !== q.productId) return false
     if (q.orderId !== undefined && license.orderId !== q.orderId) return false
@@ -252,7 +203,7 @@ export const make = (): Context.Context<Services> => {
     if (q.expiresBefore !== undefined && (license.expiresAt === null || !(license.expiresAt < q.expiresBefore))) return false
     if (q.expiresAfter !== undefined && (license.expiresAt === null || !(license.expiresAt > q.expiresAfter))) return false
     if (q.expiredAt !== undefined) {
-      const end = expiryWithGrace(license)
+      const end = License.expiryWithGrace(license)
       if ((end !== null && end < q.expiredAt.at) !== q.expiredAt.value) return false
     }
     if (q.hasSeatHolderAt !== undefined && seatHolderAt(tx, license.id, q.hasSeatHolderAt.at) !== q.hasSeatHolderAt.value) return false
@@ -260,9 +211,9 @@ export const make = (): Context.Context<Services> => {
   }
 
   /** Ordering of `list`: the chosen column (a missing expiry sorts as the latest), then the id. */
-  const licenseOrder = (q: LicenseQuery) => {
+  const licenseOrder = (q: Ports.LicenseQuery) => {
     const direction = q.order === "asc" ? 1 : -1
-    const column = (license: License): number => {
+    const column = (license: Model.License): number => {
       switch (q.orderBy) {
         case "id":
           return license.id
@@ -272,14 +223,14 @@ export const make = (): Context.Context<Services> => {
           return license.expiresAt ?? Number.POSITIVE_INFINITY
       }
     }
-    return (a: License, b: License) => {
+    return (a: Model.License, b: Model.License) => {
       const ca = column(a)
       const cb = column(b)
       return direction * (ca === cb ? a.id - b.id : ca < cb ? -1 : 1)
     }
   }
 
-  const licenseRepository = LicenseRepository.of({
+  const licenseRepository = Ports.LicenseRepository.of({
     insert: (draft) => Effect.map(insertLicenses([draft]), (rows) => rows[0]!),
     insertMany: insertLicenses,
     findByKey: (key) => read((tx) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key)),
@@ -320,37 +271,37 @@ export const make = (): Context.Context<Services> => {
           return deleted
         })
       ),
-    keysInStates: (states: ReadonlyArray<LicenseState>) =>
+    keysInStates: (states: ReadonlyArray<Model.LicenseState>) =>
       read((tx) => [...licenses.all(db.overlayOf(tx, licenses))].filter((l) => states.includes(l.state)).sort(byId).map((l) => l.key))
   })
 
   // ---------------------------------------------------------------------------------------------------------
   // Machines
 
-  const withComponentIds = (components: ReadonlyArray<ComponentDraft>) =>
+  const withComponentIds = (components: ReadonlyArray<Model.ComponentDraft>) =>
     components.map((component) => ({ id: ++componentSeq, kind: component.kind, fingerprint: component.fingerprint, name: component.name }))
 
   const machinesOf = (tx: Tx | undefined, licenseId: number) => machines.inGroup(db.overlayOf(tx, machines), "license", licenseId)
 
-  const insertMachines = (drafts: ReadonlyArray<MachineDraft>) =>
+  const insertMachines = (drafts: ReadonlyArray<Model.MachineDraft>) =>
     db.inTransaction((tx) =>
       Effect.suspend(() => {
         const orphan = drafts.find((draft) => licenses.get(db.overlayOf(tx, licenses), draft.licenseId) === undefined)
         if (orphan !== undefined) return Effect.die(new Error(`no license with id ${orphan.licenseId} for the machine`))
-        const rows = drafts.map((draft) => frozen<Machine>({ ...draft, id: machines.nextId(), components: withComponentIds(draft.components) }))
+        const rows = drafts.map((draft) => frozen<Model.Machine>({ ...draft, id: machines.nextId(), components: withComponentIds(draft.components) }))
         return insertRows(tx, machines, rows)
       })
     )
 
-  const updateMachines = (list: ReadonlyArray<Machine>) =>
+  const updateMachines = (list: ReadonlyArray<Model.Machine>) =>
     list.length === 0 ? Effect.void : db.inTransaction((tx) =>
       Effect.forEach(list, (machine) => replace(tx, machines, machine, (current) => ({ ...machine, components: current.components })), {
         discard: true
       })
     )
 
-  const machineRepository = MachineRepository.of({
-    insert: (draft: MachineDraft) => Effect.map(insertMachines([draft]), (rows) => rows[0]!),
+  const machineRepository = Ports.MachineRepository.of({
+    insert: (draft: Model.MachineDraft) => Effect.map(insertMachines([draft]), (rows) => rows[0]!),
     writeSeatChanges: ({ events, inserts, updates }) =>
       db.inTransaction(() =>
         Effect.gen(function*() {
@@ -364,7 +315,7 @@ export const make = (): Context.Context<Services> => {
       ),
     listForSeatChanges: (named) =>
       read((tx) => {
-        const out = new Map<number, Machine>()
+        const out = new Map<number, Model.Machine>()
         for (const licenseId of new Set(named.map((n) => n.licenseId))) {
           for (const machine of machinesOf(tx, licenseId)) if (machine.status === "active") out.set(machine.id, machine)
         }
@@ -389,7 +340,7 @@ export const make = (): Context.Context<Services> => {
       read((tx) => licenseIds.flatMap((id) => [...machinesOf(tx, id)].filter((m) => m.status === "active")).sort(byId)),
     listForValidation: (licenseId, fingerprint) =>
       read((tx) => [...machinesOf(tx, licenseId)].filter((m) => m.status === "active" || m.fingerprint === fingerprint)),
-    list: (licenseId, query: MachineQuery) =>
+    list: (licenseId, query: Ports.MachineQuery) =>
       read((tx) => pageOf([...machinesOf(tx, licenseId)].filter((m) => query.status === undefined || m.status === query.status), query)),
     claimExpired: (now, limit) =>
       Effect.withFiber((fiber) => {
@@ -408,11 +359,11 @@ export const make = (): Context.Context<Services> => {
   // ---------------------------------------------------------------------------------------------------------
   // Generators, API keys, signing keys
 
-  const generatorRepository = GeneratorRepository.of({
-    insert: (draft: GeneratorDraft) =>
+  const generatorRepository = Ports.GeneratorRepository.of({
+    insert: (draft: Model.GeneratorDraft) =>
       db.inTransaction((tx) =>
         Effect.suspend(() => {
-          const row = frozen<Generator>({ ...draft, id: generators.nextId() })
+          const row = frozen<Model.Generator>({ ...draft, id: generators.nextId() })
           return Effect.map(insertRows(tx, generators, [row]), () => row)
         })
       ),
@@ -422,11 +373,11 @@ export const make = (): Context.Context<Services> => {
     delete: (id) => db.inTransaction((tx) => Effect.asVoid(eraseRow(tx, generators, id)))
   })
 
-  const apiKeyRepository = ApiKeyRepository.of({
-    insert: (draft: ApiKeyDraft) =>
+  const apiKeyRepository = Ports.ApiKeyRepository.of({
+    insert: (draft: Model.ApiKeyDraft) =>
       db.inTransaction((tx) =>
         Effect.suspend(() => {
-          const row = frozen<ApiKey>({ ...draft, id: apiKeys.nextId() })
+          const row = frozen<Model.ApiKey>({ ...draft, id: apiKeys.nextId() })
           return Effect.map(insertRows(tx, apiKeys, [row]), () => row)
         })
       ),
@@ -441,7 +392,7 @@ export const make = (): Context.Context<Services> => {
       )
   })
 
-  const signingKeyRepository = SigningKeyRepository.of({
+  const signingKeyRepository = Ports.SigningKeyRepository.of({
     list: read((tx) =>
       [...signingKeys.all(db.overlayOf(tx, signingKeys))]
         .sort((a, b) => a.createdAt - b.createdAt || a.id - b.id)
@@ -463,7 +414,7 @@ export const make = (): Context.Context<Services> => {
   // ---------------------------------------------------------------------------------------------------------
   // Outbox and event log
 
-  const eventOutbox = EventOutbox.of({
+  const eventOutbox = Ports.EventOutbox.of({
     append: (events) =>
       db.inTransaction((tx) =>
         Effect.sync(() => {
@@ -471,7 +422,7 @@ export const make = (): Context.Context<Services> => {
           const p = pending(tx)
           const [length, bumps] = [p.events.length, p.revocationBumps]
           for (const event of events) p.events.push(frozen(event))
-          if (affectsRevocationList(events)) p.revocationBumps++
+          if (Model.affectsRevocationList(events)) p.revocationBumps++
           db.record(tx, () => {
             p.events.length = length
             p.revocationBumps = bumps
@@ -495,7 +446,7 @@ export const make = (): Context.Context<Services> => {
     revocationSeq: read((tx) => revocationSeq + (tx === undefined ? 0 : pendingOf.get(tx)?.revocationBumps ?? 0))
   })
 
-  const activityLog = ActivityLog.of({
+  const activityLog = Ports.ActivityLog.of({
     record: (entries) =>
       db.inTransaction((tx) =>
         Effect.sync(() => {
@@ -517,14 +468,14 @@ export const make = (): Context.Context<Services> => {
       })
   })
 
-  return Context.make(Store, store).pipe(
-    Context.add(LicenseRepository, licenseRepository),
-    Context.add(MachineRepository, machineRepository),
-    Context.add(GeneratorRepository, generatorRepository),
-    Context.add(ApiKeyRepository, apiKeyRepository),
-    Context.add(SigningKeyRepository, signingKeyRepository),
-    Context.add(EventOutbox, eventOutbox),
-    Context.add(ActivityLog, activityLog)
+  return Context.make(Ports.Store, store).pipe(
+    Context.add(Ports.LicenseRepository, licenseRepository),
+    Context.add(Ports.MachineRepository, machineRepository),
+    Context.add(Ports.GeneratorRepository, generatorRepository),
+    Context.add(Ports.ApiKeyRepository, apiKeyRepository),
+    Context.add(Ports.SigningKeyRepository, signingKeyRepository),
+    Context.add(Ports.EventOutbox, eventOutbox),
+    Context.add(Ports.ActivityLog, activityLog)
   )
 }
 

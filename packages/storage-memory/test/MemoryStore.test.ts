@@ -4,22 +4,15 @@
  * commit-ordered event ids, and rows nobody can change behind the store's back.
  */
 import { assert, describe, it } from "@effect/vitest"
-import {
-  defaultLicenseSettings,
-  EventOutbox,
-  GeneratorRepository,
-  type LicenseDraft,
-  LicenseRepository,
-  MachineRepository,
-  Store
-} from "@lm/domain"
+import { License, Ports } from "@lm/domain"
+import type { Model } from "@lm/domain"
 import { DeadlockDetected, MemoryStore } from "@lm/storage-memory"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, type Scope } from "effect"
 
-const draft = (key: string, overrides: Partial<LicenseDraft> = {}): LicenseDraft => ({
+const draft = (key: string, overrides: Partial<Model.LicenseDraft> = {}): Model.LicenseDraft => ({
   key,
   state: "issued",
-  ...defaultLicenseSettings,
+  ...License.defaultLicenseSettings,
   activatedAt: null,
   source: "api",
   generatorId: null,
@@ -38,7 +31,7 @@ const test = <A, E>(title: string, body: () => Effect.Effect<A, E, MemoryStore.S
 /** Runs `effect` in a transaction on a child fiber that stays open until `release` completes. */
 const holdOpen = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
-    const store = yield* Store
+    const store = yield* Ports.Store
     const ready = yield* Deferred.make<A>()
     const release = yield* Deferred.make<void>()
     const fiber = yield* Effect.forkChild(
@@ -61,7 +54,7 @@ const settle = Effect.gen(function*() {
 describe("MemoryStore", () => {
   test("an open transaction's writes stay invisible to other fibers until it commits", () =>
     Effect.gen(function*() {
-      const licenses = yield* LicenseRepository
+      const licenses = yield* Ports.LicenseRepository
       const existing = yield* licenses.insert(draft(KEY_A, { userId: 1 }))
       const open = yield* holdOpen(Effect.gen(function*() {
         yield* licenses.update({ ...existing, userId: 2, revision: existing.revision + 1 })
@@ -78,8 +71,8 @@ describe("MemoryStore", () => {
 
   test("locks on different licenses do not wait for each other", () =>
     Effect.gen(function*() {
-      const store = yield* Store
-      const licenses = yield* LicenseRepository
+      const store = yield* Ports.Store
+      const licenses = yield* Ports.LicenseRepository
       const a = yield* licenses.insert(draft(KEY_A))
       const b = yield* licenses.insert(draft(KEY_B))
       const open = yield* holdOpen(store.lockLicense(KEY_A))
@@ -93,8 +86,8 @@ describe("MemoryStore", () => {
 
   test("a second lock on the same license waits for the holder and then sees its committed write", () =>
     Effect.gen(function*() {
-      const store = yield* Store
-      const licenses = yield* LicenseRepository
+      const store = yield* Ports.Store
+      const licenses = yield* Ports.LicenseRepository
       const a = yield* licenses.insert(draft(KEY_A, { userId: 1 }))
       const open = yield* holdOpen(Effect.gen(function*() {
         const license = (yield* store.lockLicense(KEY_A))!
@@ -114,8 +107,8 @@ describe("MemoryStore", () => {
 
   test("a write outside a transaction waits for the row's lock", () =>
     Effect.gen(function*() {
-      const store = yield* Store
-      const licenses = yield* LicenseRepository
+      const store = yield* Ports.Store
+      const licenses = yield* Ports.LicenseRepository
       const a = yield* licenses.insert(draft(KEY_A, { userId: 1 }))
       const open = yield* holdOpen(store.lockLicense(KEY_A))
       const write = yield* Effect.forkChild(licenses.update({ ...a, userId: 3 }))
@@ -128,8 +121,8 @@ describe("MemoryStore", () => {
 
   test("an interrupted waiter leaves the queue; the lock passes on", () =>
     Effect.gen(function*() {
-      const store = yield* Store
-      const licenses = yield* LicenseRepository
+      const store = yield* Ports.Store
+      const licenses = yield* Ports.LicenseRepository
       yield* licenses.insert(draft(KEY_A))
       const open = yield* holdOpen(store.lockLicense(KEY_A))
       const waiter = yield* Effect.forkChild(store.transaction(store.lockLicense(KEY_A)))
@@ -142,8 +135,8 @@ describe("MemoryStore", () => {
 
   test("two transactions locking each other's license: one dies of a detected deadlock, the other goes on", () =>
     Effect.gen(function*() {
-      const store = yield* Store
-      const licenses = yield* LicenseRepository
+      const store = yield* Ports.Store
+      const licenses = yield* Ports.LicenseRepository
       yield* licenses.insert(draft(KEY_A))
       yield* licenses.insert(draft(KEY_B))
       const both = yield* Deferred.make<void>()
@@ -163,7 +156,7 @@ describe("MemoryStore", () => {
 
   test("inserting a key another open transaction inserted waits for it: LicenseExists after its commit", () =>
     Effect.gen(function*() {
-      const licenses = yield* LicenseRepository
+      const licenses = yield* Ports.LicenseRepository
       const open = yield* holdOpen(licenses.insert(draft(KEY_A, { userId: 1 })))
       const second = yield* Effect.forkChild(Effect.exit(licenses.insert(draft(KEY_A, { userId: 2 }))))
       yield* settle
@@ -176,8 +169,8 @@ describe("MemoryStore", () => {
 
   test("... and succeeds after its rollback", () =>
     Effect.gen(function*() {
-      const store = yield* Store
-      const licenses = yield* LicenseRepository
+      const store = yield* Ports.Store
+      const licenses = yield* Ports.LicenseRepository
       const inserted = yield* Deferred.make<void>()
       const abort = yield* Deferred.make<void>()
       const first = yield* Effect.forkChild(Effect.exit(store.transaction(Effect.gen(function*() {
@@ -197,8 +190,8 @@ describe("MemoryStore", () => {
 
   test("event ids follow commit order; a transaction sees its own events and revocation bump", () =>
     Effect.gen(function*() {
-      const outbox = yield* EventOutbox
-      const store = yield* Store
+      const outbox = yield* Ports.EventOutbox
+      const store = yield* Ports.Store
       const event = (type: "license.created" | "license.revoked", n: number) => ({ type, occurredAt: n, licenseId: null, machineId: null, data: { n } })
       const open = yield* holdOpen(Effect.gen(function*() {
         yield* outbox.append([event("license.revoked", 1)])
@@ -217,9 +210,9 @@ describe("MemoryStore", () => {
 
   test("claims outside a transaction die instead of handing out a claim that is already gone", () =>
     Effect.gen(function*() {
-      const licenses = yield* LicenseRepository
-      const machines = yield* MachineRepository
-      const generator = yield* (yield* GeneratorRepository).insert({
+      const licenses = yield* Ports.LicenseRepository
+      const machines = yield* Ports.MachineRepository
+      const generator = yield* (yield* Ports.GeneratorRepository).insert({
         name: "g",
         charset: "ABCDEFGHJKLMNPQRSTUVWXYZ23456789",
         chunkLength: 4,
@@ -241,7 +234,7 @@ describe("MemoryStore", () => {
 
   test("updating a row that does not exist is a defect", () =>
     Effect.gen(function*() {
-      const licenses = yield* LicenseRepository
+      const licenses = yield* Ports.LicenseRepository
       const license = yield* licenses.insert(draft(KEY_A))
       yield* licenses.delete(license.id)
       const exit = yield* Effect.exit(licenses.update(license))
@@ -251,7 +244,7 @@ describe("MemoryStore", () => {
 
   test("the store keeps its own copy: changing what was written or read does not change it", () =>
     Effect.gen(function*() {
-      const licenses = yield* LicenseRepository
+      const licenses = yield* Ports.LicenseRepository
       const meta = { tags: ["a"] }
       const written = yield* licenses.insert(draft(KEY_A, { meta }))
       meta.tags.push("b")
@@ -264,7 +257,7 @@ describe("MemoryStore", () => {
   it.effect("each build of the layer is a separate, empty store", () =>
     Effect.gen(function*() {
       const insert = Effect.gen(function*() {
-        const licenses = yield* LicenseRepository
+        const licenses = yield* Ports.LicenseRepository
         return yield* licenses.insert(draft(KEY_A))
       })
       const first = yield* Effect.provide(insert, MemoryStore.layer)

@@ -1,13 +1,14 @@
 /** The domain's services running on the memory store: pool draws, seats, the sweep, revocation and the log. */
 import { assert, describe, it } from "@effect/vitest"
-import { ActivityLog, EventOutbox, Generators, Licenses, Licensing, Machines, Random, servicesLayer, Sweeper } from "@lm/domain"
+import { Generators, Licenses, Licensing, Machines, Random, Sweeper } from "@lm/domain"
+import { Engine, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 
 const T0 = Date.UTC(2026, 0, 1)
 
-const Engine = servicesLayer().pipe(Layer.provideMerge(Layer.mergeAll(Layer.fresh(MemoryStore.layer), Random.layerCrypto)))
+const engine = Engine.services().pipe(Layer.provideMerge(Layer.mergeAll(Layer.fresh(MemoryStore.layer), Random.layerCrypto)))
 
 /**
  * Runs `body` on the services from `T0`. The clock is set before the services start: moving a TestClock far
@@ -36,7 +37,7 @@ describe("domain services on the memory store", () => {
       assert.deepStrictEqual(yield* generators.delete(generator.id), { id: generator.id, poolKeysDeleted: 40 })
       const left = yield* licenses.list({ page: 1, perPage: 100 })
       assert.strictEqual(left.total, 10)
-    }).pipe(Effect.provide(Engine))))
+    }).pipe(Effect.provide(engine))))
 
   it.effect("a floating lease that runs out is swept; the freed seat can be taken again", () =>
     fromT0(Effect.gen(function*() {
@@ -58,7 +59,7 @@ describe("domain services on the memory store", () => {
       assert.strictEqual((yield* licenses.list({ page: 1, perPage: 10, status: "inactive" })).total, 1)
       const second = yield* licensing.activate({ licenseKey: license.key, facts: { fingerprint: "fp-2" }, ipAddress: null })
       assert.isTrue(second.created)
-    }).pipe(Effect.provide(Engine))))
+    }).pipe(Effect.provide(engine))))
 
   it.effect("revoking advances the revocation seq; client calls reach the activity log", () =>
     Effect.gen(function*() {
@@ -66,7 +67,7 @@ describe("domain services on the memory store", () => {
       const licenseId = yield* Effect.gen(function*() {
         const licenses = yield* Licenses
         const licensing = yield* Licensing
-        const outbox = yield* EventOutbox
+        const outbox = yield* Ports.EventOutbox
         const { license } = yield* licenses.create({})
         const before = yield* outbox.revocationSeq
         yield* licenses.update(license.key, { userId: 5 })
@@ -76,9 +77,9 @@ describe("domain services on the memory store", () => {
         const validation = yield* licensing.validate({ licenseKey: license.key, ipAddress: null })
         assert.strictEqual(validation.validation.code, "license_revoked")
         return license.id
-      }).pipe(Effect.provide(servicesLayer()))
+      }).pipe(Effect.provide(Engine.services()))
       // Closing the services flushed the buffered activity to the log, which outlives them.
-      const log = yield* ActivityLog
+      const log = yield* Ports.ActivityLog
       assert.strictEqual(yield* log.count({ licenseId }), 1)
     }).pipe(Effect.provide(Layer.mergeAll(Layer.fresh(MemoryStore.layer), Random.layerCrypto))))
 })

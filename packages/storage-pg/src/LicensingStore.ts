@@ -3,19 +3,25 @@
  * before anything else, and every port of the domain on top.
  */
 import { Layer } from "effect"
+import type { PgClient } from "@effect/sql-pg/PgClient"
+import type { Migrator } from "effect/sql"
+import type { SqlClient } from "effect/sql/SqlClient"
+import type { Engine, Errors } from "@lm/domain"
 import * as Migrations from "./Migrations.js"
 import { layerPglite, layerPostgres, type PgliteOptions, type PostgresOptions } from "./PgStore.js"
 import { layerChangeFeed, portsLayer } from "./repositories/index.js"
 import { EventLogRowsPerInsert } from "./repositories/licensing.js"
 
 /** The ports on a migrated database, given a `PgClient`. */
-export const layerOnClient = portsLayer.pipe(Layer.provideMerge(Migrations.layer))
+export const layerOnClient: Layer.Layer<Engine.StorePorts, Migrator.MigrationError | Errors.StorageUnavailable, PgClient | SqlClient> = portsLayer.pipe(Layer.provideMerge(Migrations.layer))
 
 /**
  * Every port on a PostgreSQL server (`DATABASE_URL`), migrated at start, with the change feed through which
  * several server processes sharing the database keep their caches coherent.
  */
-export const layerPostgresStore = (options: PostgresOptions) =>
+export const layerPostgresStore = (
+  options: PostgresOptions
+): Layer.Layer<Engine.StorePorts, Migrator.MigrationError | Errors.StorageUnavailable> =>
   Layer.merge(layerOnClient, layerChangeFeed).pipe(Layer.provide(layerPostgres(options)))
 
 /**
@@ -24,7 +30,9 @@ export const layerPostgresStore = (options: PostgresOptions) =>
  * `thread: "main"` its writes stall requests for a few milliseconds at a time, between which they are answered
  * (smaller inserts cost more per row: 100 rows per insert wrote ~40k rows/s here, 500 rows ~50-75k rows/s).
  */
-export const layerPgliteStore = (options: PgliteOptions = {}) =>
+export const layerPgliteStore = (
+  options: PgliteOptions = {}
+): Layer.Layer<Engine.StorePorts, Migrator.MigrationError | Errors.StorageUnavailable> =>
   layerOnClient.pipe(
     Layer.provide(layerPglite(options)),
     Layer.provide(Layer.succeed(EventLogRowsPerInsert, 500))

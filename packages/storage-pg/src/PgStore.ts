@@ -5,7 +5,7 @@
 import { PGlite } from "@electric-sql/pglite"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Effect, Layer, Redacted } from "effect"
-import { StorageUnavailable } from "@lm/domain"
+import { Errors } from "@lm/domain"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
@@ -14,8 +14,8 @@ import * as PgliteBridge from "./PgliteBridge.js"
 import * as PgliteSession from "./PgliteSession.js"
 
 /** The store cannot be reached or opened: the domain's `StorageUnavailable` (503 `service_unavailable`). */
-export const StoreUnavailable = StorageUnavailable
-export type StoreUnavailable = StorageUnavailable
+export const StoreUnavailable = Errors.StorageUnavailable
+export type StoreUnavailable = Errors.StorageUnavailable
 
 /** A `StoreUnavailable` carrying the message of a failed connection or query. */
 export const storeUnavailable = (error: SqlError): StoreUnavailable =>

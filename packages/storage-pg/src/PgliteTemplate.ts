@@ -5,7 +5,7 @@
  */
 import { PGlite } from "@electric-sql/pglite"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Effect, type Layer } from "effect"
+import { Effect, type Layer, type Scope } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import * as fs from "node:fs/promises"
 import { readFileSync } from "node:fs"
@@ -70,7 +70,7 @@ export const templateTarball: Effect.Effect<Blob, StoreUnavailable> = Effect.try
 })
 
 /** A fresh copy of the template in a new temporary folder, deleted when the scope closes. */
-export const temporaryDataDir = Effect.acquireRelease(
+export const temporaryDataDir: Effect.Effect<string, StoreUnavailable, Scope.Scope> = Effect.acquireRelease(
   Effect.flatMap(templateDataDir, (source) =>
     Effect.tryPromise({
       try: async () => {

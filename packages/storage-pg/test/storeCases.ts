@@ -4,7 +4,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { type ActivityEntry, ActivityLog } from "@lm/domain"
+import { Ports } from "@lm/domain"
+import type { Model } from "@lm/domain"
 import { EventLogRowsPerInsert, Migrations, portsLayer } from "@lm/storage-pg"
 import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -29,7 +30,7 @@ export const storeCases = (name: string, store: Layer.Layer<PgClient.PgClient | 
       Effect.gen(function*() {
         const sql = yield* SqlClient
         const base = Date.parse("2026-11-23T10:11:12.345Z")
-        const entries: Array<ActivityEntry> = Array.from({ length: 5 }, (_, i) => ({
+        const entries: Array<Model.ActivityEntry> = Array.from({ length: 5 }, (_, i) => ({
           kind: i % 2 === 0 ? "validate" : "activate",
           licenseId: i === 4 ? null : 1000 + i,
           licenseKey: `KEY-${i}-É✓'"\\`,
@@ -42,7 +43,7 @@ export const storeCases = (name: string, store: Layer.Layer<PgClient.PgClient | 
         }))
         const before = (yield* sql<{ readonly n: unknown }>`SELECT count(*) AS n FROM lm_activity`)[0]!.n
         // Two rows per insert: one entry alone, the others through the many-row statement.
-        yield* Effect.flatMap(ActivityLog, (log) => log.record(entries)).pipe(
+        yield* Effect.flatMap(Ports.ActivityLog, (log) => log.record(entries)).pipe(
           Effect.provide(portsLayer.pipe(Layer.provide(Layer.succeed(EventLogRowsPerInsert, 2))))
         )
         const rows = yield* sql<Record<string, unknown>>`

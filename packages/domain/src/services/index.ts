@@ -1,18 +1,18 @@
-/** The domain's services, wired together. A store layer (memory or PostgreSQL) provides the ports. */
-import { Layer } from "effect"
-import { ActivityRecorder, type ActivityRecorderOptions } from "./ActivityRecorder.js"
-import { ApiKeys } from "./ApiKeys.js"
-import { Generators } from "./Generators.js"
-import { Licenses } from "./Licenses.js"
-import { Licensing } from "./Licensing.js"
-import { Machines } from "./Machines.js"
-import { Sweeper } from "./Sweeper.js"
-
 /**
- * Every service of the licensing core. Needs the ports (from a store layer) and `Random`.
+ * Everything the service modules export besides their service tags (which `@lm/domain` exports by name): the
+ * inputs and results of their methods, their options, and the small helpers beside them. Reached as
+ * `Services.…` from `@lm/domain`.
  */
-export const servicesLayer = (options: { readonly activity?: ActivityRecorderOptions } = {}) =>
-  Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer).pipe(
-    Layer.provideMerge(Licensing.layer),
-    Layer.provideMerge(ActivityRecorder.layer(options.activity))
-  )
+export * from "./ActivityRecorder.js"
+export * from "./ApiKeys.js"
+export * from "./Blacklist.js"
+export * from "./Generators.js"
+export * from "./Licenses.js"
+export * from "./Licensing.js"
+export * from "./Machines.js"
+export * from "./RevocationList.js"
+export { type SeatBatchOptions, SeatBatchSettings } from "./SeatBatches.js"
+export * from "./SigningKeys.js"
+export * from "./Sweeper.js"
+export * from "./Tokens.js"
+export * from "./ValidationCache.js"

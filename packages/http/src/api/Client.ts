@@ -5,7 +5,7 @@
  * the machine's address is always the one the server saw.
  */
 import { Schema } from "effect"
-import { validationCodes } from "@lm/domain"
+import { Validation } from "@lm/domain"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, UnprocessableEntity } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"
@@ -49,7 +49,7 @@ export const ValidatePayload = Schema.Struct({
 /** The answer of `POST /validate` (always 200 for an existing key). */
 export const ValidateResponse = Schema.Struct({
   valid: Schema.Boolean,
-  code: Schema.Literals(validationCodes).annotate({ description: "`valid`, or the first check that failed, in this order." }),
+  code: Schema.Literals(Validation.validationCodes).annotate({ description: "`valid`, or the first check that failed, in this order." }),
   license: LicenseWire,
   machine: Schema.NullOr(MachineWire).annotate({ description: "The active machine of the fingerprint sent, or null." }),
   needs_activation: Schema.Boolean.annotate({

@@ -11,8 +11,9 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
-import { ApiKeys, type ApiKeyScope, SigningKeys } from "@lm/domain"
-import { engineLayer, engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../server/App.js"
+import { ApiKeys, Engine, SigningKeys } from "@lm/domain"
+import type { Model } from "@lm/domain"
+import { engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../server/App.js"
 import { runServer } from "../server/Main.js"
 import { listenFromEnv } from "../server/Settings.js"
 import { HttpSettings } from "../server/Settings.js"
@@ -45,7 +46,7 @@ const withEngine = <A, E>(program: Effect.Effect<A, E, ApiKeys | SigningKeys>) =
   Effect.gen(function*() {
     const choice = yield* storeChoiceFromEnv
     const options = yield* engineOptionsFromEnv
-    return yield* program.pipe(Effect.provide(engineLayer(storeLayer(choice), { ...options, sweepIntervalSeconds: 0 })))
+    return yield* program.pipe(Effect.provide(Engine.layer(storeLayer(choice), { ...options, sweepIntervalSeconds: 0 })))
   })
 
 const fail = (message: string) => Effect.andThen(Console.error(message), Effect.sync(() => { process.exitCode = 2 }))
@@ -61,7 +62,7 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
         yield* Console.log(`migrated: ${choice._tag}`)
       })
     case "api-keys create": {
-      const scope = (options.get("scope") ?? "read_write") as ApiKeyScope
+      const scope = (options.get("scope") ?? "read_write") as Model.ApiKeyScope
       if (!["read", "write", "read_write"].includes(scope)) return fail(`--scope must be read, write or read_write\n\n${usage}`)
       return withEngine(
         Effect.gen(function*() {

@@ -4,8 +4,9 @@
  * its result to one of these functions.
  */
 import { Schema, SchemaTransformation } from "effect"
-import { defaultLicenseSettings, jsonBytes, settingLimits, Token } from "@lm/domain"
-import type { ApiKey, Component, Generator, LicenseDetail, LicenseSettings, LicenseView, Machine } from "@lm/domain"
+import { Token } from "@lm/domain"
+import { License } from "@lm/domain"
+import type { Model, Services } from "@lm/domain"
 
 const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
 const NullableTime = Schema.NullOr(Time)
@@ -46,10 +47,10 @@ export const MachineWire = Schema.Struct({
 })
 export type MachineWire = typeof MachineWire.Type
 
-const componentToWire = (c: Component) => ({ id: c.id, kind: c.kind, fingerprint: c.fingerprint, name: c.name })
+const componentToWire = (c: Model.Component) => ({ id: c.id, kind: c.kind, fingerprint: c.fingerprint, name: c.name })
 
 /** A machine on the wire. */
-export const machineToWire = (m: Machine): MachineWire => ({
+export const machineToWire = (m: Model.Machine): MachineWire => ({
   id: m.id,
   license_id: m.licenseId,
   fingerprint: m.fingerprint,
@@ -103,7 +104,7 @@ export const LicenseDetailWire = Schema.Struct({ ...licenseFields, machines: Sch
 export type LicenseDetailWire = typeof LicenseDetailWire.Type
 
 /** A license as it reports itself now. */
-export const licenseToWire = ({ license: l, status, activationCount }: LicenseView): LicenseWire => ({
+export const licenseToWire = ({ license: l, status, activationCount }: Services.LicenseView): LicenseWire => ({
   id: l.id,
   license_key: l.key,
   status,
@@ -129,7 +130,7 @@ export const licenseToWire = ({ license: l, status, activationCount }: LicenseVi
   updated_at: iso(l.updatedAt)
 })
 
-export const licenseDetailToWire = (detail: LicenseDetail): LicenseDetailWire => ({
+export const licenseDetailToWire = (detail: Services.LicenseDetail): LicenseDetailWire => ({
   ...licenseToWire(detail),
   machines: detail.machines.map(machineToWire)
 })
@@ -151,7 +152,7 @@ export const GeneratorWire = Schema.Struct({
 })
 export type GeneratorWire = typeof GeneratorWire.Type
 
-export const generatorToWire = ({ generator: g, poolSize }: { readonly generator: Generator; readonly poolSize: number }): GeneratorWire => ({
+export const generatorToWire = ({ generator: g, poolSize }: { readonly generator: Model.Generator; readonly poolSize: number }): GeneratorWire => ({
   id: g.id,
   name: g.name,
   charset: g.charset,
@@ -177,7 +178,7 @@ export const ApiKeyWire = Schema.Struct({
 })
 export type ApiKeyWire = typeof ApiKeyWire.Type
 
-export const apiKeyToWire = (k: ApiKey): ApiKeyWire => ({
+export const apiKeyToWire = (k: Model.ApiKey): ApiKeyWire => ({
   id: k.id,
   description: k.description,
   scope: k.scope,
@@ -283,21 +284,21 @@ export const timeInput = (
 export const TimeInput = timeInput()
 
 /** The most bytes of JSON a `meta` object may take (the domain's limit). */
-export const MAX_META_BYTES = settingLimits.maxMetaBytes
+export const MAX_META_BYTES = License.settingLimits.maxMetaBytes
 
 /** Free JSON metadata: an object of at most 16 KiB (its JSON text, UTF-8). */
 export const MetaInput = Json.check(
   Schema.makeFilter((meta: Record<string, unknown>) =>
-    jsonBytes(meta) <= MAX_META_BYTES || `must be at most ${MAX_META_BYTES} bytes of JSON`
+    License.jsonBytes(meta) <= MAX_META_BYTES || `must be at most ${MAX_META_BYTES} bytes of JSON`
   )
 )
 
 /** The most seconds a lease or heartbeat interval may last (365 days; the domain's limit). */
-export const MAX_DURATION_SECONDS = settingLimits.maxDurationSeconds
+export const MAX_DURATION_SECONDS = License.settingLimits.maxDurationSeconds
 /** The most days of relative validity, grace, or a renewal by days (100 years; the domain's limit). */
-export const MAX_DAYS = settingLimits.maxDays
+export const MAX_DAYS = License.settingLimits.maxDays
 /** The largest seat limit (a 32-bit integer; the domain's limit). */
-export const MAX_ACTIVATIONS = settingLimits.maxActivations
+export const MAX_ACTIVATIONS = License.settingLimits.maxActivations
 
 /**
  * The writable license settings as a body sends them (POST and PUT `/licenses`, generate). Every field may be
@@ -350,19 +351,19 @@ const settingNames = {
   expires_at: "expiresAt",
   grace_days: "graceDays",
   meta: "meta"
-} as const satisfies Record<keyof LicenseSettingsBody, keyof LicenseSettings>
+} as const satisfies Record<keyof LicenseSettingsBody, keyof Model.LicenseSettings>
 
 /**
  * The settings a body names, in the domain's terms. A null clears: the nullable settings (`product_id`,
  * `order_id`, `user_id`, `max_activations`, `valid_for_days`, `expires_at`) become null, the others return to
  * their defaults (`meta` to `{}`, `lease_duration` to 600, ...). Fields the body leaves out are left out.
  */
-export const licenseSettingsFromWire = (body: LicenseSettingsBody): Partial<LicenseSettings> => {
+export const licenseSettingsFromWire = (body: LicenseSettingsBody): Partial<Model.LicenseSettings> => {
   const out: Record<string, unknown> = {}
-  for (const [wire, name] of Object.entries(settingNames) as Array<[keyof LicenseSettingsBody, keyof LicenseSettings]>) {
+  for (const [wire, name] of Object.entries(settingNames) as Array<[keyof LicenseSettingsBody, keyof Model.LicenseSettings]>) {
     const value = body[wire]
     if (value === undefined) continue
-    out[name] = value === null ? defaultLicenseSettings[name] : value
+    out[name] = value === null ? License.defaultLicenseSettings[name] : value
   }
-  return out as Partial<LicenseSettings>
+  return out as Partial<Model.LicenseSettings>
 }

@@ -1,24 +1,10 @@
 /**
  * The composition root of the bundled server: picks the store (embedded PGlite by default, PostgreSQL with
- * `DATABASE_URL`, memory with `LM_STORAGE=memory`), wires the domain's services, signing and the CRL onto it,
- * and serves the lm/v1 API. The store opens (and migrates) before the port listens; on SIGTERM the server
+ * `DATABASE_URL`, memory with `LM_STORAGE=memory`), builds the domain's engine (`Engine.layer`) on it, and serves the lm/v1 API. The store opens (and migrates) before the port listens; on SIGTERM the server
  * stops accepting, finishes requests in flight, flushes the event log and closes the store, in that order.
  */
 import { Config, Effect, Layer, Option, Redacted } from "effect"
-import {
-  ApiKeys,
-  Blacklist,
-  blacklistFromEntries,
-  layerValidationCache,
-  Random,
-  RevocationList,
-  SeatBatchSettings,
-  servicesLayer,
-  SigningKeys,
-  Store,
-  Sweeper,
-  Tokens
-} from "@lm/domain"
+import { ApiKeys, Engine, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore } from "@lm/storage-pg"
 import { Api } from "../api/Api.js"
@@ -68,28 +54,13 @@ export const storeLayer = (choice: StoreChoice) => {
   }
 }
 
-/** Settings of the licensing engine (CONTRACT §13 and §5). */
-export interface EngineOptions {
-  /** `LM_SIGNING_KEY`: base64 of a 32-byte Ed25519 seed. */
-  readonly signingKey?: Redacted.Redacted<string> | undefined
-  /** `LM_OFFLINE_TTL`: seconds a signed validation stays usable offline (default 7 days). */
-  readonly offlineTtlSeconds?: number | undefined
-  /** `LM_BLACKLIST`: entries `key:…`, `fp:…`, `ip:…`, comma separated. */
-  readonly blacklist?: ReadonlyArray<string> | undefined
-  /** `LM_SWEEP_INTERVAL`: seconds between sweeps (default 30); 0 turns the background sweep off. */
-  readonly sweepIntervalSeconds?: number | undefined
-  /**
-   * `LM_SEAT_BATCH_WORKERS`: transactions of grouped seat changes that may run at once (default 2, see
-   * `SeatBatchSettings`); 0 runs every activation, deactivation and heartbeat in its own transaction.
-   */
-  readonly seatBatchWorkers?: number | undefined
-}
-
+/** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS` (see `Engine.Options`). */
 export const engineOptionsFromEnv = Effect.gen(function*() {
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
   const offline = yield* Config.Int("LM_OFFLINE_TTL").pipe(Config.option)
   const blacklist = yield* Config.String("LM_BLACKLIST").pipe(Config.withDefault(""))
-  const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(30))
+  const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(Engine.defaultSweepIntervalSeconds))
   const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
   return {
     signingKey: Option.getOrUndefined(signingKey),
@@ -97,36 +68,8 @@ export const engineOptionsFromEnv = Effect.gen(function*() {
     blacklist: blacklist.split(",").filter((e) => e.trim() !== ""),
     sweepIntervalSeconds: sweep,
     seatBatchWorkers: Option.getOrUndefined(seatBatchWorkers)
-  } satisfies EngineOptions
+  } satisfies Engine.Options
 })
-
-/**
- * The licensing engine on a store: every domain service, the stored signing keys and a node:crypto signer,
- * signed tokens and the CRL.
- */
-export const engineLayer = <E, R>(store: Layer.Layer<any, E, R>, options: EngineOptions = {}) => {
-  const core = Layer.mergeAll(
-    servicesLayer(),
-    Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
-    RevocationList.layer()
-  ).pipe(
-    Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
-    Layer.provideMerge(Random.layerCrypto),
-    Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),
-    Layer.provideMerge(
-      options.seatBatchWorkers === undefined
-        ? Layer.empty
-        : Layer.succeed(SeatBatchSettings, { ...SeatBatchSettings.defaultValue(), workers: Math.max(0, options.seatBatchWorkers) })
-    )
-  )
-  const sweeping = (options.sweepIntervalSeconds ?? 30) > 0
-    ? Sweeper.layerBackground(`${options.sweepIntervalSeconds ?? 30} seconds`)
-    : Layer.empty
-  // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with
-  // other processes' writes through LISTEN/NOTIFY), so the validate hot path needs no store round trip.
-  const cachedStore = layerValidationCache().pipe(Layer.provideMerge(store))
-  return sweeping.pipe(Layer.provideMerge(core), Layer.provideMerge(cachedStore))
-}
 
 /** API credentials checked against the domain's API keys. */
 const authenticatorLayer = Layer.effect(
@@ -146,7 +89,7 @@ const authenticatorLayer = Layer.effect(
 const storageHealthLayer = (storage: string) =>
   Layer.effect(
     StorageHealth,
-    Effect.map(Store, (store) => StorageHealth.of({ storage, check: store.ping }))
+    Effect.map(Ports.Store, (store) => StorageHealth.of({ storage, check: store.ping }))
   )
 
 /** The routes of the whole API with their handlers, middlewares and health check, on an engine. */
@@ -185,21 +128,21 @@ export const bootstrapKeyLayer = Layer.effectDiscard(
 )
 
 /** The whole server on a store choice, listening on `listen`. */
-export const serverLayer = (choice: StoreChoice, listen: Listen, options: EngineOptions = {}) =>
+export const serverLayer = (choice: StoreChoice, listen: Listen, options: Engine.Options = {}) =>
   serverLayerOn(storeLayer(choice), { storage: storeName(choice), description: describeStore(choice) }, listen, options)
 
 /** The whole server on any store layer (tests use throw-away stores). */
 export const serverLayerOn = <E, R>(
-  store: Layer.Layer<any, E, R>,
+  store: Layer.Layer<Engine.StorePorts, E, R>,
   names: { readonly storage: string; readonly description: string },
   listen: Listen,
-  options: EngineOptions = {}
+  options: Engine.Options = {}
 ) =>
   layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
     // Below the server: it closes after the server has finished its requests in flight.
     Layer.provideMerge(FastPath.layer),
     Layer.provideMerge(bootstrapKeyLayer),
-    Layer.provideMerge(engineLayer(store, options))
+    Layer.provideMerge(Engine.layer(store, options))
   )
 
 /** The store as the start-up line names it (never the password of a URL). */

@@ -3,9 +3,10 @@
  * on the memory store or a throw-away PGlite store, with a known read_write API key.
  */
 import { Layer, References } from "effect"
+import type { Engine } from "@lm/domain"
 import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import { MemoryStore } from "@lm/storage-memory"
-import { serverLayerOn, type EngineOptions } from "../../src/server/App.js"
+import { serverLayerOn } from "../../src/server/App.js"
 import { HttpSettings } from "../../src/server/Settings.js"
 import { startServer, type RunningServer } from "./TestServer.js"
 
@@ -36,7 +37,7 @@ const storeLayer = (store: TestStore) =>
 /** Starts the whole server; `close()` it after the tests. */
 export const startApp = async (
   store: TestStore,
-  options: EngineOptions & {
+  options: Engine.Options & {
     readonly settings?: Parameters<typeof HttpSettings.layer>[0]
     /** Replaces the store layer `store` names (e.g. a store wrapped to fail on demand). */
     readonly storeLayer?: Layer.Layer<any, any, never>

@@ -5,11 +5,11 @@
  */
 import { Duration, Effect, Layer, Queue, Schedule } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
-import { LicenseChangeFeed } from "@lm/domain"
+import { Ports } from "@lm/domain"
 import { licenseChangedChannel } from "./schema.js"
 
 export const layerChangeFeed = Layer.effect(
-  LicenseChangeFeed,
+  Ports.LicenseChangeFeed,
   Effect.gen(function*() {
     const sql = yield* PgClient
     return {

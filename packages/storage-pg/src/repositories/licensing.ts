@@ -6,24 +6,7 @@
 import { Context, Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { SqlError } from "effect/sql/SqlError"
-import type { Generator } from "@lm/domain"
-import {
-  type ActivityEntry,
-  ActivityLog,
-  affectsRevocationList,
-  ApiKeyRepository,
-  EventOutbox,
-  expiryWithGrace,
-  GeneratorRepository,
-  type License,
-  type LicenseDraft,
-  licenseExists,
-  LicenseRepository,
-  type Machine,
-  MachineRepository,
-  SigningKeyRepository,
-  Store
-} from "@lm/domain"
+import { Errors, License, Model, Ports } from "@lm/domain"
 import { date, millis, num, orUnavailable, toApiKey, toGenerator, toLicense, toMachine } from "./rows.js"
 
 /** How often a transaction that lost a deadlock is retried before the failure is reported. */
@@ -48,7 +31,7 @@ export const layer = Layer.effectContext(
     const eventLogRowsPerInsert = Math.max(1, yield* EventLogRowsPerInsert)
 
     // ---- licenses -----------------------------------------------------------------------------------------
-    const licenseColumns = (l: LicenseDraft) => ({
+    const licenseColumns = (l: Model.LicenseDraft) => ({
       key: l.key,
       state: l.state,
       product_id: l.productId,
@@ -63,7 +46,7 @@ export const layer = Layer.effectContext(
       valid_for_days: l.validForDays,
       expires_at: date(l.expiresAt),
       grace_days: l.graceDays,
-      grace_ends_at: date(expiryWithGrace(l)),
+      grace_ends_at: date(License.expiryWithGrace(l)),
       activated_at: date(l.activatedAt),
       source: l.source,
       generator_id: l.generatorId,
@@ -77,12 +60,12 @@ export const layer = Layer.effectContext(
       Effect.catchIf(
         effect,
         (e) => e.reason._tag === "UniqueViolation",
-        () => Effect.fail(licenseExists())
+        () => Effect.fail(Errors.licenseExists())
       )
 
     const one = <A>(rows: ReadonlyArray<A>): A | undefined => rows[0]
 
-    const licenses = LicenseRepository.of({
+    const licenses = Ports.LicenseRepository.of({
       insert: (draft) =>
         sql`INSERT INTO lm_licenses ${sql.insert(licenseColumns(draft))} RETURNING *`.pipe(
           uniqueKey,
@@ -176,9 +159,9 @@ export const layer = Layer.effectContext(
 
     /** A machine's columns but its id, with times and `meta` written by the given functions. */
     const machineFields = <T, J>(
-      m: Omit<Machine, "id" | "components">,
+      m: Omit<Model.Machine, "id" | "components">,
       time: (value: number | null) => T,
-      json: (value: Machine["meta"]) => J
+      json: (value: Model.Machine["meta"]) => J
     ) => ({
       license_id: m.licenseId,
       fingerprint: m.fingerprint,
@@ -199,7 +182,7 @@ export const layer = Layer.effectContext(
     })
 
     /** A machine's columns as statement parameters. */
-    const machineColumns = (m: Omit<Machine, "id" | "components">) => machineFields(m, date, (meta) => sql.json(meta))
+    const machineColumns = (m: Omit<Model.Machine, "id" | "components">) => machineFields(m, date, (meta) => sql.json(meta))
 
     /** The columns of a machine row but its id, and their types (for `jsonb_to_recordset`). */
     const machineFieldTypes = "license_id bigint, fingerprint text, name text, hostname text, platform text, app_version text, " +
@@ -208,7 +191,7 @@ export const layer = Layer.effectContext(
     const machineFieldNames = machineFieldTypes.split(", ").map((column) => column.split(" ")[0]).join(", ")
 
     /** A machine's columns as one JSON record (times as ISO text) for `jsonb_to_recordset`. */
-    const machineRecord = (m: Machine) => ({ id: m.id, ...machineFields(m, iso, (meta) => meta) })
+    const machineRecord = (m: Model.Machine) => ({ id: m.id, ...machineFields(m, iso, (meta) => meta) })
 
     const findMachine = (id: number) =>
       sql`${machineSelect} WHERE m.id = ${id}`.pipe(Effect.map((r) => one(r.map(toMachine))))
@@ -220,7 +203,7 @@ export const layer = Layer.effectContext(
           sql.insert(nonEmpty(components.map((c) => ({ machine_id: machineId, kind: c.kind, fingerprint: c.fingerprint, name: c.name }))))
         }`.pipe(Effect.asVoid)
 
-    const machines = MachineRepository.of({
+    const machines = Ports.MachineRepository.of({
       // Without components a write is one statement (no savepoint, no read back): the activation hot path.
       insert: (draft) =>
         draft.components.length === 0
@@ -290,7 +273,7 @@ export const layer = Layer.effectContext(
             RETURNING id
           ), seq AS (
             UPDATE lm_counters SET value = value + 1
-            WHERE name = 'revocation_seq' AND ${affectsRevocationList(events.map((e) => e.event))}::boolean
+            WHERE name = 'revocation_seq' AND ${Model.affectsRevocationList(events.map((e) => e.event))}::boolean
             RETURNING value
           )
           SELECT i.*, '[]'::json AS components FROM ins i`.pipe(
@@ -301,7 +284,7 @@ export const layer = Layer.effectContext(
               }))
               const inserted = inserts.map((draft) => byFingerprint.get(`${draft.licenseId}\u0000${draft.fingerprint}`))
               return inserted.every((m) => m !== undefined)
-                ? Effect.succeed(inserted as ReadonlyArray<Machine>)
+                ? Effect.succeed(inserted as ReadonlyArray<Model.Machine>)
                 : Effect.die(new Error("writeSeatChanges: an inserted machine was not returned"))
             }),
             orUnavailable
@@ -376,7 +359,7 @@ export const layer = Layer.effectContext(
     })
 
     // ---- generators ---------------------------------------------------------------------------------------
-    const generatorColumns = (g: Omit<Generator, "id">) => ({
+    const generatorColumns = (g: Omit<Model.Generator, "id">) => ({
       name: g.name,
       charset: g.charset,
       chunk_length: g.chunkLength,
@@ -390,7 +373,7 @@ export const layer = Layer.effectContext(
       updated_at: date(g.updatedAt)
     })
 
-    const generators = GeneratorRepository.of({
+    const generators = Ports.GeneratorRepository.of({
       insert: (draft) =>
         sql`INSERT INTO lm_generators ${sql.insert(generatorColumns(draft))} RETURNING *`.pipe(
           Effect.map((r) => toGenerator(r[0]!)),
@@ -414,7 +397,7 @@ export const layer = Layer.effectContext(
     })
 
     // ---- API keys -----------------------------------------------------------------------------------------
-    const apiKeys = ApiKeyRepository.of({
+    const apiKeys = Ports.ApiKeyRepository.of({
       insert: (k) =>
         sql`INSERT INTO lm_api_keys ${
           sql.insert({
@@ -443,7 +426,7 @@ export const layer = Layer.effectContext(
     })
 
     // ---- signing keys -------------------------------------------------------------------------------------
-    const signingKeys = SigningKeyRepository.of({
+    const signingKeys = Ports.SigningKeyRepository.of({
       list: sql<{ kid: string; seed: string; public_key: string; current: boolean; created_at: unknown }>`SELECT * FROM lm_signing_keys ORDER BY created_at, kid`.pipe(
         Effect.map((r) => r.map((row) => ({ kid: row.kid, seed: row.seed, publicKey: row.public_key, current: row.current, createdAt: millis(row.created_at) }))),
         orUnavailable
@@ -460,7 +443,7 @@ export const layer = Layer.effectContext(
     })
 
     // ---- outbox and event log -----------------------------------------------------------------------------
-    const outbox = EventOutbox.of({
+    const outbox = Ports.EventOutbox.of({
       append: (events) =>
         events.length === 0
           ? Effect.void
@@ -474,7 +457,7 @@ export const layer = Layer.effectContext(
                 data: sql.json(e.data)
               }))))
             }`
-            if (affectsRevocationList(events)) yield* sql`UPDATE lm_counters SET value = value + 1 WHERE name = 'revocation_seq'`
+            if (Model.affectsRevocationList(events)) yield* sql`UPDATE lm_counters SET value = value + 1 WHERE name = 'revocation_seq'`
           }).pipe(orUnavailable),
       readAfter: (afterId, limit) =>
         sql`SELECT * FROM lm_events WHERE id > ${afterId} ORDER BY id LIMIT ${limit}`.pipe(
@@ -497,7 +480,7 @@ export const layer = Layer.effectContext(
     })
 
     /** One event-log row, as the single-row insert writes it. */
-    const activityRow = (e: ActivityEntry) => ({
+    const activityRow = (e: Model.ActivityEntry) => ({
       kind: e.kind,
       license_id: e.licenseId,
       license_key: e.licenseKey,
@@ -514,7 +497,7 @@ export const layer = Layer.effectContext(
      * `json_to_recordset`. The statement text stays the same whatever the number of rows, so neither the
      * client nor the server builds or parses a statement with thousands of placeholders.
      */
-    const insertActivity = (batch: ReadonlyArray<ActivityEntry>) =>
+    const insertActivity = (batch: ReadonlyArray<Model.ActivityEntry>) =>
       batch.length === 1
         ? sql`INSERT INTO lm_activity ${sql.insert(activityRow(batch[0]!))}`
         : sql`
@@ -524,7 +507,7 @@ export const layer = Layer.effectContext(
             AS e(kind text, license_id bigint, license_key text, machine_id bigint, fingerprint text, ip_address text,
                  app_version text, result text, at timestamptz)`
 
-    const activity = ActivityLog.of({
+    const activity = Ports.ActivityLog.of({
       // A batch the store refuses (e.g. text it cannot hold) is retried entry by entry by the recorder, and a
       // single entry is written with ordinary parameters, as any other row.
       record: (entries) =>
@@ -541,7 +524,7 @@ export const layer = Layer.effectContext(
     })
 
     // ---- transactions and locks ---------------------------------------------------------------------------
-    const store = Store.of({
+    const store = Ports.Store.of({
       transaction: (effect) =>
         sql.withTransaction(effect).pipe(
           Effect.retry({ while: isDeadlock, times: DEADLOCK_RETRIES }),
@@ -561,14 +544,14 @@ export const layer = Layer.effectContext(
       ping: sql`SELECT 1`.pipe(Effect.asVoid, orUnavailable)
     })
 
-    return Context.make(Store, store).pipe(
-      Context.add(LicenseRepository, licenses),
-      Context.add(MachineRepository, machines),
-      Context.add(GeneratorRepository, generators),
-      Context.add(ApiKeyRepository, apiKeys),
-      Context.add(SigningKeyRepository, signingKeys),
-      Context.add(EventOutbox, outbox),
-      Context.add(ActivityLog, activity)
+    return Context.make(Ports.Store, store).pipe(
+      Context.add(Ports.LicenseRepository, licenses),
+      Context.add(Ports.MachineRepository, machines),
+      Context.add(Ports.GeneratorRepository, generators),
+      Context.add(Ports.ApiKeyRepository, apiKeys),
+      Context.add(Ports.SigningKeyRepository, signingKeys),
+      Context.add(Ports.EventOutbox, outbox),
+      Context.add(Ports.ActivityLog, activity)
     )
   })
 )

@@ -13,7 +13,8 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { HttpApiBuilder } from "effect/http-api"
-import { publicKeyBase64, publicKeyPem, RevocationList, Signer } from "@lm/domain"
+import { RevocationList, Signer } from "@lm/domain"
+import { SigningKey } from "@lm/domain"
 import type { PublishedKey } from "@lm/domain/verify"
 import { Api } from "../../api/Api.js"
 import { crlCacheControl, type CrlResponse, publicKeyCacheControl, type PublicKeyResponse } from "../../api/Client.js"
@@ -57,10 +58,10 @@ export const ClientHandlers = HttpApiBuilder.group(
       if (publicKeyCache?.keys === keys) return publicKeyCache.response
       const { kid, publicKey } = yield* signer.current
       const body: PublicKeyResponse = {
-        public_key: publicKeyBase64(publicKey),
+        public_key: SigningKey.publicKeyBase64(publicKey),
         algorithm: "Ed25519",
         kid,
-        pem: publicKeyPem(publicKey),
+        pem: SigningKey.publicKeyPem(publicKey),
         keys: keys.map((k) => ({ kid: k.kid, public_key: k.public_key, current: k.current === true }))
       }
       const response = respond(body, 200, { "cache-control": publicKeyCacheControl })

@@ -3,7 +3,9 @@
  * the result with `Wire.ts`. Domain errors map to the envelope mechanically.
  */
 import { Effect } from "effect"
-import { defaultKeyFormat, type GeneratorInput, Generators } from "@lm/domain"
+import { Generators } from "@lm/domain"
+import { Keys } from "@lm/domain"
+import type { Services } from "@lm/domain"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../api/Api.js"
 import type { UpdateGeneratorBody } from "../../api/Generators.js"
@@ -17,11 +19,11 @@ type GeneratorBody = typeof UpdateGeneratorBody.Type
  * A generator body in the domain's terms. `null` on a format field (`charset`, `chunk_length`, `prefix`) is its
  * default; `null` elsewhere clears; a missing field stays undefined (unchanged on PUT, default on POST).
  */
-const generatorInput = (body: GeneratorBody): GeneratorInput => ({
+const generatorInput = (body: GeneratorBody): Services.GeneratorInput => ({
   name: body.name,
-  charset: body.charset === null ? defaultKeyFormat.charset : body.charset,
-  chunkLength: body.chunk_length === null ? defaultKeyFormat.chunkLength : body.chunk_length,
-  prefix: body.prefix === null ? defaultKeyFormat.prefix : body.prefix,
+  charset: body.charset === null ? Keys.defaultKeyFormat.charset : body.charset,
+  chunkLength: body.chunk_length === null ? Keys.defaultKeyFormat.chunkLength : body.chunk_length,
+  prefix: body.prefix === null ? Keys.defaultKeyFormat.prefix : body.prefix,
   productId: body.product_id,
   defaultMaxActivations: body.default_max_activations,
   defaultValidDays: body.default_valid_days,

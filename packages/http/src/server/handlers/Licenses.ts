@@ -3,7 +3,8 @@
  * service and writes the result with `Wire.ts`. Domain errors map to the envelope mechanically.
  */
 import { Effect } from "effect"
-import { Licenses, type Renewal } from "@lm/domain"
+import { Licenses } from "@lm/domain"
+import type { License } from "@lm/domain"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../api/Api.js"
 import * as ApiErrors from "../../domain/ApiErrors.js"
@@ -11,7 +12,7 @@ import { ok } from "../../domain/Envelope.js"
 import { licenseDetailToWire, licenseSettingsFromWire, licenseToWire, listMeta, pageRequest } from "../../domain/Wire.js"
 
 /** What a renew body asks for. */
-const renewalOf = (body: { readonly expires_at?: number; readonly days?: number }): Renewal =>
+const renewalOf = (body: { readonly expires_at?: number; readonly days?: number }): License.Renewal =>
   body.expires_at !== undefined
     ? { _tag: "Until", expiresAt: body.expires_at }
     : body.days !== undefined

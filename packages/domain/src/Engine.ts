@@ -1,0 +1,106 @@
+/**
+ * The licensing engine: every service of the domain, the signing keys and their node:crypto signer, signed
+ * tokens, the CRL, the validation cache, the seat-change group commit, the blacklist and the background sweep,
+ * composed once on a store. The bundled HTTP server, the `lm` CLI, the benchmarks and an embedding backend all
+ * build on {@link layer}.
+ *
+ * ```ts
+ * const engine = Engine.layer(MemoryStore.layer, { sweepIntervalSeconds: 0 })
+ * Effect.runPromise(program.pipe(Effect.provide(engine), Effect.scoped))
+ * ```
+ */
+import { Layer, type Redacted } from "effect"
+import type { ActivityRecorderOptions } from "./services/ActivityRecorder.js"
+import { ActivityRecorder } from "./services/ActivityRecorder.js"
+import { ApiKeys } from "./services/ApiKeys.js"
+import { Blacklist, blacklistFromEntries } from "./services/Blacklist.js"
+import { Generators } from "./services/Generators.js"
+import { Licenses } from "./services/Licenses.js"
+import { Licensing } from "./services/Licensing.js"
+import { Machines } from "./services/Machines.js"
+import { RevocationList } from "./services/RevocationList.js"
+import { SeatBatchSettings } from "./services/SeatBatches.js"
+import { SigningKeys } from "./services/SigningKeys.js"
+import { Sweeper } from "./services/Sweeper.js"
+import { Tokens } from "./services/Tokens.js"
+import { layerValidationCache, type ValidationCacheOptions } from "./services/ValidationCache.js"
+import type * as Ports from "./ports.js"
+import { Random } from "./random.js"
+
+/**
+ * Every port a store layer provides (`@lm/storage-memory`, `@lm/storage-pg`); `Ports.LicenseChangeFeed` is
+ * optional (it defaults to no feed).
+ */
+export type StorePorts =
+  | Ports.Store
+  | Ports.LicenseRepository
+  | Ports.MachineRepository
+  | Ports.GeneratorRepository
+  | Ports.ApiKeyRepository
+  | Ports.SigningKeyRepository
+  | Ports.EventOutbox
+  | Ports.ActivityLog
+
+/** Settings of the engine; every one has a default. */
+export interface Options {
+  /** Base64 of a 32-byte Ed25519 seed; without it one is generated on first start and kept in the store. */
+  readonly signingKey?: Redacted.Redacted<string> | undefined
+  /** Seconds a signed validation stays usable offline (`exp`; default 7 days). */
+  readonly offlineTtlSeconds?: number | undefined
+  /** Refused outright with `blacklisted`: entries `key:…`, `fp:…`, `ip:…`. */
+  readonly blacklist?: ReadonlyArray<string> | undefined
+  /** Seconds between background sweeps of expired leases and dead heartbeats (default 30); 0 turns it off. */
+  readonly sweepIntervalSeconds?: number | undefined
+  /**
+   * Transactions of grouped seat changes that may run at once (default 2, see `SeatBatchSettings`); 0 runs every
+   * activation, deactivation and heartbeat in its own transaction.
+   */
+  readonly seatBatchWorkers?: number | undefined
+  /** How the event log is buffered before it is written (see `ActivityRecorder`). */
+  readonly activity?: ActivityRecorderOptions | undefined
+  /** Size and age bounds of the validation cache. */
+  readonly validationCache?: ValidationCacheOptions | undefined
+}
+
+/** The sweep interval when none is given. */
+export const defaultSweepIntervalSeconds = 30
+
+/**
+ * The domain's services on the ports, without signing, the cache or the sweep: what a test on a throw-away
+ * store needs. Needs the ports and `Random`.
+ */
+export const services = (options: { readonly activity?: ActivityRecorderOptions | undefined } = {}) =>
+  Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer).pipe(
+    Layer.provideMerge(Licensing.layer),
+    Layer.provideMerge(ActivityRecorder.layer(options.activity))
+  )
+
+/**
+ * The whole engine on `store`: the services of {@link services}, stored signing keys with a node:crypto signer,
+ * signed tokens and the CRL, cryptographic randomness, the blacklist, the seat-change group commit, the
+ * validation cache in front of the store, and (unless `sweepIntervalSeconds` is 0) the background sweep. Opening
+ * the layer opens the store; closing it stops the sweep, flushes the event log and closes the store, in that
+ * order.
+ */
+export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Options = {}) => {
+  const core = Layer.mergeAll(
+    services({ activity: options.activity }),
+    Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
+    RevocationList.layer()
+  ).pipe(
+    Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
+    Layer.provideMerge(Random.layerCrypto),
+    Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),
+    Layer.provideMerge(
+      options.seatBatchWorkers === undefined
+        ? Layer.empty
+        : Layer.succeed(SeatBatchSettings, { ...SeatBatchSettings.defaultValue(), workers: Math.max(0, options.seatBatchWorkers) })
+    )
+  )
+  const interval = options.sweepIntervalSeconds ?? defaultSweepIntervalSeconds
+  const sweeping = interval > 0 ? Sweeper.layerBackground(`${interval} seconds`) : Layer.empty
+  // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with
+  // other processes' writes through LISTEN/NOTIFY), so the validate hot path needs no store round trip.
+  const cachedStore = layerValidationCache(options.validationCache).pipe(Layer.provideMerge(store))
+  return sweeping.pipe(Layer.provideMerge(core), Layer.provideMerge(cachedStore))
+}
