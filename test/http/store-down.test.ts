@@ -18,6 +18,7 @@ import { type RunningServer, startServer } from "../../packages/http/test/suppor
 import { serverLayerOn } from "../../packages/http/src/server/App.js"
 import { HttpSettings } from "../../packages/http/src/server/Settings.js"
 import { databaseUrl } from "../storage-contract/pg-support.js"
+import { eventually } from "../support/eventually.js"
 import { exitWithin, spawnServer } from "./support/Child.js"
 import { startTcpProxy, type TcpProxy } from "./support/TcpProxy.js"
 
@@ -127,16 +128,13 @@ describe.skipIf(url === undefined || url === "")("with PostgreSQL behind a proxy
   const recovers = async (fingerprint: string) => {
     // The pool notices dead connections on use: a request or two may still answer 503, never anything else.
     const seen: Array<number> = []
-    const deadline = Date.now() + 30_000
-    let answer = await call("GET", "/licenses")
-    seen.push(answer.status)
-    while (answer.status !== 200 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 200))
-      answer = await call("GET", "/licenses")
+    const answer = await eventually(async () => {
+      const answer = await call("GET", "/licenses")
       seen.push(answer.status)
-    }
+      expect(answer.status, `statuses: ${seen}`).toBe(200)
+      return answer
+    }, { timeout: 30_000, interval: 200 })
     expect(seen.filter((s) => s !== 503 && s !== 200), `statuses: ${seen}`).toEqual([])
-    expect(answer.status).toBe(200)
     expect(answer.body.data.licenses.map((l: { license_key: string }) => l.license_key)).toContain(key)
     expect((await call("GET", "/health")).status).toBe(200)
     const activated = await call("POST", "/activate", { license_key: key, fingerprint })

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { admin } from "./support/Admin.js"
 import { startApp, type TestApp } from "./support/App.js"
+import { eventually } from "../../../test/support/eventually.js"
 
 const isoTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
@@ -379,7 +380,10 @@ for (const store of ["memory", "pglite"] as const) {
 
         const floating = await manage.createLicense({ is_floating: true, lease_duration: 1 })
         expectOk(await activate(floating.key, "h-4"), 201)
-        await new Promise((resolve) => setTimeout(resolve, 1_100))
+        // Validate does not renew the lease: polled until the 1 s lease has run out.
+        await eventually(async () => {
+          expect(expectOk(await post("/validate", { license_key: floating.key, fingerprint: "h-4" })).code).toBe("fingerprint_not_activated")
+        }, { timeout: 20_000, interval: 50 })
         expectError(await post("/heartbeat", { license_key: floating.key, fingerprint: "h-4" }), 409, "machine_inactive")
       })
 

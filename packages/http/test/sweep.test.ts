@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { admin } from "./support/Admin.js"
 import { startApp, type TestApp } from "./support/App.js"
+import { eventually } from "../../../test/support/eventually.js"
 
 for (const store of ["memory", "pglite"] as const) {
   describe(`the background sweep on ${store}`, () => {
@@ -19,12 +20,12 @@ for (const store of ["memory", "pglite"] as const) {
       const activated = await app.call("POST", "/activate", { body: { license_key: license.key, fingerprint: "sweep-me" }, auth: null })
       expect(activated.status).toBe(201)
       const id = activated.body.data.id
-      let machine: any
-      for (let i = 0; i < 40; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
-        machine = (await app.call("GET", `/machines/${id}`)).body.data
-        if (machine.status !== "active") break
-      }
+      // The lease runs out after 1 s and the sweep runs every second: polled, with a bound for a loaded machine.
+      const machine = await eventually(async () => {
+        const machine = (await app.call("GET", `/machines/${id}`)).body.data
+        expect(machine.status).not.toBe("active")
+        return machine
+      }, { timeout: 20_000, interval: 100 })
       expect(machine).toMatchObject({ status: "inactive", deactivation_reason: "lease_expired" })
       const again = await app.call("POST", "/activate", { body: { license_key: license.key, fingerprint: "another" }, auth: null })
       expect(again.status).toBe(201)

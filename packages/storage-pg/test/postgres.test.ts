@@ -8,6 +8,7 @@ import { Context, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as net from "node:net"
 import { storeCases } from "./storeCases.js"
+import { eventuallyEffect } from "../../../test/support/eventually.js"
 
 const databaseUrl = process.env.DATABASE_URL
 
@@ -42,10 +43,19 @@ describe.skipIf(!databaseUrl)("PostgreSQL server", () => {
 /** A TCP proxy to the server whose connections can be cut, as if the server had died. */
 const makeProxy = (target: URL) =>
   Effect.acquireRelease(
-    Effect.callback<{ readonly port: number; readonly cut: () => void; readonly server: net.Server }>((resume) => {
+    Effect.callback<{
+      readonly port: number
+      /** The local ports of the proxy's connections to the server (`client_port` in `pg_stat_activity`). */
+      readonly upstreamPorts: () => Array<number>
+      readonly cut: () => void
+      readonly server: net.Server
+    }>((resume) => {
       const sockets = new Set<net.Socket>()
+      const upstreams = new Set<net.Socket>()
       const server = net.createServer((client) => {
         const upstream = net.connect(Number(target.port || 5432), target.hostname)
+        upstreams.add(upstream)
+        upstream.once("close", () => upstreams.delete(upstream))
         for (const socket of [client, upstream]) {
           sockets.add(socket)
           socket.once("close", () => sockets.delete(socket))
@@ -56,6 +66,7 @@ const makeProxy = (target: URL) =>
       server.listen(0, "127.0.0.1", () =>
         resume(Effect.succeed({
           port: (server.address() as net.AddressInfo).port,
+          upstreamPorts: () => [...upstreams].flatMap((socket) => socket.localPort === undefined ? [] : [socket.localPort]),
           cut: () => sockets.forEach((socket) => socket.destroy()),
           server
         })))
@@ -75,7 +86,15 @@ describe.skipIf(!databaseUrl)("PostgreSQL server going away", () => {
 
       assert.deepStrictEqual(yield* sql`SELECT 1 AS one`, [{ one: 1 }])
       const inFlight = yield* Effect.forkChild(sql`SELECT pg_sleep(30)`)
-      yield* Effect.sleep("200 millis")
+      // Cut once the server runs the query: seen from a direct connection, the proxy's ports telling this run's
+      // connections from those of concurrent runs.
+      const direct = Context.get(yield* Layer.build(layerPostgres({ url: target.toString(), maxConnections: 1 })), SqlClient)
+      yield* eventuallyEffect(
+        Effect.suspend(() =>
+          direct<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE client_port IN ${direct.in(proxy.upstreamPorts())} AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`
+        ).pipe(Effect.map((rows) => assert.strictEqual(rows[0]?.n, 1)))
+      )
       proxy.cut()
       const error = yield* Effect.flip(Fiber.join(inFlight))
       assert.strictEqual(error.reason._tag, "ConnectionError")
