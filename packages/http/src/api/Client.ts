@@ -5,7 +5,7 @@
  * the machine's address is always the one the server saw.
  */
 import { Schema } from "effect"
-import { validationCodes } from "@lm/domain"
+import { ComponentKind, validationCodes } from "@lm/domain"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, UnprocessableEntity } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"
@@ -28,7 +28,7 @@ const ShortText = Schema.NullOr(Schema.String.check(Schema.isMaxLength(255, { me
 
 /** A hardware component a client reports at activation. */
 export const ComponentInput = Schema.Struct({
-  kind: Schema.Literals(["cpu", "motherboard", "disk", "mac", "gpu", "custom"]),
+  kind: ComponentKind,
   fingerprint: Fingerprint,
   name: Schema.optionalKey(ShortText)
 })

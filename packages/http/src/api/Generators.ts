@@ -3,6 +3,7 @@
  * `pending` keys into a generator's pool. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
+import { OverageStrategy } from "@lm/domain"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.js"
 import { NoFields } from "./Licenses.js"
@@ -45,7 +46,7 @@ const generatorFields = {
   product_id: Schema.NullOr(Id),
   default_max_activations: Schema.NullOr(IntBetween(0, MAX_ACTIVATIONS)),
   default_valid_days: Schema.NullOr(IntBetween(1, MAX_DAYS)),
-  default_overage_strategy: Schema.NullOr(Schema.Literals(["deny", "allow_1_25x", "allow_1_5x", "allow_2x"])),
+  default_overage_strategy: Schema.NullOr(OverageStrategy),
   default_is_floating: Schema.NullOr(Schema.Boolean)
 }
 

@@ -3,6 +3,7 @@
  * revoke, reinstate and terminate. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
+import { licenseSortColumns, LicenseStatus, sortDirections } from "@lm/domain"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.js"
 import { strictPayloadOptions } from "./ParseOptions.js"
@@ -75,7 +76,7 @@ export const NoFields = Schema.Record(Schema.String, Schema.Never.annotate({ mes
 /** GET /licenses query. */
 export const ListLicensesQuery = {
   status: Schema.optionalKey(
-    Schema.Literals(["pending", "inactive", "active", "expired", "suspended", "revoked", "terminated"]).annotate({
+    LicenseStatus.annotate({
       description: "The status as reported now (`active`, `inactive` and `expired` are derived)."
     })
   ),
@@ -86,10 +87,10 @@ export const ListLicensesQuery = {
   search: Schema.optionalKey(Schema.String.annotate({ description: "Key prefix (trimmed and upper-cased)." })),
   expires_before: Schema.optionalKey(timeInput("Only licenses whose expires_at is strictly before this ISO 8601 time (with an offset).")),
   expires_after: Schema.optionalKey(timeInput("Only licenses whose expires_at is strictly after this ISO 8601 time (with an offset).")),
-  orderby: Schema.optionalKey(Schema.Literals(["id", "created_at", "expires_at"]).annotate({
+  orderby: Schema.optionalKey(Schema.Literals(licenseSortColumns).annotate({
     description: "Sort column (default `id`); ties are broken by id in the same direction."
   })),
-  order: Schema.optionalKey(Schema.Literals(["asc", "desc"]).annotate({ description: "Sort direction (default `desc`)." })),
+  order: Schema.optionalKey(Schema.Literals(sortDirections).annotate({ description: "Sort direction (default `desc`)." })),
   ...PageQuery
 }
 

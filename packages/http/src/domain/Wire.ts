@@ -4,7 +4,17 @@
  * its result to one of these functions.
  */
 import { Schema, SchemaTransformation } from "effect"
-import { defaultLicenseSettings, jsonBytes, settingLimits, Token } from "@lm/domain"
+import {
+  ApiKeyScope,
+  defaultLicenseSettings,
+  jsonBytes,
+  LicenseSource,
+  LicenseStatus,
+  MachineStatus,
+  OverageStrategy,
+  settingLimits,
+  Token
+} from "@lm/domain"
 import type { ApiKey, Component, Generator, LicenseDetail, LicenseSettings, LicenseView, Machine } from "@lm/domain"
 
 const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
@@ -34,7 +44,7 @@ export const MachineWire = Schema.Struct({
   platform: Schema.NullOr(Schema.String),
   app_version: Schema.NullOr(Schema.String),
   ip_address: Schema.NullOr(Schema.String),
-  status: Schema.Literals(["active", "inactive", "revoked"]),
+  status: MachineStatus,
   activated_at: Time,
   deactivated_at: NullableTime,
   deactivation_reason: Schema.NullOr(Schema.String),
@@ -72,13 +82,13 @@ export const machineToWire = (m: Machine): MachineWire => ({
 const licenseFields = {
   id: Schema.Int,
   license_key: Schema.String,
-  status: Schema.Literals(["pending", "inactive", "active", "expired", "suspended", "revoked", "terminated"]),
+  status: LicenseStatus,
   product_id: NullableInt,
   order_id: NullableInt,
   user_id: NullableInt,
   max_activations: NullableInt,
   activation_count: Schema.Int,
-  overage_strategy: Schema.Literals(["deny", "allow_1_25x", "allow_1_5x", "allow_2x"]),
+  overage_strategy: OverageStrategy,
   is_floating: Schema.Boolean,
   lease_duration: Schema.Int,
   require_heartbeat: Schema.Boolean,
@@ -87,7 +97,7 @@ const licenseFields = {
   expires_at: NullableTime,
   grace_days: Schema.Int,
   activated_at: NullableTime,
-  source: Schema.Literals(["api", "generator", "pool", "import"]),
+  source: LicenseSource,
   generator_id: NullableInt,
   subscription_id: NullableInt,
   meta: Json,
@@ -170,7 +180,7 @@ export const generatorToWire = ({ generator: g, poolSize }: { readonly generator
 export const ApiKeyWire = Schema.Struct({
   id: Schema.Int,
   description: Schema.String,
-  scope: Schema.Literals(["read", "write", "read_write"]),
+  scope: ApiKeyScope,
   truncated_key: Schema.String,
   created_at: Time,
   last_access_at: NullableTime
@@ -310,7 +320,7 @@ export const LicenseSettingsInput = {
   max_activations: Schema.optionalKey(Schema.NullOr(IntBetween(0, MAX_ACTIVATIONS)).annotate({
     description: "Seat limit; null is unlimited. 0 refuses every new activation."
   })),
-  overage_strategy: Schema.optionalKey(Schema.NullOr(Schema.Literals(["deny", "allow_1_25x", "allow_1_5x", "allow_2x"]))),
+  overage_strategy: Schema.optionalKey(Schema.NullOr(OverageStrategy)),
   is_floating: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
   lease_duration: Schema.optionalKey(Schema.NullOr(IntBetween(1, MAX_DURATION_SECONDS)).annotate({
     description: "Seconds a floating lease lasts after activation or a heartbeat (default 600)."
