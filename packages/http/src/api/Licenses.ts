@@ -3,7 +3,7 @@
  * revoke, reinstate and terminate. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
-import { licenseSortColumns, LicenseStatus, sortDirections } from "@lm/domain"
+import { type LicenseAction, licenseSortColumns, LicenseStatus, sortDirections } from "@lm/domain"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.js"
 import { strictPayloadOptions } from "./ParseOptions.js"
@@ -97,7 +97,7 @@ export const ListLicensesQuery = {
 /** `{licenses}` + list meta. */
 export const LicenseList = Success(Schema.Struct({ licenses: Schema.Array(LicenseWire) }), ListMeta)
 
-const action = (name: "suspend" | "revoke" | "reinstate", summary: string, description: string) =>
+const action = (name: Exclude<LicenseAction, "terminate">, summary: string, description: string) =>
   HttpApiEndpoint.post(name, `/licenses/:key/${name}`, {
     params: keyParam,
     payload: NoFields,
