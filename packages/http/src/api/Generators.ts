@@ -20,7 +20,8 @@ import {
   MAX_ACTIVATIONS,
   MAX_DAYS,
   PageQuery,
-  positiveIntFromString
+  positiveIntFromString,
+  ShortText
 } from "../domain/Wire.js"
 
 /** The most keys one generate call makes. */
@@ -30,7 +31,7 @@ const idParam = { id: positiveIntFromString("The generator's id (a positive inte
 
 /** Fields of a generator that POST and PUT may set. */
 const generatorFields = {
-  name: Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" })).annotate({
+  name: ShortText.annotate({
     description: "A name for people (required, not blank, at most 255 characters)."
   }),
   charset: Schema.NullOr(Schema.String).annotate({

@@ -11,16 +11,22 @@ import {
   LicenseSource,
   LicenseStatus,
   MachineStatus,
+  Meta,
   OverageStrategy,
   settingLimits,
   Token
 } from "@lm/domain"
 import type { ApiKey, Component, Generator, LicenseDetail, LicenseSettings, LicenseView, Machine } from "@lm/domain"
 
-const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
+/** A time as the API writes it. */
+export const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
 const NullableTime = Schema.NullOr(Time)
 const NullableInt = Schema.NullOr(Schema.Int)
-const Json = Schema.Record(Schema.String, Schema.Json)
+/** Free-form JSON metadata: the domain's `Meta`. */
+const Json = Meta
+
+/** A short text field as a body sends it: at most 255 characters. */
+export const ShortText = Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" }))
 
 /** Epoch milliseconds as ISO 8601 with `Z` (the domain's formatter, which keeps the times in use). */
 export const iso = Token.isoTime
