@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 
 /** Codes that refuse a client call on a license or machine (403). */
-export const RefusalCode = Schema.Literals([
+export const refusalCodes = [
   "blacklisted",
   "license_terminated",
   "license_revoked",
@@ -13,7 +13,8 @@ export const RefusalCode = Schema.Literals([
   "license_pending",
   "license_expired",
   "machine_revoked"
-])
+] as const
+export const RefusalCode = Schema.Literals(refusalCodes)
 export type RefusalCode = typeof RefusalCode.Type
 
 /** A client call refused because of the license's or machine's standing (403). */

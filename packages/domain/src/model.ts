@@ -11,22 +11,30 @@ export const Millis = Schema.Number
 export const Meta = Schema.Record(Schema.String, Schema.Json)
 export type Meta = typeof Meta.Type
 
-export const OverageStrategy = Schema.Literals(["deny", "allow_1_25x", "allow_1_5x", "allow_2x"])
+// Each list of names below is written once, as a tuple; its Schema and type derive from it, and the HTTP
+// adapter's wire schemas, the CLI and the settings refer to these (the OpenAPI document lists the same values).
+
+/** How far a license may exceed its seat limit: not at all, or up to 1.25, 1.5 or 2 times it. */
+export const overageStrategies = ["deny", "allow_1_25x", "allow_1_5x", "allow_2x"] as const
+export const OverageStrategy = Schema.Literals(overageStrategies)
 export type OverageStrategy = typeof OverageStrategy.Type
 
 /** How a license was created. */
-export const LicenseSource = Schema.Literals(["api", "generator", "pool", "import"])
+export const licenseSources = ["api", "generator", "pool", "import"] as const
+export const LicenseSource = Schema.Literals(licenseSources)
 export type LicenseSource = typeof LicenseSource.Type
 
 /**
  * The part of a license's status that actions set and the store keeps. `issued` is a normal license whose
  * reported status (`active`, `inactive`, `expired`) is derived from its machines and the clock.
  */
-export const LicenseState = Schema.Literals(["pending", "issued", "suspended", "revoked", "terminated"])
+export const licenseStates = ["pending", "issued", "suspended", "revoked", "terminated"] as const
+export const LicenseState = Schema.Literals(licenseStates)
 export type LicenseState = typeof LicenseState.Type
 
 /** The status a license reports, always as it is now (CONTRACT §3). */
-export const LicenseStatus = Schema.Literals(["pending", "inactive", "active", "expired", "suspended", "revoked", "terminated"])
+export const licenseStatuses = ["pending", "inactive", "active", "expired", "suspended", "revoked", "terminated"] as const
+export const LicenseStatus = Schema.Literals(licenseStatuses)
 export type LicenseStatus = typeof LicenseStatus.Type
 
 /** The settings of a license that PUT may change and a create may set. */
@@ -66,13 +74,27 @@ export type License = typeof License.Type
 /** A license before the store gives it an id. */
 export type LicenseDraft = Omit<License, "id" | "revision">
 
-export const MachineStatus = Schema.Literals(["active", "inactive", "revoked"])
+/** The columns a license list may be sorted by (ties are broken by id). */
+export const licenseSortColumns = ["id", "created_at", "expires_at"] as const
+export type LicenseSortColumn = (typeof licenseSortColumns)[number]
+
+/** The directions a list may be sorted in. */
+export const sortDirections = ["asc", "desc"] as const
+export type SortDirection = (typeof sortDirections)[number]
+
+/** A machine's stored status: `active` holds a seat while its lease and heartbeat are live. */
+export const machineStatuses = ["active", "inactive", "revoked"] as const
+export const MachineStatus = Schema.Literals(machineStatuses)
 export type MachineStatus = typeof MachineStatus.Type
 
-export const DeactivationReason = Schema.Literals(["client", "admin", "heartbeat_dead", "lease_expired", "license_terminated"])
+/** Why a machine was deactivated. */
+export const deactivationReasons = ["client", "admin", "heartbeat_dead", "lease_expired", "license_terminated"] as const
+export const DeactivationReason = Schema.Literals(deactivationReasons)
 export type DeactivationReason = typeof DeactivationReason.Type
 
-export const ComponentKind = Schema.Literals(["cpu", "motherboard", "disk", "mac", "gpu", "custom"])
+/** The kinds of hardware component a client may report. */
+export const componentKinds = ["cpu", "motherboard", "disk", "mac", "gpu", "custom"] as const
+export const ComponentKind = Schema.Literals(componentKinds)
 export type ComponentKind = typeof ComponentKind.Type
 
 export const Component = Schema.Struct({
@@ -143,7 +165,9 @@ export const Generator = Schema.Struct({
 export type Generator = typeof Generator.Type
 export type GeneratorDraft = Omit<Generator, "id">
 
-export const ApiKeyScope = Schema.Literals(["read", "write", "read_write"])
+/** What an API key may do: `read` allows GET, `write` allows POST/PUT/PATCH/DELETE, `read_write` both. */
+export const apiKeyScopes = ["read", "write", "read_write"] as const
+export const ApiKeyScope = Schema.Literals(apiKeyScopes)
 export type ApiKeyScope = typeof ApiKeyScope.Type
 
 /** A stored API key: only SHA-256 hashes of the consumer key and secret are kept. */
@@ -170,7 +194,7 @@ export interface StoredSigningKey {
 }
 
 /** Names of the events of CONTRACT §11 that the licensing core causes. */
-export const EventType = Schema.Literals([
+export const eventTypes = [
   "license.created",
   "license.updated",
   "license.deleted",
@@ -186,7 +210,8 @@ export const EventType = Schema.Literals([
   "machine.culled",
   "machine.lease_expired",
   "generator.keys_generated"
-])
+] as const
+export const EventType = Schema.Literals(eventTypes)
 export type EventType = typeof EventType.Type
 
 /** A domain event, written to the outbox in the same transaction as the change it describes. */
@@ -199,7 +224,8 @@ export interface DomainEvent {
 }
 
 /** What a client call was, for the event log (analytics). */
-export const ActivityKind = Schema.Literals(["validate", "activate", "deactivate", "heartbeat"])
+export const activityKinds = ["validate", "activate", "deactivate", "heartbeat"] as const
+export const ActivityKind = Schema.Literals(activityKinds)
 export type ActivityKind = typeof ActivityKind.Type
 
 /** One line of the event log: every validate, activate, deactivate, heartbeat and refusal. */

@@ -14,10 +14,12 @@ import type {
   GeneratorDraft,
   License,
   LicenseDraft,
+  LicenseSortColumn,
   LicenseState,
   Machine,
   MachineDraft,
   MachineStatus,
+  SortDirection,
   StoredSigningKey
 } from "./model.js"
 
@@ -62,8 +64,8 @@ export interface LicenseQuery extends PageRequest {
    * deadline is null or later than `at`.
    */
   readonly hasSeatHolderAt?: { readonly at: number; readonly value: boolean } | undefined
-  readonly orderBy: "id" | "created_at" | "expires_at"
-  readonly order: "asc" | "desc"
+  readonly orderBy: LicenseSortColumn
+  readonly order: SortDirection
 }
 
 /**

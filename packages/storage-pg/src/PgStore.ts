@@ -52,6 +52,9 @@ export const layerPostgres = (
     }).pipe(Effect.mapError(storeUnavailable))
   )
 
+/** Where PGlite may run (see {@link PgliteOptions.thread}). */
+export const pgliteThreads = ["worker", "main"] as const
+
 /** Options of {@link layerPglite}. */
 export interface PgliteOptions {
   /** Folder holding the database, created (initdb) on first use; in memory when absent. */
@@ -62,7 +65,7 @@ export interface PgliteOptions {
    * Where PGlite runs: on a worker thread of this process (default), so that statements never stall the
    * thread that answers requests, or on the caller's own thread (`"main"`: no thread hop per statement).
    */
-  readonly thread?: "worker" | "main" | undefined
+  readonly thread?: (typeof pgliteThreads)[number] | undefined
 }
 
 /**

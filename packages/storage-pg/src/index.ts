@@ -4,7 +4,7 @@
 export * as Migrations from "./Migrations.js"
 export * as PgliteBridge from "./PgliteBridge.js"
 export * as PgliteSession from "./PgliteSession.js"
-export { layerPglite, layerPostgres, makePglite, type PgliteOptions, type PostgresOptions, StoreUnavailable, storeUnavailable } from "./PgStore.js"
+export { layerPglite, layerPostgres, makePglite, type PgliteOptions, pgliteThreads, type PostgresOptions, StoreUnavailable, storeUnavailable } from "./PgStore.js"
 export * as PgliteTemplate from "./PgliteTemplate.js"
 export { layerOnClient, layerPgliteStore, layerPostgresStore } from "./LicensingStore.js"
 export { createLicensingSchema, portsLayer } from "./repositories/index.js"

@@ -7,7 +7,8 @@
  */
 
 /** The `typ` of each token type. */
-export type TokenType = "license" | "machine" | "crl" | "download"
+export const tokenTypes = ["license", "machine", "crl", "download"] as const
+export type TokenType = (typeof tokenTypes)[number]
 
 /** Payload of validate's `signed_payload` (`typ: "license"`). */
 export interface LicensePayload {

@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import { base64UrlDecode, utf8Decode, utf8Encode } from "./encoding.js"
-import type { TokenPayload, TokenType } from "./payloads.js"
+import { type TokenPayload, tokenTypes } from "./payloads.js"
 
 /** Why a token was refused. */
 export type VerifyFailure =
@@ -66,7 +66,7 @@ export interface DecodedToken {
   readonly signature: Uint8Array
 }
 
-const TYPES: ReadonlySet<string> = new Set<TokenType>(["license", "machine", "crl", "download"])
+const TYPES: ReadonlySet<string> = new Set(tokenTypes)
 
 const isSeconds = (u: unknown): u is number => typeof u === "number" && Number.isSafeInteger(u)
 

@@ -9,12 +9,12 @@ import { NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "./ParseOptions.js"
 import { NotFound } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"
-import { ApiKeyWire, ListMeta, PageQuery, positiveIntFromString } from "../domain/Wire.js"
+import { ApiKeyWire, ListMeta, PageQuery, positiveIntFromString, ShortText } from "../domain/Wire.js"
 
 /** POST /api-keys body. */
 export const CreateApiKeyBody = Schema.Struct({
   description: Schema.optionalKey(
-    Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" })).annotate({
+    ShortText.annotate({
       description: "What the key is for (default empty, at most 255 characters)."
     })
   ),

@@ -2,18 +2,19 @@
  * API-key authentication for management routes (CONTRACT §2): HTTP Basic with the consumer key as user and the
  * consumer secret as password, a scope check by method, then the `restRequestValid` guard chain.
  */
-import { Context, Schema } from "effect"
+import { Context } from "effect"
+import { Model } from "@lm/domain"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { Forbidden, ServiceUnavailable, TooManyRequests, Unauthorized } from "../domain/ApiErrors.js"
 
-/** What an API key may do: `read` allows GET, `write` allows POST/PUT/PATCH/DELETE, `read_write` both. */
-export const ApiKeyScope = Schema.Literals(["read", "write", "read_write"])
-export type ApiKeyScope = typeof ApiKeyScope.Type
+/** The domain's API key scopes, re-exported for the adapter's users. */
+export const ApiKeyScope = Model.ApiKeyScope
+export type ApiKeyScope = Model.ApiKeyScope
 
 /** The API key a request was authenticated with. */
 export interface AuthenticatedKey {
   readonly id: number
-  readonly scope: ApiKeyScope
+  readonly scope: Model.ApiKeyScope
 }
 
 /** The API key of the current request, provided to management handlers by {@link Authentication}. */

@@ -5,13 +5,11 @@
  * the machine's address is always the one the server saw.
  */
 import { Schema } from "effect"
-import { Validation } from "@lm/domain"
+import { Model, Validation } from "@lm/domain"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, UnprocessableEntity } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"
-import { LicenseWire, MachineWire, MetaInput } from "../domain/Wire.js"
-
-const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
+import { LicenseWire, MachineWire, MetaInput, ShortText, Time } from "../domain/Wire.js"
 
 /** A license key as sent; the domain trims, upper-cases and checks its format (400 `rest_invalid_param`). */
 const LicenseKey = Schema.String.annotate({
@@ -24,13 +22,13 @@ export const Fingerprint = Schema.String.check(
   Schema.isPattern(/^[^\u0000-\u001f\u007f-\u009f]*$/, { message: "must contain only printable characters" })
 ).annotate({ description: "The device's fingerprint: 1 to 255 printable characters." })
 
-const ShortText = Schema.NullOr(Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" })))
+const NullableShortText = Schema.NullOr(ShortText)
 
 /** A hardware component a client reports at activation. */
 export const ComponentInput = Schema.Struct({
-  kind: Schema.Literals(["cpu", "motherboard", "disk", "mac", "gpu", "custom"]),
+  kind: Model.ComponentKind,
   fingerprint: Fingerprint,
-  name: Schema.optionalKey(ShortText)
+  name: Schema.optionalKey(NullableShortText)
 })
 
 /** The validate nonce: a string of at most 64 characters or an integer; echoed in the response and signed. */
@@ -65,10 +63,10 @@ export type ValidateResponse = typeof ValidateResponse.Type
 export const ActivatePayload = Schema.Struct({
   license_key: LicenseKey,
   fingerprint: Fingerprint,
-  name: Schema.optionalKey(ShortText),
-  hostname: Schema.optionalKey(ShortText),
-  platform: Schema.optionalKey(ShortText),
-  app_version: Schema.optionalKey(ShortText),
+  name: Schema.optionalKey(NullableShortText),
+  hostname: Schema.optionalKey(NullableShortText),
+  platform: Schema.optionalKey(NullableShortText),
+  app_version: Schema.optionalKey(NullableShortText),
   components: Schema.optionalKey(
     Schema.Array(ComponentInput).check(Schema.isMaxLength(32, { message: "must have at most 32 components" }))
   ),
@@ -97,7 +95,7 @@ export type DeactivateResponse = typeof DeactivateResponse.Type
 export const HeartbeatPayload = Schema.Struct({
   license_key: LicenseKey,
   fingerprint: Fingerprint,
-  app_version: Schema.optionalKey(ShortText)
+  app_version: Schema.optionalKey(NullableShortText)
 })
 
 /** The answer of `POST /heartbeat`. */

@@ -3,6 +3,7 @@
  * `pending` keys into a generator's pool. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
+import { Model } from "@lm/domain"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.js"
 import { NoFields } from "./Licenses.js"
@@ -19,7 +20,8 @@ import {
   MAX_ACTIVATIONS,
   MAX_DAYS,
   PageQuery,
-  positiveIntFromString
+  positiveIntFromString,
+  ShortText
 } from "../domain/Wire.js"
 
 /** The most keys one generate call makes. */
@@ -29,7 +31,7 @@ const idParam = { id: positiveIntFromString("The generator's id (a positive inte
 
 /** Fields of a generator that POST and PUT may set. */
 const generatorFields = {
-  name: Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" })).annotate({
+  name: ShortText.annotate({
     description: "A name for people (required, not blank, at most 255 characters)."
   }),
   charset: Schema.NullOr(Schema.String).annotate({
@@ -45,7 +47,7 @@ const generatorFields = {
   product_id: Schema.NullOr(Id),
   default_max_activations: Schema.NullOr(IntBetween(0, MAX_ACTIVATIONS)),
   default_valid_days: Schema.NullOr(IntBetween(1, MAX_DAYS)),
-  default_overage_strategy: Schema.NullOr(Schema.Literals(["deny", "allow_1_25x", "allow_1_5x", "allow_2x"])),
+  default_overage_strategy: Schema.NullOr(Model.OverageStrategy),
   default_is_floating: Schema.NullOr(Schema.Boolean)
 }
 

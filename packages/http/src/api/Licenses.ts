@@ -3,6 +3,8 @@
  * revoke, reinstate and terminate. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
+import { Model } from "@lm/domain"
+import type { License } from "@lm/domain"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.js"
 import { strictPayloadOptions } from "./ParseOptions.js"
@@ -75,7 +77,7 @@ export const NoFields = Schema.Record(Schema.String, Schema.Never.annotate({ mes
 /** GET /licenses query. */
 export const ListLicensesQuery = {
   status: Schema.optionalKey(
-    Schema.Literals(["pending", "inactive", "active", "expired", "suspended", "revoked", "terminated"]).annotate({
+    Model.LicenseStatus.annotate({
       description: "The status as reported now (`active`, `inactive` and `expired` are derived)."
     })
   ),
@@ -86,17 +88,17 @@ export const ListLicensesQuery = {
   search: Schema.optionalKey(Schema.String.annotate({ description: "Key prefix (trimmed and upper-cased)." })),
   expires_before: Schema.optionalKey(timeInput("Only licenses whose expires_at is strictly before this ISO 8601 time (with an offset).")),
   expires_after: Schema.optionalKey(timeInput("Only licenses whose expires_at is strictly after this ISO 8601 time (with an offset).")),
-  orderby: Schema.optionalKey(Schema.Literals(["id", "created_at", "expires_at"]).annotate({
+  orderby: Schema.optionalKey(Schema.Literals(Model.licenseSortColumns).annotate({
     description: "Sort column (default `id`); ties are broken by id in the same direction."
   })),
-  order: Schema.optionalKey(Schema.Literals(["asc", "desc"]).annotate({ description: "Sort direction (default `desc`)." })),
+  order: Schema.optionalKey(Schema.Literals(Model.sortDirections).annotate({ description: "Sort direction (default `desc`)." })),
   ...PageQuery
 }
 
 /** `{licenses}` + list meta. */
 export const LicenseList = Success(Schema.Struct({ licenses: Schema.Array(LicenseWire) }), ListMeta)
 
-const action = (name: "suspend" | "revoke" | "reinstate", summary: string, description: string) =>
+const action = (name: Exclude<License.LicenseAction, "terminate">, summary: string, description: string) =>
   HttpApiEndpoint.post(name, `/licenses/:key/${name}`, {
     params: keyParam,
     payload: NoFields,

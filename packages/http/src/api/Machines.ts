@@ -3,6 +3,7 @@
  * (reason `admin`) and revoking it. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
+import { Model } from "@lm/domain"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.js"
 import { NoFields } from "./Licenses.js"
@@ -21,7 +22,7 @@ export class MachinesGroup extends HttpApiGroup.make("machines")
         key: Schema.String.annotate({ description: "The license key; trimmed and upper-cased before matching." })
       },
       query: {
-        status: Schema.optionalKey(Schema.Literals(["active", "inactive", "revoked"]).annotate({
+        status: Schema.optionalKey(Model.MachineStatus.annotate({
           description: "The machine's stored status. A machine whose lease ran out or whose heartbeat died is " +
             "`active` here until the sweep deactivates it, although it holds no seat."
         })),

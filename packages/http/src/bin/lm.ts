@@ -10,18 +10,21 @@
  *   lm signing-keys rotate                      make a new current signing key; old ones stay published
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Schema } from "effect"
 import { ApiKeys, Engine, SigningKeys } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { Model } from "@lm/domain"
 import { engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../server/App.js"
 import { runServer } from "../server/Main.js"
 import { listenFromEnv } from "../server/Settings.js"
 import { HttpSettings } from "../server/Settings.js"
 
+/** The scopes as a sentence: `read, write or read_write`. */
+const scopeChoices = `${Model.apiKeyScopes.slice(0, -1).join(", ")} or ${Model.apiKeyScopes.at(-1)}`
+
 const usage = `usage:
   lm serve
   lm migrate
-  lm api-keys create [--scope read|write|read_write] [--description TEXT]
+  lm api-keys create [--scope ${Model.apiKeyScopes.join("|")}] [--description TEXT]
   lm api-keys list
   lm signing-keys rotate
 
@@ -62,8 +65,8 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
         yield* Console.log(`migrated: ${choice._tag}`)
       })
     case "api-keys create": {
-      const scope = (options.get("scope") ?? "read_write") as Model.ApiKeyScope
-      if (!["read", "write", "read_write"].includes(scope)) return fail(`--scope must be read, write or read_write\n\n${usage}`)
+      const scope = options.get("scope") ?? "read_write"
+      if (!Schema.is(Model.ApiKeyScope)(scope)) return fail(`--scope must be ${scopeChoices}\n\n${usage}`)
       return withEngine(
         Effect.gen(function*() {
           const issued = yield* (yield* ApiKeys).create({ description: options.get("description") ?? "", scope })

@@ -20,6 +20,16 @@ const dataOf = <const Status extends number, const Fields extends Schema.Struct.
   fields: Fields
 ) => Schema.StructWithRest(Schema.Struct({ status: Schema.Literal(status), ...fields }), Extra)
 
+/**
+ * The fields and annotations of the envelope error of one HTTP status, written once: the response status and
+ * `data.status` are the same number. `fields` are the extra `data.*` members the class documents.
+ */
+const envelopeError = <const Status extends number, const Fields extends Schema.Struct.Fields>(
+  status: Status,
+  description: string,
+  fields: Fields
+) => [envelopeFields(dataOf(status, fields)), { httpApiStatus: status, description }] as const
+
 /** `data.params`: each bad field and what is wrong with it, e.g. `{"license_key": "is required"}`. */
 export const Params = Schema.Record(Schema.String, Schema.String)
 
@@ -28,76 +38,71 @@ const NullableInt = Schema.optionalKey(Schema.NullOr(Schema.Int))
 
 /** 400: `rest_invalid_json`, `rest_invalid_param` (with `data.params`), `confirmation_required`. */
 export class BadRequest extends Schema.Error<BadRequest>("lm/BadRequest")(
-  envelopeFields(dataOf(400, { params: Schema.optionalKey(Params) })),
-  { httpApiStatus: 400, description: "The request is malformed or a parameter is invalid." }
+  ...envelopeError(400, "The request is malformed or a parameter is invalid.", { params: Schema.optionalKey(Params) })
 ) {}
 
 /** 401: `rest_unauthorized`; sent with `WWW-Authenticate: Basic realm="lm"`. */
 export class Unauthorized extends Schema.Error<Unauthorized>("lm/Unauthorized")(
-  envelopeFields(dataOf(401, {})),
-  { httpApiStatus: 401, description: "No or bad API credentials." }
+  ...envelopeError(401, "No or bad API credentials.", {})
 ) {}
 
 /** 403: `rest_forbidden` (scope or guard veto) and the refusals of a license or machine. */
 export class Forbidden extends Schema.Error<Forbidden>("lm/Forbidden")(
-  envelopeFields(dataOf(403, {})),
-  { httpApiStatus: 403, description: "The request is refused." }
+  ...envelopeError(403, "The request is refused.", {})
 ) {}
 
 /** 404: `rest_no_route` and every `*_not_found`. */
 export class NotFound extends Schema.Error<NotFound>("lm/NotFound")(
-  envelopeFields(dataOf(404, {})),
-  { httpApiStatus: 404, description: "No such route or resource." }
+  ...envelopeError(404, "No such route or resource.", {})
 ) {}
 
 /** 405: `rest_method_not_allowed`; sent with `Allow`. */
 export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("lm/MethodNotAllowed")(
-  envelopeFields(dataOf(405, {})),
-  { httpApiStatus: 405, description: "The path exists but not for this method." }
+  ...envelopeError(405, "The path exists but not for this method.", {})
 ) {}
 
 /** 409: `license_exists`, `release_exists`, `invalid_transition` (with `data.from`, `data.action`), ... */
 export class Conflict extends Schema.Error<Conflict>("lm/Conflict")(
-  envelopeFields(dataOf(409, { from: Schema.optionalKey(Schema.String), action: Schema.optionalKey(Schema.String) })),
-  { httpApiStatus: 409, description: "The request conflicts with the current state." }
+  ...envelopeError(409, "The request conflicts with the current state.", {
+    from: Schema.optionalKey(Schema.String),
+    action: Schema.optionalKey(Schema.String)
+  })
 ) {}
 
 /** 413: `rest_payload_too_large`. */
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("lm/PayloadTooLarge")(
-  envelopeFields(dataOf(413, {})),
-  { httpApiStatus: 413, description: "The body is larger than 1 MiB." }
+  ...envelopeError(413, "The body is larger than 1 MiB.", {})
 ) {}
 
 /** 415: `rest_unsupported_media_type`. */
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("lm/UnsupportedMediaType")(
-  envelopeFields(dataOf(415, {})),
-  { httpApiStatus: 415, description: "The body is not JSON." }
+  ...envelopeError(415, "The body is not JSON.", {})
 ) {}
 
 /** 422: `machine_limit_exceeded` with `data.max_activations`, `data.activation_count`, `data.ceiling`. */
 export class UnprocessableEntity extends Schema.Error<UnprocessableEntity>("lm/UnprocessableEntity")(
-  envelopeFields(
-    dataOf(422, { max_activations: NullableInt, activation_count: Schema.optionalKey(Schema.Int), ceiling: NullableInt })
-  ),
-  { httpApiStatus: 422, description: "The request is well formed but cannot be carried out." }
+  ...envelopeError(422, "The request is well formed but cannot be carried out.", {
+    max_activations: NullableInt,
+    activation_count: Schema.optionalKey(Schema.Int),
+    ceiling: NullableInt
+  })
 ) {}
 
 /** 429: `rest_rate_limited` with `data.retry_after`; sent with `Retry-After`. */
 export class TooManyRequests extends Schema.Error<TooManyRequests>("lm/TooManyRequests")(
-  envelopeFields(dataOf(429, { retry_after: RetryAfter })),
-  { httpApiStatus: 429, description: "Rate limited." }
+  ...envelopeError(429, "Rate limited.", { retry_after: RetryAfter })
 ) {}
 
 /** 500: `internal_error` with `data.request_id`; the message never carries internals. */
 export class InternalError extends Schema.Error<InternalError>("lm/InternalError")(
-  envelopeFields(dataOf(500, { request_id: Schema.optionalKey(Schema.String) })),
-  { httpApiStatus: 500, description: "An internal fault; quote data.request_id when reporting it." }
+  ...envelopeError(500, "An internal fault; quote data.request_id when reporting it.", {
+    request_id: Schema.optionalKey(Schema.String)
+  })
 ) {}
 
 /** 503: `service_unavailable` with `data.retry_after`; sent with `Retry-After`. */
 export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("lm/ServiceUnavailable")(
-  envelopeFields(dataOf(503, { retry_after: RetryAfter })),
-  { httpApiStatus: 503, description: "The store cannot be reached." }
+  ...envelopeError(503, "The store cannot be reached.", { retry_after: RetryAfter })
 ) {}
 
 /** The error class for each HTTP status the contract uses. */

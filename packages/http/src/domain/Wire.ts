@@ -4,14 +4,21 @@
  * its result to one of these functions.
  */
 import { Schema, SchemaTransformation } from "effect"
-import { Token } from "@lm/domain"
-import { License } from "@lm/domain"
-import type { Model, Services } from "@lm/domain"
+import {
+  Token
+} from "@lm/domain"
+import { License, Model } from "@lm/domain"
+import type { Services } from "@lm/domain"
 
-const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
+/** A time as the API writes it. */
+export const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
 const NullableTime = Schema.NullOr(Time)
 const NullableInt = Schema.NullOr(Schema.Int)
-const Json = Schema.Record(Schema.String, Schema.Json)
+/** Free-form JSON metadata: the domain's `Meta`. */
+const Json = Model.Meta
+
+/** A short text field as a body sends it: at most 255 characters. */
+export const ShortText = Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" }))
 
 /** Epoch milliseconds as ISO 8601 with `Z` (the domain's formatter, which keeps the times in use). */
 export const iso = Token.isoTime
@@ -35,7 +42,7 @@ export const MachineWire = Schema.Struct({
   platform: Schema.NullOr(Schema.String),
   app_version: Schema.NullOr(Schema.String),
   ip_address: Schema.NullOr(Schema.String),
-  status: Schema.Literals(["active", "inactive", "revoked"]),
+  status: Model.MachineStatus,
   activated_at: Time,
   deactivated_at: NullableTime,
   deactivation_reason: Schema.NullOr(Schema.String),
@@ -73,13 +80,13 @@ export const machineToWire = (m: Model.Machine): MachineWire => ({
 const licenseFields = {
   id: Schema.Int,
   license_key: Schema.String,
-  status: Schema.Literals(["pending", "inactive", "active", "expired", "suspended", "revoked", "terminated"]),
+  status: Model.LicenseStatus,
   product_id: NullableInt,
   order_id: NullableInt,
   user_id: NullableInt,
   max_activations: NullableInt,
   activation_count: Schema.Int,
-  overage_strategy: Schema.Literals(["deny", "allow_1_25x", "allow_1_5x", "allow_2x"]),
+  overage_strategy: Model.OverageStrategy,
   is_floating: Schema.Boolean,
   lease_duration: Schema.Int,
   require_heartbeat: Schema.Boolean,
@@ -88,7 +95,7 @@ const licenseFields = {
   expires_at: NullableTime,
   grace_days: Schema.Int,
   activated_at: NullableTime,
-  source: Schema.Literals(["api", "generator", "pool", "import"]),
+  source: Model.LicenseSource,
   generator_id: NullableInt,
   subscription_id: NullableInt,
   meta: Json,
@@ -171,7 +178,7 @@ export const generatorToWire = ({ generator: g, poolSize }: { readonly generator
 export const ApiKeyWire = Schema.Struct({
   id: Schema.Int,
   description: Schema.String,
-  scope: Schema.Literals(["read", "write", "read_write"]),
+  scope: Model.ApiKeyScope,
   truncated_key: Schema.String,
   created_at: Time,
   last_access_at: NullableTime
@@ -311,7 +318,7 @@ export const LicenseSettingsInput = {
   max_activations: Schema.optionalKey(Schema.NullOr(IntBetween(0, MAX_ACTIVATIONS)).annotate({
     description: "Seat limit; null is unlimited. 0 refuses every new activation."
   })),
-  overage_strategy: Schema.optionalKey(Schema.NullOr(Schema.Literals(["deny", "allow_1_25x", "allow_1_5x", "allow_2x"]))),
+  overage_strategy: Schema.optionalKey(Schema.NullOr(Model.OverageStrategy)),
   is_floating: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
   lease_duration: Schema.optionalKey(Schema.NullOr(IntBetween(1, MAX_DURATION_SECONDS)).annotate({
     description: "Seconds a floating lease lasts after activation or a heartbeat (default 600)."

@@ -6,7 +6,7 @@
 import { Config, Effect, Layer, Option, Redacted } from "effect"
 import { ApiKeys, Engine, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { layerPgliteStore, layerPostgresStore } from "@lm/storage-pg"
+import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 import { Api } from "../api/Api.js"
 import { ApiKeyAuthenticator } from "./Authentication.js"
 import { ApiKeysHandlers } from "./handlers/ApiKeys.js"
@@ -21,7 +21,7 @@ import { StorageHealth, SystemHandlers } from "./System.js"
 
 /** Which store the server runs on. */
 export type StoreChoice =
-  | { readonly _tag: "pglite"; readonly dataDir: string; readonly thread?: "worker" | "main" | undefined }
+  | { readonly _tag: "pglite"; readonly dataDir: string; readonly thread?: PgliteOptions["thread"] }
   | { readonly _tag: "postgres"; readonly url: Redacted.Redacted<string> }
   | { readonly _tag: "memory" }
 
@@ -35,7 +35,7 @@ export const storeChoiceFromEnv = Effect.gen(function*() {
   const url = yield* Config.Redacted("DATABASE_URL").pipe(Config.option)
   if (Option.isSome(url) && Redacted.value(url.value) !== "") return { _tag: "postgres", url: url.value } as StoreChoice
   const dataDir = yield* Config.String("LM_DATA_DIR").pipe(Config.withDefault("./data"))
-  const thread = yield* Config.Literals(["worker", "main"], "LM_PGLITE_THREAD").pipe(Config.withDefault("worker" as const))
+  const thread = yield* Config.Literals(pgliteThreads, "LM_PGLITE_THREAD").pipe(Config.withDefault("worker" as const))
   return { _tag: "pglite", dataDir, thread } as StoreChoice
 })
 
