@@ -112,14 +112,14 @@ describe("client addresses", () => {
 })
 
 describe("scopes", () => {
-  it("allow GET to read keys, writes to write keys, both to read_write keys", () => {
+  it("allow reads (GET, HEAD, OPTIONS) to read keys, writes to write keys, both to read_write keys", () => {
     const table = (["read", "write", "read_write"] as const).map((scope) =>
-      ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"].map((method) => scopeAllows(scope, method))
+      ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"].map((method) => scopeAllows(scope, method))
     )
     expect(table).toEqual([
-      [true, true, false, false, false, false],
-      [false, false, true, true, true, true],
-      [true, true, true, true, true, true]
+      [true, true, true, false, false, false, false],
+      [false, false, false, true, true, true, true],
+      [true, true, true, true, true, true, true]
     ])
   })
 })
