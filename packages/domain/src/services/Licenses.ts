@@ -17,7 +17,7 @@ import {
   type LicenseTerminated,
   type StorageUnavailable
 } from "../errors.js"
-import { defaultKeyFormat, mintKey, parseKey } from "../keys.js"
+import { defaultKeyFormat, mintKey, normalizeKey, parseKey } from "../keys.js"
 import {
   applyLicenseAction,
   checkLicenseSettings,
@@ -229,7 +229,7 @@ export class Licenses extends Context.Service<Licenses, {
           orderId: input.orderId,
           userId: input.userId,
           generatorId: input.generatorId,
-          keyPrefix: input.search === undefined ? undefined : input.search.trim().toUpperCase(),
+          keyPrefix: input.search === undefined ? undefined : normalizeKey(input.search),
           expiresBefore: input.expiresBefore,
           expiresAfter: input.expiresAfter,
           orderBy: input.orderBy ?? "id",

@@ -16,7 +16,7 @@ import {
   type Refused,
   type StorageUnavailable
 } from "../errors.js"
-import { parseKey } from "../keys.js"
+import { normalizeKey, parseKey } from "../keys.js"
 import { licenseStatus } from "../license.js"
 import { type Beat, countSeatsHeld, deactivateMachine, machineActivated, planActivation, recordHeartbeat } from "../machine.js"
 import type { ActivityKind, License, LicenseStatus, Machine, MachineFacts } from "../model.js"
@@ -140,7 +140,7 @@ export class Licensing extends Context.Service<Licensing, {
             return recorder.record({
               kind,
               licenseId,
-              licenseKey: input.licenseKey.trim().toUpperCase(),
+              licenseKey: normalizeKey(input.licenseKey),
               machineId,
               fingerprint: input.fingerprint ?? null,
               ipAddress: input.ipAddress,
