@@ -10,7 +10,7 @@ import type { Generator, GeneratorDraft, LicenseSettings, OverageStrategy } from
 import { EventOutbox, GeneratorRepository, LicenseRepository, type Page, type PageRequest, Store } from "../ports.js"
 import { Random } from "../random.js"
 import { generatorDefaults, newLicenseDraft } from "./Licenses.js"
-import { type LicenseView, viewLicense } from "./Licensing.js"
+import { type LicenseView, viewLicense } from "../machine.js"
 
 /** The fields a generator create or update may set. */
 export interface GeneratorInput {

@@ -30,10 +30,9 @@ import {
   terminateLicense,
   updateLicense
 } from "../license.js"
-import { countSeatsHeld, deactivateMachine, refreshSeatDeadlines } from "../machine.js"
+import { countSeatsHeld, deactivateMachine, type LicenseView, refreshSeatDeadlines, viewLicense } from "../machine.js"
 import type { DomainEvent, Generator, License, LicenseDraft, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "../model.js"
 import { EventOutbox, GeneratorRepository, LicenseRepository, type LicenseQuery, MachineRepository, type Page, Store } from "../ports.js"
-import { type LicenseView, viewLicense } from "./Licensing.js"
 import { Random } from "../random.js"
 
 /** Fields a create may set: a key or a generator (not both), and any writable setting. */
