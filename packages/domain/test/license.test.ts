@@ -7,12 +7,15 @@ import { Result } from "effect"
 import * as fc from "fast-check"
 import {
   applyLicenseAction,
+  confirmTermination,
   hasFreeSeat,
   isExpired,
+  issueFromPool,
   type License,
   type LicenseSettings,
   licenseStatus,
   type LicenseStatus,
+  newLicenseDraft,
   type OverageStrategy,
   recordFirstActivation,
   renewLicense,
@@ -449,5 +452,43 @@ describe("setting limits (CONTRACT §3, §14), checked by the domain for every w
     for (const bad of [{ maxActivations: -1 }, { validForDays: 0 }, { validForDays: 36_501 }, { graceDays: -1 }, { meta: { a: "x".repeat(16 * 1024) } }]) {
       expect(Result.isFailure(check(bad)), JSON.stringify(bad).slice(0, 40)).toBe(true)
     }
+  })
+})
+
+describe("terminate confirmation", () => {
+  it("is required: confirm true passes, anything else is confirmation_required (400), before any license is looked at", () => {
+    expect(Result.isSuccess(confirmTermination(true))).toBe(true)
+    const error = failureOf(confirmTermination(false))
+    expect(error).toMatchObject({ _tag: "ConfirmationRequired", code: "confirmation_required", status: 400 })
+    // terminateLicense refuses with the same error, whatever the state
+    expect(failureOf(terminateLicense(makeLicense({ state: "terminated" }), false, T0))).toEqual(error)
+  })
+})
+
+describe("pool draw", () => {
+  const settings = { maxActivations: 3, validForDays: 30 }
+  const pooled: License = {
+    ...makeLicense({ state: "pending", source: "generator", generatorId: 4, createdAt: T0, updatedAt: T0, revision: 1 }),
+    ...settings
+  }
+
+  it("issues a pending key: state issued, source pool, creation time kept, revision advanced, announced as created", () => {
+    const change = issueFromPool(pooled, {}, T0 + DAY)
+    expect(change.changed).toBe(true)
+    expect(change.license).toEqual({ ...pooled, state: "issued", source: "pool", updatedAt: T0 + DAY, revision: 2 })
+    expect(change.events).toEqual([
+      { type: "license.created", occurredAt: T0 + DAY, licenseId: pooled.id, machineId: null, data: { license_key: pooled.key, source: "pool" } }
+    ])
+  })
+
+  it("keeps the settings the key was generated with; only the given fields change them", () => {
+    const change = issueFromPool(pooled, { maxActivations: 9, meta: { order: "x" } }, T0 + 1)
+    expect(change.license).toMatchObject({ maxActivations: 9, validForDays: 30, meta: { order: "x" }, generatorId: 4, createdAt: T0 })
+  })
+
+  it("draws what a generator put in its pool: a pending draft of the generator's settings", () => {
+    const draft = newLicenseDraft("POOL-AAAA-BBBB-CCCC", settings, "generator", 4, T0, "pending")
+    expect(draft).toMatchObject({ state: "pending", source: "generator", generatorId: 4, maxActivations: 3, activatedAt: null })
+    expect(newLicenseDraft("PLAIN-AAAA-BBBB-CCCC", {}, "api", null, T0).state).toBe("issued")
   })
 })

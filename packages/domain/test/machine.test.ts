@@ -14,7 +14,8 @@ import {
   recordHeartbeat,
   revokeMachine,
   seatDeadline,
-  sweepReason
+  sweepReason,
+  viewLicense
 } from "@lm/domain"
 import { DAY, failureOf, makeLicense, makeMachine, SECOND, successOf, T0 } from "./fixtures.js"
 
@@ -315,5 +316,25 @@ describe("sweepReason", () => {
     const both = makeLicense({ isFloating: true, leaseDuration: 60, requireHeartbeat: true, heartbeatInterval: 20 })
     expect(sweepReason(activate(both, T0), both, T0 + 40 * SECOND)).toBe("heartbeat_dead")
     expect(sweepReason(makeMachine({ status: "inactive" }), beating, T0 + DAY)).toBeNull()
+  })
+})
+
+describe("viewLicense", () => {
+  it("reports the derived status and counts only machines that hold a seat now", () => {
+    const license = makeLicense({ requireHeartbeat: true, heartbeatInterval: 60 })
+    const alive = makeMachine({ lastHeartbeatAt: T0 + 100 * SECOND })
+    const dead = makeMachine({ lastHeartbeatAt: T0 })
+    const off = makeMachine({ status: "inactive" })
+    const now = T0 + 150 * SECOND
+    expect(viewLicense(license, [alive, dead, off], now)).toEqual({ license, status: "active", activationCount: 1 })
+    expect(viewLicense(license, [dead, off], now)).toEqual({ license, status: "inactive", activationCount: 0 })
+  })
+
+  it("reports a state set by an action or an expiry before seats", () => {
+    const holder = makeMachine()
+    const suspended = makeLicense({ state: "suspended" })
+    expect(viewLicense(suspended, [holder], T0)).toEqual({ license: suspended, status: "suspended", activationCount: 1 })
+    const expired = makeLicense({ expiresAt: T0 - DAY })
+    expect(viewLicense(expired, [holder], T0)).toEqual({ license: expired, status: "expired", activationCount: 1 })
   })
 })
