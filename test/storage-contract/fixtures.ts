@@ -1,3 +1,4 @@
+/** Rows for the storage contract suite: full drafts with every field set, so round trips check all of them. */
 import { License } from "@lm/domain"
 import type { Model } from "@lm/domain"
 

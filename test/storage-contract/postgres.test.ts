@@ -1,8 +1,7 @@
 /** The storage contract against a real PostgreSQL server: runs whenever DATABASE_URL is set (CI sets it). */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { ActivityRecorder, Licensing } from "@lm/domain"
-import { Ports, Services } from "@lm/domain"
+import { ActivityRecorder, License, Licensing, Ports } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { freshDatabase, freshPostgresStore } from "./pg-support.js"
 import { storageContract } from "./contract.js"
@@ -34,7 +33,7 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
       Effect.gen(function*() {
         const [a, b] = yield* twoProcesses("lm_two_pools")
         const licenses = yield* Effect.provideContext(Ports.LicenseRepository, a)
-        const license = yield* licenses.insert(Services.newLicenseDraft("RACE-SEAT-AAAA-BBBB", { maxActivations: 3 }, "api", null, Date.now()))
+        const license = yield* licenses.insert(License.newLicenseDraft("RACE-SEAT-AAAA-BBBB", { maxActivations: 3 }, "api", null, Date.now()))
         const activate = (ctx: typeof a, i: number) =>
           Effect.provideContext(
             Effect.flatMap(Licensing, (l) => l.activate({ licenseKey: license.key, facts: { fingerprint: `race-${i}` }, ipAddress: null })),
@@ -57,7 +56,7 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
         const licenses = yield* Effect.provideContext(Ports.LicenseRepository, a)
         const keys = yield* Effect.forEach(Array.from({ length: 8 }, (_, i) => i), (i) =>
           Effect.map(
-            licenses.insert(Services.newLicenseDraft(`MANY-SEAT-AAA${i}-BBBB`, { maxActivations: 4 }, "api", null, Date.now())),
+            licenses.insert(License.newLicenseDraft(`MANY-SEAT-AAA${i}-BBBB`, { maxActivations: 4 }, "api", null, Date.now())),
             (license) => license.key
           ))
         // 400 activations, each on one of 8 licenses, alternating processes: batches of both processes lock

@@ -6,12 +6,16 @@ import { Effect, Result } from "effect"
 import { type InvalidParam, invalidParam } from "./errors.js"
 import { DEFAULT_CHARSET } from "./model.js"
 import { Random } from "./random.js"
+import { normaliseLicenseKey } from "./verify/licenseKey.js"
 
 /** Four dash-separated groups of A-Z and 0-9, each at most 24 characters (prefix 8 + chunk 16). */
 const KEY_PATTERN = /^[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}$/
 
-/** Trims and upper-cases a key as every input path does. */
-export const normalizeKey = (input: string): string => input.trim().toUpperCase()
+/**
+ * Trims and upper-cases a key as every input path does: the verify module's {@link normaliseLicenseKey} (client
+ * software checks CRLs with it), so server and clients cannot disagree.
+ */
+export const normalizeKey: (input: string) => string = normaliseLicenseKey
 
 /** Whether an already normalised key is in the key format. */
 export const isKeyFormat = (key: string): boolean => KEY_PATTERN.test(key)

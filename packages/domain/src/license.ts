@@ -14,7 +14,17 @@ import {
   type LicenseTerminated,
   licenseTerminated
 } from "./errors.js"
-import type { DomainEvent, EventType, License, LicenseSettings, LicenseStatus, OverageStrategy } from "./model.js"
+import type {
+  DomainEvent,
+  EventType,
+  Generator,
+  License,
+  LicenseDraft,
+  LicenseSettings,
+  LicenseSource,
+  LicenseStatus,
+  OverageStrategy
+} from "./model.js"
 
 export const DAY_MS = 86_400_000
 
@@ -207,17 +217,25 @@ export const applyLicenseAction = (
 }
 
 /**
- * Terminates a license, irreversibly. Needs the confirm flag; a repeat is a no-op. The caller deactivates the
- * machines (reason `license_terminated`) with `deactivateMachine`.
+ * Terminating is irreversible, so it needs the confirm flag (`confirm: true`), whatever the license; without it,
+ * `confirmation_required`. The service checks it before anything else, {@link terminateLicense} again.
+ */
+export const confirmTermination = (confirm: boolean): Result.Result<void, ConfirmationRequired> =>
+  confirm
+    ? Result.void
+    : Result.fail(new ConfirmationRequiredError({ message: "Terminating is irreversible: send {\"confirm\": true}." }))
+
+/**
+ * Terminates a license, irreversibly. Needs the confirm flag ({@link confirmTermination}); a repeat is a no-op.
+ * The caller deactivates the machines (reason `license_terminated`) with `deactivateMachine`.
  */
 export const terminateLicense = (
   license: License,
   confirm: boolean,
   now: number
 ): Result.Result<LicenseChange, ConfirmationRequired> => {
-  if (!confirm) {
-    return Result.fail(new ConfirmationRequiredError({ message: "Terminating is irreversible: send {\"confirm\": true}." }))
-  }
+  const confirmed = confirmTermination(confirm)
+  if (Result.isFailure(confirmed)) return Result.fail(confirmed.failure)
   if (license.state === "terminated") return Result.succeed(unchanged(license))
   const next = touched(license, now, { state: "terminated" })
   return Result.succeed({ license: next, events: [event("license.terminated", next, now, { from: license.state })], changed: true })
@@ -290,6 +308,46 @@ export const recordFirstActivation = (license: License, now: number): License =>
   if (license.activatedAt !== null) return license
   const expiresAt = license.validForDays !== null && license.expiresAt === null ? now + license.validForDays * DAY_MS : license.expiresAt
   return touched(license, now, { activatedAt: now, expiresAt })
+}
+
+/** The settings a generator gives its licenses, under the body's fields. */
+export const generatorDefaults = (generator: Generator): Partial<LicenseSettings> => ({
+  ...(generator.productId !== null ? { productId: generator.productId } : {}),
+  ...(generator.defaultMaxActivations !== null ? { maxActivations: generator.defaultMaxActivations } : {}),
+  ...(generator.defaultValidDays !== null ? { validForDays: generator.defaultValidDays } : {}),
+  ...(generator.defaultOverageStrategy !== null ? { overageStrategy: generator.defaultOverageStrategy } : {}),
+  ...(generator.defaultIsFloating !== null ? { isFloating: generator.defaultIsFloating } : {})
+})
+
+/** A new license draft, `issued` unless said otherwise (a generator's pool keys are `pending`). */
+export const newLicenseDraft = (
+  key: string,
+  settings: Partial<LicenseSettings>,
+  source: LicenseSource,
+  generatorId: number | null,
+  now: number,
+  state: License["state"] = "issued"
+): LicenseDraft => ({
+  key,
+  state,
+  ...defaultLicenseSettings,
+  ...settings,
+  activatedAt: null,
+  source,
+  generatorId,
+  subscriptionId: null,
+  createdAt: now,
+  updatedAt: now
+})
+
+/**
+ * Draws a key from a generator's pool: the `pending` license (as `LicenseRepository.claimFromPool` answers it)
+ * becomes `issued` with source `pool`, and is announced as created. It keeps the settings it was generated with
+ * and its creation time; only `settings` (the create body's fields) change them.
+ */
+export const issueFromPool = (pooled: License, settings: Partial<LicenseSettings>, now: number): LicenseChange => {
+  const next = touched(pooled, now, { ...settings, state: "issued", source: "pool" })
+  return { license: next, events: [licenseCreated(next, now)], changed: true }
 }
 
 /** The event for a new license. */

@@ -4,8 +4,18 @@
  */
 import { Result } from "effect"
 import { type MachineInactive, MachineLimitExceeded, machineInactive, type Refused, refused } from "./errors.js"
-import { hasFreeSeat, isExpired, recordFirstActivation, seatCeiling } from "./license.js"
-import type { ComponentDraft, DeactivationReason, DomainEvent, EventType, License, Machine, MachineDraft, MachineFacts } from "./model.js"
+import { hasFreeSeat, isExpired, licenseStatus, recordFirstActivation, seatCeiling } from "./license.js"
+import type {
+  ComponentDraft,
+  DeactivationReason,
+  DomainEvent,
+  EventType,
+  License,
+  LicenseStatus,
+  Machine,
+  MachineDraft,
+  MachineFacts
+} from "./model.js"
 import type { RefusalCode } from "./errors.js"
 
 type SeatRules = Pick<License, "isFloating" | "leaseDuration" | "requireHeartbeat" | "heartbeatInterval">
@@ -42,6 +52,22 @@ export const countSeatsHeld = (machines: ReadonlyArray<Machine>, license: SeatRu
   let held = 0
   for (const machine of machines) if (holdsSeat(machine, license, now)) held++
   return held
+}
+
+/** A license as it reports itself now: its derived status and how many machines hold a seat. */
+export interface LicenseView {
+  readonly license: License
+  readonly status: LicenseStatus
+  readonly activationCount: number
+}
+
+/**
+ * The license as it reports itself at `now`, given its machines (those not holding a seat are not counted):
+ * what every service answers about a license and the wire's license object is written from.
+ */
+export const viewLicense = (license: License, machines: ReadonlyArray<Machine>, now: number): LicenseView => {
+  const activationCount = countSeatsHeld(machines, license, now)
+  return { license, status: licenseStatus(license, activationCount, now), activationCount }
 }
 
 /**

@@ -2,8 +2,8 @@
  * Validation (POST /validate) as one pure function: the ordered codes of CONTRACT §4, first failure wins.
  */
 import { type RefusalCode } from "./errors.js"
-import { hasFreeSeat, licenseStatus, seatCeiling } from "./license.js"
-import { countSeatsHeld, holdsSeat, licenseRefusal } from "./machine.js"
+import { hasFreeSeat, seatCeiling } from "./license.js"
+import { holdsSeat, licenseRefusal, viewLicense } from "./machine.js"
 import type { License, LicenseStatus, Machine } from "./model.js"
 
 /** Every code validation can answer, in the order it checks them. */
@@ -25,7 +25,7 @@ export type ValidationCode = (typeof validationCodes)[number]
 export interface Validation {
   readonly valid: boolean
   readonly code: ValidationCode
-  /** The status the license reports now. */
+  /** The status the license reports now (as {@link viewLicense} reports it). */
   readonly status: LicenseStatus
   /** The active machine of the fingerprint sent, or null. */
   readonly machine: Machine | null
@@ -48,9 +48,8 @@ export const validateLicense = (input: {
   readonly blacklisted: boolean
 }): Validation => {
   const { license, now, fingerprint } = input
-  const seatsHeld = countSeatsHeld(input.machines, license, now)
+  const { status, activationCount: seatsHeld } = viewLicense(license, input.machines, now)
   const ceiling = seatCeiling(license.maxActivations, license.overageStrategy)
-  const status = licenseStatus(license, seatsHeld, now)
   const result = (code: ValidationCode, machine: Machine | null = null, needsActivation = false): Validation => ({
     valid: code === "valid",
     code,

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { ApiKeys } from "@lm/domain"
-import { Ports } from "@lm/domain"
+import { Ports, Services } from "@lm/domain"
 import type { Model } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { T0 } from "./fixtures.js"
@@ -54,13 +54,13 @@ describe("ApiKeys", () => {
       expect(text).not.toContain(issued.consumerSecret.slice(3))
     })))
 
-  it.effect("authorizes by scope: read → GET, write → POST/PUT/PATCH/DELETE, read_write → all", () =>
+  it.effect("authorizes by scope: read → GET/HEAD/OPTIONS, write → POST/PUT/PATCH/DELETE, read_write → all", () =>
     onEngine(Effect.gen(function*() {
       const apiKeys = yield* ApiKeys
       const matrix: Record<Model.ApiKeyScope, Record<string, boolean>> = {
-        read: { GET: true, POST: false, PUT: false, PATCH: false, DELETE: false },
-        write: { GET: false, POST: true, PUT: true, PATCH: true, DELETE: true },
-        read_write: { GET: true, POST: true, PUT: true, PATCH: true, DELETE: true }
+        read: { GET: true, HEAD: true, OPTIONS: true, POST: false, PUT: false, PATCH: false, DELETE: false },
+        write: { GET: false, HEAD: false, OPTIONS: false, POST: true, PUT: true, PATCH: true, DELETE: true },
+        read_write: { GET: true, HEAD: true, OPTIONS: true, POST: true, PUT: true, PATCH: true, DELETE: true }
       }
       for (const scope of Object.keys(matrix) as Array<Model.ApiKeyScope>) {
         const { apiKey } = yield* apiKeys.create({ description: scope, scope })
@@ -71,6 +71,27 @@ describe("ApiKeys", () => {
         }
       }
     })))
+
+  it("OPTIONS is a read: a read key may send it, a write key may not (as GET and HEAD)", () => {
+    expect((["read", "write", "read_write"] as const).map((scope) => Services.scopeAllows(scope, "OPTIONS"))).toEqual([true, false, true])
+    for (const scope of ["read", "write", "read_write"] as const) {
+      expect([scope, Services.scopeAllows(scope, "OPTIONS")]).toEqual([scope, Services.scopeAllows(scope, "GET")])
+    }
+  })
+
+  it("knows credentials by their shape: ck_/cs_ and 40 lowercase hex characters", () => {
+    const key = `ck_${"0a".repeat(20)}`
+    const secret = `cs_${"f9".repeat(20)}`
+    expect(Services.isCredentialShape(key, secret)).toBe(true)
+    for (const [k, s] of [
+      [secret, key],
+      [key.toUpperCase(), secret],
+      [key, `cs_${"F9".repeat(20)}`],
+      [`${key}0`, secret],
+      [key, secret.slice(0, -1)],
+      [` ${key}`, secret]
+    ]) expect([k, s, Services.isCredentialShape(k!, s!)]).toEqual([k, s, false])
+  })
 
   it.effect("records the last access, at most once a minute", () =>
     onEngine(Effect.gen(function*() {

@@ -5,7 +5,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
-import { Keys, Model } from "@lm/domain"
+import { createHash } from "node:crypto"
+import {
+  Token
+} from "@lm/domain"
+import { Keys, Model, Services } from "@lm/domain"
+import { normaliseLicenseKey } from "../src/verify/index.js"
 import { failureOf, scriptedRandom, seededRandom, successOf } from "./fixtures.js"
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -22,6 +27,22 @@ const prefixArb = fc.array(fc.constantFrom(...ALNUM), { maxLength: 8 }).map((cha
 
 /** Whether distinct^(4 × chunk) ≥ 2^64, in exact integer arithmetic. */
 const atLeast64Bits = (distinct: number, chunk: number) => BigInt(distinct) ** BigInt(4 * chunk) >= 2n ** 64n
+
+describe("key normalisation", () => {
+  it("is one function: the server's normalizeKey is the client verifier's normaliseLicenseKey", () => {
+    expect(Keys.normalizeKey).toBe(normaliseLicenseKey)
+    expect(Keys.normalizeKey(" \tabcd-2345-efgh-6789\n")).toBe("ABCD-2345-EFGH-6789")
+  })
+
+  it("applies wherever a key is read: CRL hashes and the blacklist", () => {
+    const sha = (text: string) => createHash("sha256").update(text).digest("hex")
+    expect(Token.licenseKeyHash("  wxyz-2345-6789-abcd ")).toBe(sha("WXYZ-2345-6789-ABCD"))
+    const blacklist = Services.blacklistFromEntries(["key: abcd-efgh-ijkl-mnop ", " qrst-uvwx-yz23-4567"])
+    for (const licenseKey of ["ABCD-EFGH-IJKL-MNOP", "QRST-UVWX-YZ23-4567"]) {
+      expect([licenseKey, blacklist.isBlacklisted({ licenseKey, fingerprint: null, ipAddress: null })]).toEqual([licenseKey, true])
+    }
+  })
+})
 
 describe("parseKey", () => {
   const keyArb = fc

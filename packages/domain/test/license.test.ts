@@ -436,3 +436,41 @@ describe("setting limits (CONTRACT §3, §14), checked by the domain for every w
     }
   })
 })
+
+describe("terminate confirmation", () => {
+  it("is required: confirm true passes, anything else is confirmation_required (400), before any license is looked at", () => {
+    expect(Result.isSuccess(License.confirmTermination(true))).toBe(true)
+    const error = failureOf(License.confirmTermination(false))
+    expect(error).toMatchObject({ _tag: "ConfirmationRequired", code: "confirmation_required", status: 400 })
+    // terminateLicense refuses with the same error, whatever the state
+    expect(failureOf(License.terminateLicense(makeLicense({ state: "terminated" }), false, T0))).toEqual(error)
+  })
+})
+
+describe("pool draw", () => {
+  const settings = { maxActivations: 3, validForDays: 30 }
+  const pooled: Model.License = {
+    ...makeLicense({ state: "pending", source: "generator", generatorId: 4, createdAt: T0, updatedAt: T0, revision: 1 }),
+    ...settings
+  }
+
+  it("issues a pending key: state issued, source pool, creation time kept, revision advanced, announced as created", () => {
+    const change = License.issueFromPool(pooled, {}, T0 + DAY)
+    expect(change.changed).toBe(true)
+    expect(change.license).toEqual({ ...pooled, state: "issued", source: "pool", updatedAt: T0 + DAY, revision: 2 })
+    expect(change.events).toEqual([
+      { type: "license.created", occurredAt: T0 + DAY, licenseId: pooled.id, machineId: null, data: { license_key: pooled.key, source: "pool" } }
+    ])
+  })
+
+  it("keeps the settings the key was generated with; only the given fields change them", () => {
+    const change = License.issueFromPool(pooled, { maxActivations: 9, meta: { order: "x" } }, T0 + 1)
+    expect(change.license).toMatchObject({ maxActivations: 9, validForDays: 30, meta: { order: "x" }, generatorId: 4, createdAt: T0 })
+  })
+
+  it("draws what a generator put in its pool: a pending draft of the generator's settings", () => {
+    const draft = License.newLicenseDraft("POOL-AAAA-BBBB-CCCC", settings, "generator", 4, T0, "pending")
+    expect(draft).toMatchObject({ state: "pending", source: "generator", generatorId: 4, maxActivations: 3, activatedAt: null })
+    expect(License.newLicenseDraft("PLAIN-AAAA-BBBB-CCCC", {}, "api", null, T0).state).toBe("issued")
+  })
+})

@@ -307,3 +307,23 @@ describe("sweepReason", () => {
     expect(Machine.sweepReason(makeMachine({ status: "inactive" }), beating, T0 + DAY)).toBeNull()
   })
 })
+
+describe("viewLicense", () => {
+  it("reports the derived status and counts only machines that hold a seat now", () => {
+    const license = makeLicense({ requireHeartbeat: true, heartbeatInterval: 60 })
+    const alive = makeMachine({ lastHeartbeatAt: T0 + 100 * SECOND })
+    const dead = makeMachine({ lastHeartbeatAt: T0 })
+    const off = makeMachine({ status: "inactive" })
+    const now = T0 + 150 * SECOND
+    expect(Machine.viewLicense(license, [alive, dead, off], now)).toEqual({ license, status: "active", activationCount: 1 })
+    expect(Machine.viewLicense(license, [dead, off], now)).toEqual({ license, status: "inactive", activationCount: 0 })
+  })
+
+  it("reports a state set by an action or an expiry before seats", () => {
+    const holder = makeMachine()
+    const suspended = makeLicense({ state: "suspended" })
+    expect(Machine.viewLicense(suspended, [holder], T0)).toEqual({ license: suspended, status: "suspended", activationCount: 1 })
+    const expired = makeLicense({ expiresAt: T0 - DAY })
+    expect(Machine.viewLicense(expired, [holder], T0)).toEqual({ license: expired, status: "expired", activationCount: 1 })
+  })
+})

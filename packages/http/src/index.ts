@@ -13,10 +13,7 @@ export { Health, SystemGroup } from "./api/System.js"
 
 export {
   ApiKeyAuthenticator,
-  AuthenticationLive,
-  consumerKeyPattern,
-  consumerSecretPattern,
-  scopeAllows
+  AuthenticationLive
 } from "./server/Authentication.js"
 export {
   clientIp,

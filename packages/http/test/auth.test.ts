@@ -67,6 +67,17 @@ describe("credentials and scopes", () => {
     expect(result.body.data).toEqual({ key_id: write.id, description: "from the test" })
   })
 
+  it("treats OPTIONS as a read: a read or read_write key passes, a write key is 403, no credentials 401", async () => {
+    const options = (authorization?: string) =>
+      fetch(server.apiBase + "/admin/probe", { method: "OPTIONS", headers: authorization === undefined ? {} : { authorization } })
+    const answers = []
+    for (const key of [undefined, read, write, read_write]) {
+      const { status, code } = await outcome(await options(key === undefined ? undefined : basic(key.consumerKey, key.consumerSecret)))
+      answers.push([status, code])
+    }
+    expect(answers).toEqual([[401, "rest_unauthorized"], [200, "ok"], [403, "rest_forbidden"], [200, "ok"]])
+  })
+
   it("does not ask public routes for credentials, and ignores credentials sent to them", async () => {
     expect((await fetch(server.apiBase + "/health")).status).toBe(200)
     const bad = await fetch(server.apiBase + "/health", { headers: { authorization: basic("nobody", "nothing") } })

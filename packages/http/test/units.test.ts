@@ -3,7 +3,7 @@ import { ConfigProvider, Effect, Exit, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import * as ApiErrors from "../src/domain/ApiErrors.js"
 import * as InvalidParams from "../src/domain/InvalidParams.js"
-import { scopeAllows } from "../src/server/Authentication.js"
+import { Services } from "@lm/domain"
 import { InvalidIpRange, makeIpAllowList, normalizeIp, parseIpAllowList } from "../src/server/ClientIp.js"
 import { HttpSettings, listenFromEnv, normalizeRestRoot, parseTrustProxy } from "../src/server/Settings.js"
 
@@ -112,14 +112,14 @@ describe("client addresses", () => {
 })
 
 describe("scopes", () => {
-  it("allow GET to read keys, writes to write keys, both to read_write keys", () => {
+  it("allow reads (GET, HEAD, OPTIONS) to read keys, writes to write keys, both to read_write keys", () => {
     const table = (["read", "write", "read_write"] as const).map((scope) =>
-      ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"].map((method) => scopeAllows(scope, method))
+      ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"].map((method) => Services.scopeAllows(scope, method))
     )
     expect(table).toEqual([
-      [true, true, false, false, false, false],
-      [false, false, true, true, true, true],
-      [true, true, true, true, true, true]
+      [true, true, true, false, false, false, false],
+      [false, false, false, true, true, true, true],
+      [true, true, true, true, true, true, true]
     ])
   })
 })

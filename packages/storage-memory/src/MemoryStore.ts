@@ -1,3 +1,23 @@
+/**
+ * The store in memory: every port of `@lm/domain` on plain maps, for embedding and tests.
+ *
+ * NOT DURABLE: everything lives in the process and is gone when it exits; two processes never share it.
+ * Use `@lm/storage-pg` to keep data.
+ *
+ * Semantics (the same as the PostgreSQL store's, checked by the shared storage contract suite):
+ * - `Store.transaction` is read committed: a transaction sees its own writes and what others committed; a
+ *   failure, defect or interruption rolls back every write made inside. A nested `transaction` joins the
+ *   enclosing one as a savepoint. Reads outside a transaction read committed rows directly.
+ * - Writing or deleting an existing row takes that row's lock until the transaction ends (as PostgreSQL's
+ *   UPDATE does); `lockLicense` takes it up front. Called outside a transaction, `lockLicense` runs as a
+ *   transaction of its own: it waits for the current holder and returns the latest committed row.
+ * - `claimFromPool` and `claimExpired` skip rows other transactions hold and must run inside a transaction
+ *   (outside one they die: a claim that is released at once would hand the same row to two callers).
+ * - Ids come from per-table sequences and are never reused. Outbox events get their ids when their
+ *   transaction commits, so ids follow commit order.
+ * - Violations of constraints that the ports cannot report as typed errors (a duplicate machine
+ *   fingerprint, API key hash or signing key id, an update of a missing row, a deadlock) are defects.
+ */
 import { Errors, License, Model, Ports } from "@lm/domain"
 import { Context, Effect, Layer } from "effect"
 import { Database, type Tx } from "./Database.js"

@@ -1,6 +1,8 @@
 /**
  * API keys (CONTRACT §2, §11): `ck_`/`cs_` credentials of 40 hex characters, stored only as SHA-256 hex,
- * authenticated in constant time, with scopes `read` (GET), `write` (POST, PUT, PATCH, DELETE) and `read_write`.
+ * authenticated in constant time, with scopes `read` (GET, HEAD, OPTIONS), `write` (POST, PUT, PATCH, DELETE) and
+ * `read_write`. The HTTP middleware authenticates and authorises through {@link isCredentialShape} and
+ * {@link scopeAllows}: these rules exist here only.
  */
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
@@ -9,8 +11,10 @@ import type { ApiKey, ApiKeyScope } from "../model.js"
 import { ApiKeyRepository, type Page, type PageRequest } from "../ports.js"
 import { Random } from "../random.js"
 
-const CONSUMER_KEY = /^ck_[0-9a-f]{40}$/
-const CONSUMER_SECRET = /^cs_[0-9a-f]{40}$/
+/** `ck_` + 40 lowercase hex characters. */
+export const consumerKeyPattern = /^ck_[0-9a-f]{40}$/
+/** `cs_` + 40 lowercase hex characters. */
+export const consumerSecretPattern = /^cs_[0-9a-f]{40}$/
 
 /** SHA-256 hex of a credential. */
 export const sha256Hex = (value: string): string => createHash("sha256").update(value, "utf8").digest("hex")
@@ -18,15 +22,16 @@ export const sha256Hex = (value: string): string => createHash("sha256").update(
 /** `…` followed by the last 7 characters of the consumer key. */
 export const truncateConsumerKey = (consumerKey: string): string => `\u2026${consumerKey.slice(-7)}`
 
-/** Whether a scope allows an HTTP method: `read` allows GET (and HEAD), `write` every other method. */
-export const scopeAllows = (scope: ApiKeyScope, method: string): boolean => {
-  const reading = method === "GET" || method === "HEAD" || method === "OPTIONS"
-  return scope === "read_write" || (reading ? scope === "read" : scope === "write")
-}
+/** Methods that only read: GET, HEAD and OPTIONS. */
+const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"])
+
+/** Whether a scope allows an HTTP method: `read` allows the reading methods, `write` every other, `read_write` all. */
+export const scopeAllows = (scope: ApiKeyScope, method: string): boolean =>
+  scope === "read_write" || (READ_METHODS.has(method) ? scope === "read" : scope === "write")
 
 /** Whether a pair of strings has the shape of API credentials. */
 export const isCredentialShape = (consumerKey: string, consumerSecret: string): boolean =>
-  CONSUMER_KEY.test(consumerKey) && CONSUMER_SECRET.test(consumerSecret)
+  consumerKeyPattern.test(consumerKey) && consumerSecretPattern.test(consumerSecret)
 
 /** A new key with its credentials: the only moment the secret is known. */
 export interface IssuedApiKey {

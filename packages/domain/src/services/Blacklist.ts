@@ -1,5 +1,6 @@
 /** Which license keys, fingerprints and client addresses are refused outright (`blacklisted`). */
 import { Context } from "effect"
+import { normalizeKey } from "../keys.js"
 
 /** What a client call is checked against. */
 export interface BlacklistSubject {
@@ -26,7 +27,7 @@ export const blacklistFromEntries = (entries: ReadonlyArray<string>) => {
     if (entry === "") continue
     if (entry.startsWith("fp:")) fingerprints.add(entry.slice(3))
     else if (entry.startsWith("ip:")) ips.add(entry.slice(3))
-    else keys.add((entry.startsWith("key:") ? entry.slice(4) : entry).trim().toUpperCase())
+    else keys.add(normalizeKey(entry.startsWith("key:") ? entry.slice(4) : entry))
   }
   return {
     isBlacklisted: (subject: BlacklistSubject) =>

@@ -5,12 +5,11 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { type GeneratorNotFound, generatorNotFound, type InvalidParam, invalidParam, type LicenseExists, type StorageUnavailable } from "../errors.js"
 import { checkKeyFormat, mintKey } from "../keys.js"
-import { checkLicenseSettings } from "../license.js"
+import { checkLicenseSettings, generatorDefaults, newLicenseDraft } from "../license.js"
 import type { Generator, GeneratorDraft, LicenseSettings, OverageStrategy } from "../model.js"
 import { EventOutbox, GeneratorRepository, LicenseRepository, type Page, type PageRequest, Store } from "../ports.js"
 import { Random } from "../random.js"
-import { generatorDefaults, newLicenseDraft } from "./Licenses.js"
-import { type LicenseView, viewLicense } from "./Licensing.js"
+import { type LicenseView, viewLicense } from "../machine.js"
 
 /** The fields a generator create or update may set. */
 export interface GeneratorInput {

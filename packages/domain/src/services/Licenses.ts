@@ -5,7 +5,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import {
-  ConfirmationRequired,
+  type ConfirmationRequired,
   type GeneratorNotFound,
   generatorNotFound,
   type InvalidParam,
@@ -17,23 +17,26 @@ import {
   type LicenseTerminated,
   type StorageUnavailable
 } from "../errors.js"
-import { defaultKeyFormat, mintKey, parseKey } from "../keys.js"
+import { defaultKeyFormat, mintKey, normalizeKey, parseKey } from "../keys.js"
 import {
   applyLicenseAction,
   checkLicenseSettings,
+  confirmTermination,
   defaultLicenseSettings,
+  generatorDefaults,
+  issueFromPool,
   licenseCreated,
   licenseDeleted,
   type LicenseChange,
+  newLicenseDraft,
   renewLicense,
   type Renewal,
   terminateLicense,
   updateLicense
 } from "../license.js"
-import { countSeatsHeld, deactivateMachine, refreshSeatDeadlines } from "../machine.js"
-import type { DomainEvent, Generator, License, LicenseDraft, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "../model.js"
+import { countSeatsHeld, deactivateMachine, type LicenseView, refreshSeatDeadlines, viewLicense } from "../machine.js"
+import type { DomainEvent, License, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "../model.js"
 import { EventOutbox, GeneratorRepository, LicenseRepository, type LicenseQuery, MachineRepository, type Page, Store } from "../ports.js"
-import { type LicenseView, viewLicense } from "./Licensing.js"
 import { Random } from "../random.js"
 
 /** Fields a create may set: a key or a generator (not both), and any writable setting. */
@@ -66,15 +69,6 @@ export interface LicenseDetail extends LicenseView {
 
 type WriteError = LicenseNotFound | LicenseTerminated | StorageUnavailable
 
-/** The settings a generator gives its licenses, under the body's fields. */
-export const generatorDefaults = (generator: Generator): Partial<LicenseSettings> => ({
-  ...(generator.productId !== null ? { productId: generator.productId } : {}),
-  ...(generator.defaultMaxActivations !== null ? { maxActivations: generator.defaultMaxActivations } : {}),
-  ...(generator.defaultValidDays !== null ? { validForDays: generator.defaultValidDays } : {}),
-  ...(generator.defaultOverageStrategy !== null ? { overageStrategy: generator.defaultOverageStrategy } : {}),
-  ...(generator.defaultIsFloating !== null ? { isFloating: generator.defaultIsFloating } : {})
-})
-
 const settingsOf = (input: Partial<LicenseSettings>): Partial<LicenseSettings> => {
   const out: Record<string, unknown> = {}
   for (const name of Object.keys(defaultLicenseSettings) as Array<keyof LicenseSettings>) {
@@ -82,27 +76,6 @@ const settingsOf = (input: Partial<LicenseSettings>): Partial<LicenseSettings> =
   }
   return out as Partial<LicenseSettings>
 }
-
-/** A new license draft in state `issued`. */
-export const newLicenseDraft = (
-  key: string,
-  settings: Partial<LicenseSettings>,
-  source: LicenseSource,
-  generatorId: number | null,
-  now: number,
-  state: License["state"] = "issued"
-): LicenseDraft => ({
-  key,
-  state,
-  ...defaultLicenseSettings,
-  ...settings,
-  activatedAt: null,
-  source,
-  generatorId,
-  subscriptionId: null,
-  createdAt: now,
-  updatedAt: now
-})
 
 export class Licenses extends Context.Service<Licenses, {
   readonly create: (
@@ -163,23 +136,15 @@ export class Licenses extends Context.Service<Licenses, {
               const generator = yield* generators.findById(generatorId)
               if (generator === undefined) return yield* generatorNotFound()
               const pooled = yield* licenses.claimFromPool(generatorId)
-              let license: License
               if (pooled !== undefined) {
-                // A pool key keeps the settings it was generated with; only the body's fields change them.
-                license = yield* licenses.update({
-                  ...pooled,
-                  ...settings,
-                  state: "issued",
-                  source: "pool",
-                  createdAt: pooled.createdAt,
-                  updatedAt: now,
-                  revision: pooled.revision + 1
-                })
-              } else {
-                const key = yield* withRandom(mintKey(generator))
-                const merged = { ...generatorDefaults(generator), ...settings }
-                license = yield* licenses.insert(newLicenseDraft(key, merged, "generator", generatorId, now))
+                const drawn = issueFromPool(pooled, settings, now)
+                const license = yield* licenses.update(drawn.license)
+                yield* outbox.append(drawn.events)
+                return viewLicense(license, [], now)
               }
+              const key = yield* withRandom(mintKey(generator))
+              const merged = { ...generatorDefaults(generator), ...settings }
+              const license = yield* licenses.insert(newLicenseDraft(key, merged, "generator", generatorId, now))
               yield* outbox.append([licenseCreated(license, now)])
               return viewLicense(license, [], now)
             })
@@ -229,7 +194,7 @@ export class Licenses extends Context.Service<Licenses, {
           orderId: input.orderId,
           userId: input.userId,
           generatorId: input.generatorId,
-          keyPrefix: input.search === undefined ? undefined : input.search.trim().toUpperCase(),
+          keyPrefix: input.search === undefined ? undefined : normalizeKey(input.search),
           expiresBefore: input.expiresBefore,
           expiresAfter: input.expiresAfter,
           orderBy: input.orderBy ?? "id",
@@ -278,9 +243,8 @@ export class Licenses extends Context.Service<Licenses, {
         })
 
       const terminate = Effect.fn("Licenses.terminate")(function*(key: string, confirm: boolean) {
-        if (!confirm) {
-          return yield* new ConfirmationRequired({ message: "Terminating is irreversible: send {\"confirm\": true}." })
-        }
+        // Before the key is even read: without the flag nothing else is looked at.
+        yield* Effect.fromResult(confirmTermination(confirm))
         return yield* write(key, (license, now, active) =>
           Effect.gen(function*() {
             const change = yield* Effect.fromResult(terminateLicense(license, confirm, now))

@@ -10,6 +10,7 @@
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
+import { normaliseLicenseKey } from "../verify/licenseKey.js"
 import type {
   CrlPayload,
   DownloadPayload,
@@ -275,7 +276,7 @@ export const compact = (signingInput: string, signature: Uint8Array): string =>
 
 /** SHA-256 hex of a normalised (trimmed, upper-cased) license key, as listed in the CRL. */
 export const licenseKeyHash = (licenseKey: string): string =>
-  createHash("sha256").update(licenseKey.trim().toUpperCase(), "utf8").digest("hex")
+  createHash("sha256").update(normaliseLicenseKey(licenseKey), "utf8").digest("hex")
 
 /** SHA-256 hex of a machine fingerprint (UTF-8, as activated), as listed in the CRL. */
 export const fingerprintHash = (fingerprint: string): string =>

@@ -9,6 +9,7 @@
  */
 import { verifyAsync } from "@noble/ed25519"
 import { base64Decode, sha256Hex } from "./encoding.js"
+import { normaliseLicenseKey } from "./licenseKey.js"
 import type { CrlPayload, PayloadOf, PublishedKey, TokenPayload, TokenType } from "./payloads.js"
 import { checkTimes, decodeToken, systemSeconds, type TimeOptions, type VerifyFailure } from "./token.js"
 
@@ -97,8 +98,7 @@ export type CrlResult =
   | { readonly ok: true; readonly crl: RevocationList }
   | { readonly ok: false; readonly reason: VerifyFailure | "stale" }
 
-/** Normalises a license key the way the server does: trimmed and upper-cased. */
-export const normaliseLicenseKey = (key: string): string => key.trim().toUpperCase()
+export { normaliseLicenseKey } from "./licenseKey.js"
 
 /**
  * A verified certificate revocation list. License keys are looked up by the SHA-256 hex of the

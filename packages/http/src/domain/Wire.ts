@@ -4,11 +4,7 @@
  * its result to one of these functions.
  */
 import { Schema, SchemaTransformation } from "effect"
-import {
-  Token
-} from "@lm/domain"
-import { License, Model } from "@lm/domain"
-import type { Services } from "@lm/domain"
+import { License, Machine, Model, Services, Token } from "@lm/domain"
 
 /** A time as the API writes it. */
 export const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
@@ -111,7 +107,7 @@ export const LicenseDetailWire = Schema.Struct({ ...licenseFields, machines: Sch
 export type LicenseDetailWire = typeof LicenseDetailWire.Type
 
 /** A license as it reports itself now. */
-export const licenseToWire = ({ license: l, status, activationCount }: Services.LicenseView): LicenseWire => ({
+export const licenseToWire = ({ license: l, status, activationCount }: Machine.LicenseView): LicenseWire => ({
   id: l.id,
   license_key: l.key,
   status,

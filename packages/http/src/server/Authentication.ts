@@ -1,8 +1,10 @@
 /**
  * The implementation of the {@link Authentication} middleware: HTTP Basic `ck_…`/`cs_…` credentials checked by
  * an {@link ApiKeyAuthenticator}, the scope checked against the method, then the `restRequestValid` guards.
+ * The credential shape and the scope rule are the domain's (`@lm/domain` ApiKeys), used as they are.
  * Public routes do not carry the middleware and pay nothing for it.
  */
+import { Services } from "@lm/domain"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { type ApiKeyScope, type AuthenticatedKey, Authentication, CurrentApiKey } from "../api/Authentication.js"
@@ -23,14 +25,6 @@ export class ApiKeyAuthenticator extends Context.Service<ApiKeyAuthenticator, {
   ) => Effect.Effect<AuthenticatedKey | undefined, ApiErrors.DomainErrorLike | ApiErrors.ApiError>
 }>()("lm/http/ApiKeyAuthenticator") {}
 
-/** `ck_` + 40 lowercase hex characters. */
-export const consumerKeyPattern = /^ck_[0-9a-f]{40}$/
-/** `cs_` + 40 lowercase hex characters. */
-export const consumerSecretPattern = /^cs_[0-9a-f]{40}$/
-
-/** Whether a scope allows a method: `read` for GET/HEAD, `write` for the rest, `read_write` for all. */
-export const scopeAllows = (scope: ApiKeyScope, method: string): boolean =>
-  scope === "read_write" || (scope === "read") === (method === "GET" || method === "HEAD")
 
 const unauthorized = () => ApiErrors.make(401, "rest_unauthorized", "Valid API credentials are required.")
 const forbiddenScope = (scope: ApiKeyScope) =>
@@ -61,13 +55,11 @@ export const AuthenticationLive: Layer.Layer<
       basic: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const consumerKey = credential.username
         const consumerSecret = Redacted.value(credential.password)
-        if (!consumerKeyPattern.test(consumerKey) || !consumerSecretPattern.test(consumerSecret)) {
-          return yield* unauthorized()
-        }
+        if (!Services.isCredentialShape(consumerKey, consumerSecret)) return yield* unauthorized()
         const key = yield* Effect.mapError(authenticator.authenticate(consumerKey, consumerSecret), asDeclared)
         if (key === undefined) return yield* unauthorized()
         const request = yield* HttpServerRequest
-        if (!scopeAllows(key.scope, request.method)) return yield* forbiddenScope(key.scope)
+        if (!Services.scopeAllows(key.scope, request.method)) return yield* forbiddenScope(key.scope)
         if (guards.length > 0) {
           const guarded = { http: request, clientIp: clientIp(request, trustProxyHops), apiKey: key }
           if (!(yield* Effect.mapError(runGuards(guards, guarded, key.scope), asDeclared))) return yield* forbiddenGuard()

@@ -71,7 +71,9 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.post("write", "/admin/echo", {
       payload: Schema.Struct({ description: Schema.String }),
       success: Success(Schema.Struct({ key_id: Schema.Number, description: Schema.String }))
-    })
+    }),
+    // An OPTIONS route behind the middleware, to show which scopes may send it (a read).
+    HttpApiEndpoint.options("probe", "/admin/probe", { success: Success(Schema.Struct({ key_id: Schema.Number })) })
   )
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions) {}
@@ -111,6 +113,7 @@ export const EchoHandlers = HttpApiBuilder.group(EchoApi, "echo", (handlers) =>
 export const AdminHandlers = HttpApiBuilder.group(EchoApi, "admin", (handlers) =>
   handlers.handleAll({
     read: () => Effect.map(Effect.service(CurrentApiKey), (key) => ok({ key_id: key.id })),
+    probe: () => Effect.map(Effect.service(CurrentApiKey), (key) => ok({ key_id: key.id })),
     write: ({ payload }) =>
       Effect.map(Effect.service(CurrentApiKey), (key) => ok({ key_id: key.id, description: payload.description }))
   }))
