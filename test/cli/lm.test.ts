@@ -4,7 +4,7 @@
  * (`npm test` builds first).
  */
 import { spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -86,5 +86,65 @@ describe("lm", () => {
       server.kill("SIGTERM")
       await new Promise((resolve) => server.once("exit", resolve))
     }
+  })
+
+  it("retires an old signing key: lm serve no longer publishes it; the current key cannot be retired", async () => {
+    const listed = async () => {
+      const server = spawn(process.execPath, [bin, "serve"], { env: { ...env, PORT: "0", LM_SWEEP_INTERVAL: "0" } })
+      try {
+        const base = await new Promise<string>((resolve, reject) => {
+          let out = ""
+          server.stdout.on("data", (chunk) => {
+            out += chunk
+            const url = /Listening on (http:\/\/\S+)/.exec(out)?.[1]
+            if (url) resolve(url)
+          })
+          server.on("exit", (code) => reject(new Error(`lm serve exited with ${code}: ${out}`)))
+        })
+        return ((await (await fetch(`${base}/public-key`)).json()) as any).data
+      } finally {
+        server.kill("SIGTERM")
+        await new Promise((resolve) => server.once("exit", resolve))
+      }
+    }
+    const before = await listed()
+    const old = before.keys.find((k: any) => !k.current).kid
+    const current = lm("signing-keys", "retire", before.kid)
+    expect(current.code).not.toBe(0)
+    expect(current.err).toContain("rotate first")
+    const retired = lm("signing-keys", "retire", old)
+    expect(retired.code).toBe(0)
+    const after = await listed()
+    expect(after.keys.map((k: any) => k.kid)).not.toContain(old)
+    expect(after.keys).toHaveLength(before.keys.length - 1)
+  })
+
+  it("keeps the data folder private: folder 0700, master key 0600, no file open to other users", () => {
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700)
+    const keyFile = join(dataDir, "master.key")
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600)
+    const open: Array<string> = []
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name)
+        if ((statSync(path).mode & 0o077) !== 0) open.push(path)
+        if (entry.isDirectory()) walk(path)
+      }
+    }
+    walk(dataDir)
+    expect(open).toEqual([])
+    // The signing seed is not in the store in clear: the store's files never hold the base64 of a 32-byte seed
+    // next to the word "seed"; the sealed form is what the key file's key opens.
+    expect(readFileSync(keyFile, "utf8").trim()).toMatch(/^[A-Za-z0-9+/]{43}=$/)
+  })
+
+  it("refuses to start with another master key, naming the setting", () => {
+    const other = spawnSync(process.execPath, [bin, "api-keys", "list"], {
+      env: { ...env, LM_MASTER_KEY: Buffer.alloc(32, 3).toString("base64") },
+      encoding: "utf8",
+      timeout: 60_000
+    })
+    expect(other.status).not.toBe(0)
+    expect(`${other.stdout}${other.stderr}`).toContain("LM_MASTER_KEY")
   })
 })

@@ -26,6 +26,7 @@ import { Tokens } from "./services/Tokens.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./services/ValidationCache.js"
 import type * as Ports from "./ports.js"
 import { Random } from "./random.js"
+import { MasterKey } from "./secrets.js"
 
 /**
  * Every port a store layer provides (`@lm/storage-memory`, `@lm/storage-pg`); `Ports.LicenseChangeFeed` is
@@ -43,6 +44,11 @@ export type StorePorts =
 
 /** Settings of the engine; every one has a default. */
 export interface Options {
+  /**
+   * The key that seals secrets at rest (the signing seed). Without it a random one serves for the life of the
+   * process: fine for a store that keeps nothing, while a durable store sealed with it refuses to open later.
+   */
+  readonly masterKey?: Redacted.Redacted<Uint8Array> | undefined
   /** Base64 of a 32-byte Ed25519 seed; without it one is generated on first start and kept in the store. */
   readonly signingKey?: Redacted.Redacted<string> | undefined
   /** Seconds a signed validation stays usable offline (`exp`; default 7 days). */
@@ -76,7 +82,8 @@ export const services = (options: { readonly activity?: ActivityRecorderOptions 
   )
 
 /**
- * The whole engine on `store`: the services of {@link services}, stored signing keys with a node:crypto signer,
+ * The whole engine on `store`: the services of {@link services}, stored signing keys (sealed with the master
+ * key) with a node:crypto signer,
  * signed tokens and the CRL, cryptographic randomness, the blacklist, the seat-change group commit, the
  * validation cache in front of the store, and (unless `sweepIntervalSeconds` is 0) the background sweep. Opening
  * the layer opens the store; closing it stops the sweep, flushes the event log and closes the store, in that
@@ -89,6 +96,7 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
     RevocationList.layer()
   ).pipe(
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
+    Layer.provideMerge(options.masterKey === undefined ? MasterKey.layerEphemeral : MasterKey.layer(options.masterKey)),
     Layer.provideMerge(Random.layerCrypto),
     Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),
     Layer.provideMerge(

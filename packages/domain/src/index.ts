@@ -11,7 +11,8 @@
  * - `Model` (records, literal lists, events), `Errors` (the contract's refusals), `Ports` (what a store
  *   implements).
  * - The pure core: `License`, `Machine`, `Validation`, `Keys`.
- * - Signing: `Signer` (the service), `SigningKey`, `Token` (the signed formats). Offline verification for
+ * - Signing: `Signer` (the service), `SigningKey`, `Token` (the signed formats); `Secrets` and its
+ *   `MasterKey`, which seals secrets at rest. Offline verification for
  *   client software is the separate entry point `@lm/domain/verify`.
  */
 export * as Engine from "./Engine.js"
@@ -21,12 +22,14 @@ export * as License from "./license.js"
 export * as Machine from "./machine.js"
 export * as Model from "./model.js"
 export * as Ports from "./ports.js"
+export * as Secrets from "./secrets.js"
 export * as Services from "./services/index.js"
 export * as SigningKey from "./signing/SigningKey.js"
 export * as Token from "./signing/Token.js"
 export * as Validation from "./validation.js"
 
 export { Random } from "./random.js"
+export { MasterKey } from "./secrets.js"
 export { ActivityRecorder } from "./services/ActivityRecorder.js"
 export { ApiKeys } from "./services/ApiKeys.js"
 export { Blacklist } from "./services/Blacklist.js"

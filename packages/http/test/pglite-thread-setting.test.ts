@@ -2,7 +2,7 @@
  * `LM_PGLITE_THREAD` (README settings): the served PGlite store runs on a worker thread unless `main` is asked
  * for, and a value that is neither is refused at start-up rather than ignored. Both ways serve the same store.
  */
-import { ConfigProvider, Effect } from "effect"
+import { ConfigProvider, Effect, Redacted } from "effect"
 import { Engine, Licenses, Licensing } from "@lm/domain"
 import { PgliteTemplate } from "@lm/storage-pg"
 import { describe, expect, it } from "vitest"
@@ -25,9 +25,11 @@ describe("LM_PGLITE_THREAD", () => {
   it.each(["worker", "main"] as const)("serves the store with PGlite on the %s thread, data kept across a restart", async (thread) => {
     const program = Effect.gen(function*() {
       const dataDir = yield* PgliteTemplate.temporaryDataDir
+      // The same master key both times, as `lm serve` reads it from the data folder.
+      const masterKey = Redacted.make(new Uint8Array(32).fill(5))
       const served = (use: Effect.Effect<string, unknown, Licenses | Licensing>) =>
         use.pipe(
-          Effect.provide(Engine.layer(storeLayer({ _tag: "pglite", dataDir, thread }), { sweepIntervalSeconds: 0 })),
+          Effect.provide(Engine.layer(storeLayer({ _tag: "pglite", dataDir, thread }), { sweepIntervalSeconds: 0, masterKey })),
           Effect.scoped
         )
       const key = yield* served(Effect.gen(function*() {

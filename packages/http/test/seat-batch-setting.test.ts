@@ -49,7 +49,7 @@ const burst = (options: Engine.Options) => {
 describe("LM_SEAT_BATCH_WORKERS", () => {
   it("is read from the environment (unset: the engine's default)", () => {
     const read = (env: Record<string, string>) =>
-      Effect.runSync(Effect.provide(engineOptionsFromEnv, ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
+      Effect.runSync(Effect.provide(engineOptionsFromEnv({ _tag: "memory" }), ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
     expect(read({}).seatBatchWorkers).toBeUndefined()
     expect(read({ LM_SEAT_BATCH_WORKERS: "0" }).seatBatchWorkers).toBe(0)
     expect(read({ LM_SEAT_BATCH_WORKERS: "4" }).seatBatchWorkers).toBe(4)

@@ -428,6 +428,20 @@ export const make = (): Context.Context<Services> => {
           const { kid, seed, publicKey, current, createdAt } = key
           yield* insertRows(tx, signingKeys, [frozen({ id: signingKeys.nextId(), kid, seed, publicKey, current, createdAt })])
         })
+      ),
+    replaceSeed: (kid, seed) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          const row = [...signingKeys.all(db.overlayOf(tx, signingKeys))].find((k) => k.kid === kid)
+          return row === undefined ? Effect.void : Effect.asVoid(replace(tx, signingKeys, row, (latest) => ({ ...latest, seed })))
+        })
+      ),
+    retire: (kid) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          const row = [...signingKeys.all(db.overlayOf(tx, signingKeys))].find((k) => k.kid === kid && !k.current)
+          return row === undefined ? Effect.succeed(false) : eraseRow(tx, signingKeys, row.id)
+        })
       )
   })
 

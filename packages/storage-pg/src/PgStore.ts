@@ -4,7 +4,7 @@
  */
 import { PGlite } from "@electric-sql/pglite"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Duration, Effect, Layer, Redacted } from "effect"
+import { Duration, Effect, Layer, Redacted, Result } from "effect"
 import { Errors } from "@lm/domain"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
@@ -120,8 +120,21 @@ const openPglite = Effect.fnUntraced(function*(options: PgliteOptions) {
         Effect.ignore
       )
   )
+  // PGlite writes its files open to everyone (0666); they hold the licenses and the sealed signing seed.
+  if (options.dataDir !== undefined) yield* Effect.sync(() => makePrivate(options.dataDir!))
   return bridge
 })
+
+/** Folders 0700 and files 0600 below `dir` (PGlite's own modes ignore the process umask). */
+const makePrivate = (dir: string): void => {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name)
+    if (entry.isDirectory()) {
+      fs.chmodSync(file, 0o700)
+      makePrivate(file)
+    } else if (entry.isFile()) fs.chmodSync(file, 0o600)
+  }
+}
 
 /**
  * Holds `<dataDir>/lm.lock` (the owner's pid) for the scope. PGlite does not lock its folder, and two
@@ -133,12 +146,19 @@ const lockDataDir = (dataDir: string) =>
       try: () => takeLock(dataDir),
       catch: (cause) => new StoreUnavailable({ message: cause instanceof Error ? cause.message : String(cause) })
     }),
-    (file) => Effect.sync(() => fs.rmSync(file, { force: true }))
+    (file) =>
+      Effect.sync(() => {
+        // Files PGlite made while open get the same modes, once it has closed.
+        Result.try(() => makePrivate(dataDir))
+        fs.rmSync(file, { force: true })
+      })
   )
 
 const takeLock = (dataDir: string): string => {
   const file = path.join(dataDir, "lm.lock")
-  fs.mkdirSync(dataDir, { recursive: true })
+  // The folder holds the licenses and the sealed signing seed: the service's user only (also one made earlier).
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+  fs.chmodSync(dataDir, 0o700)
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       fs.writeFileSync(file, `${process.pid}\n`, { flag: "wx" })

@@ -8,6 +8,7 @@
  *   lm api-keys create [--scope S] [--description D]
  *   lm api-keys list
  *   lm signing-keys rotate                      make a new current signing key; old ones stay published
+ *   lm signing-keys retire <kid>                unlist an old (compromised) key: tokens it signed stop verifying
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Schema } from "effect"
@@ -27,6 +28,7 @@ const usage = `usage:
   lm api-keys create [--scope ${Model.apiKeyScopes.join("|")}] [--description TEXT]
   lm api-keys list
   lm signing-keys rotate
+  lm signing-keys retire <kid>
 
 Store: LM_STORAGE=memory | DATABASE_URL=postgres://… | LM_DATA_DIR=./data (embedded PGlite, the default).
 With PGlite, stop the server before running other commands on the same data folder.`
@@ -48,7 +50,7 @@ const flags = (args: ReadonlyArray<string>): Map<string, string> => {
 const withEngine = <A, E>(program: Effect.Effect<A, E, ApiKeys | SigningKeys>) =>
   Effect.gen(function*() {
     const choice = yield* storeChoiceFromEnv
-    const options = yield* engineOptionsFromEnv
+    const options = yield* engineOptionsFromEnv(choice)
     return yield* program.pipe(Effect.provide(Engine.layer(storeLayer(choice), { ...options, sweepIntervalSeconds: 0 })))
   })
 
@@ -94,6 +96,16 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
           yield* Console.log(`new current signing key: kid=${kid}; earlier keys stay published in /public-key`)
         })
       )
+    case "signing-keys retire": {
+      const kid = argv[2]
+      if (kid === undefined || kid.startsWith("--")) return fail(`signing-keys retire needs the kid of the key\n\n${usage}`)
+      return withEngine(
+        Effect.gen(function*() {
+          yield* (yield* SigningKeys).retire(kid)
+          yield* Console.log(`signing key ${kid} retired: no longer published; tokens it signed no longer verify`)
+        })
+      )
+    }
     case "help":
     case "--help":
     case "":
@@ -103,6 +115,9 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
   }
 }
 
+// Everything the service writes (PGlite's files, the master key) is for its own user only: folders 0700, files 0600.
+process.umask(0o077)
+
 const argv = process.argv.slice(2)
 if (argv[0] === "serve") {
   runServer(
@@ -110,11 +125,20 @@ if (argv[0] === "serve") {
       Effect.gen(function*() {
         const choice = yield* storeChoiceFromEnv
         const listen = yield* listenFromEnv
-        const options = yield* engineOptionsFromEnv
+        const options = yield* engineOptionsFromEnv(choice)
         return serverLayer(choice, listen, options)
       })
     ).pipe(Layer.provide(HttpSettings.layerFromEnv))
   )
 } else {
-  NodeRuntime.runMain(main(argv))
+  // A refusal (bad settings, a key that cannot be retired, a store sealed with another master key) is one line on
+  // stderr and exit code 1, not a stack trace.
+  NodeRuntime.runMain(main(argv).pipe(
+    Effect.catch((error) =>
+      Effect.andThen(
+        Console.error(typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)),
+        Effect.sync(() => { process.exitCode = 1 })
+      )
+    )
+  ))
 }

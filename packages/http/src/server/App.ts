@@ -3,8 +3,10 @@
  * `DATABASE_URL`, memory with `LM_STORAGE=memory`), builds the domain's engine (`Engine.layer`) on it, and serves the lm/v1 API. The store opens (and migrates) before the port listens; on SIGTERM the server
  * stops accepting, finishes requests in flight, flushes the event log and closes the store, in that order.
  */
-import { Config, Effect, Layer, Option, Redacted } from "effect"
-import { ApiKeys, Engine, Ports } from "@lm/domain"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Config, Effect, Layer, Option, Redacted, Result } from "effect"
+import { ApiKeys, Engine, Ports, Secrets } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 import { Api } from "../api/Api.js"
@@ -54,15 +56,63 @@ export const storeLayer = (choice: StoreChoice) => {
   }
 }
 
+/** A master key could not be had (unreadable file, bad text, a file others may read). */
+const masterKeyRefused = (message: string) => Effect.fail(new Secrets.InvalidMasterKey({ message }))
+
+/** Reads a key file, refusing one that users other than the service's may read or write. */
+const readKeyFile = (file: string) =>
+  Effect.gen(function*() {
+    const stat = yield* Effect.try({
+      try: () => fs.statSync(file),
+      catch: () => new Secrets.InvalidMasterKey({ message: `The master key file ${file} cannot be read.` })
+    })
+    if ((stat.mode & 0o077) !== 0) {
+      return yield* masterKeyRefused(`The master key file ${file} is open to other users (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 it.`)
+    }
+    const text = fs.readFileSync(file, "utf8")
+    return yield* Effect.fromResult(Secrets.parseMasterKey(text)).pipe(
+      Effect.mapError(() => new Secrets.InvalidMasterKey({ message: `The master key file ${file} must hold the base64 of 32 bytes.` }))
+    )
+  })
+
+/**
+ * The master key (CONTRACT §13): `LM_MASTER_KEY` (base64 of 32 bytes), else the file `LM_MASTER_KEY_FILE`, else
+ * `{LM_DATA_DIR}/master.key`, created (mode 0600) on first start with a log line. The memory store keeps nothing,
+ * so without a setting it runs on a key of its own process.
+ */
+export const masterKeyFromEnv = (choice: StoreChoice) =>
+  Effect.gen(function*() {
+    const given = yield* Config.Redacted("LM_MASTER_KEY").pipe(Config.option)
+    if (Option.isSome(given)) {
+      return yield* Effect.fromResult(Secrets.parseMasterKey(Redacted.value(given.value)))
+    }
+    const file = yield* Config.String("LM_MASTER_KEY_FILE").pipe(Config.option)
+    if (Option.isSome(file)) return yield* readKeyFile(file.value)
+    if (choice._tag === "memory") return undefined
+    const dataDir = choice._tag === "pglite" ? choice.dataDir : yield* Config.String("LM_DATA_DIR").pipe(Config.withDefault("./data"))
+    const keyFile = path.join(dataDir, "master.key")
+    if (!fs.existsSync(keyFile)) {
+      fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+      const created = Result.try(() => fs.writeFileSync(keyFile, `${Secrets.generateMasterKeyText()}\n`, { mode: 0o600, flag: "wx" }))
+      // Another process may have created it first: then it is read like any existing file.
+      if (Result.isSuccess(created)) {
+        yield* Effect.logInfo(`Created the master key ${keyFile}: back it up apart from the store; without it the signing key cannot be opened.`)
+      }
+    }
+    return yield* readKeyFile(keyFile)
+  })
+
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
  * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS` (see `Engine.Options`). */
-export const engineOptionsFromEnv = Effect.gen(function*() {
+export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
+  const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
   const offline = yield* Config.Int("LM_OFFLINE_TTL").pipe(Config.option)
   const blacklist = yield* Config.String("LM_BLACKLIST").pipe(Config.withDefault(""))
   const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(Engine.defaultSweepIntervalSeconds))
   const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
   return {
+    masterKey,
     signingKey: Option.getOrUndefined(signingKey),
     offlineTtlSeconds: Option.getOrUndefined(offline),
     blacklist: blacklist.split(",").filter((e) => e.trim() !== ""),

@@ -439,7 +439,13 @@ export const layer = Layer.effectContext(
               sql.insert({ kid: key.kid, seed: key.seed, public_key: key.publicKey, current: key.current, created_at: date(key.createdAt) })
             } ON CONFLICT (kid) DO UPDATE SET current = EXCLUDED.current`
           })
-        ).pipe(orUnavailable)
+        ).pipe(orUnavailable),
+      replaceSeed: (kid, seed) => sql`UPDATE lm_signing_keys SET seed = ${seed} WHERE kid = ${kid}`.pipe(Effect.asVoid, orUnavailable),
+      retire: (kid) =>
+        sql`DELETE FROM lm_signing_keys WHERE kid = ${kid} AND NOT current RETURNING kid`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          orUnavailable
+        )
     })
 
     // ---- outbox and event log -----------------------------------------------------------------------------
