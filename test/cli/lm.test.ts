@@ -21,6 +21,26 @@ const lm = (...args: Array<string>) => {
   return { code: run.status, out: run.stdout, err: run.stderr }
 }
 
+/** Runs `lm serve` on the folder for `use`, given the API base; stops it afterwards. */
+const serving = async <A>(use: (base: string) => Promise<A>): Promise<A> => {
+  const server = spawn(process.execPath, [bin, "serve"], { env: { ...env, PORT: "0", LM_SWEEP_INTERVAL: "0" } })
+  try {
+    const base = await new Promise<string>((resolve, reject) => {
+      let out = ""
+      server.stdout.on("data", (chunk) => {
+        out += chunk
+        const url = /Listening on (http:\/\/\S+)/.exec(out)?.[1]
+        if (url) resolve(url)
+      })
+      server.on("exit", (code) => reject(new Error(`lm serve exited with ${code}: ${out}`)))
+    })
+    return await use(base)
+  } finally {
+    server.kill("SIGTERM")
+    await new Promise((resolve) => server.once("exit", resolve))
+  }
+}
+
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
 describe("lm", () => {
@@ -61,17 +81,7 @@ describe("lm", () => {
     expect(second.code).toBe(0)
     const kid = /kid=([0-9a-f]+)/.exec(second.out)?.[1]
 
-    const server = spawn(process.execPath, [bin, "serve"], { env: { ...env, PORT: "0", LM_SWEEP_INTERVAL: "0" } })
-    try {
-      const base = await new Promise<string>((resolve, reject) => {
-        let out = ""
-        server.stdout.on("data", (chunk) => {
-          out += chunk
-          const url = /Listening on (http:\/\/\S+)/.exec(out)?.[1]
-          if (url) resolve(url)
-        })
-        server.on("exit", (code) => reject(new Error(`lm serve exited with ${code}: ${out}`)))
-      })
+    await serving(async (base) => {
       // The store had keys already: no bootstrap key is printed.
       const keys = (await (await fetch(`${base}/public-key`)).json()) as any
       expect(keys.data.kid).toBe(kid)
@@ -82,31 +92,11 @@ describe("lm", () => {
       expect((await fetch(`${base}/licenses`, { headers: { authorization: auth } })).status).toBe(200)
       const write = await fetch(`${base}/licenses`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: "{}" })
       expect(write.status).toBe(403)
-    } finally {
-      server.kill("SIGTERM")
-      await new Promise((resolve) => server.once("exit", resolve))
-    }
+    })
   })
 
   it("retires an old signing key: lm serve no longer publishes it; the current key cannot be retired", async () => {
-    const listed = async () => {
-      const server = spawn(process.execPath, [bin, "serve"], { env: { ...env, PORT: "0", LM_SWEEP_INTERVAL: "0" } })
-      try {
-        const base = await new Promise<string>((resolve, reject) => {
-          let out = ""
-          server.stdout.on("data", (chunk) => {
-            out += chunk
-            const url = /Listening on (http:\/\/\S+)/.exec(out)?.[1]
-            if (url) resolve(url)
-          })
-          server.on("exit", (code) => reject(new Error(`lm serve exited with ${code}: ${out}`)))
-        })
-        return ((await (await fetch(`${base}/public-key`)).json()) as any).data
-      } finally {
-        server.kill("SIGTERM")
-        await new Promise((resolve) => server.once("exit", resolve))
-      }
-    }
+    const listed = () => serving(async (base) => ((await (await fetch(`${base}/public-key`)).json()) as any).data)
     const before = await listed()
     const old = before.keys.find((k: any) => !k.current).kid
     const current = lm("signing-keys", "retire", before.kid)
@@ -133,8 +123,7 @@ describe("lm", () => {
     }
     walk(dataDir)
     expect(open).toEqual([])
-    // The signing seed is not in the store in clear: the store's files never hold the base64 of a 32-byte seed
-    // next to the word "seed"; the sealed form is what the key file's key opens.
+    // The key file holds the base64 of 32 random bytes (the seed in the store is sealed with it: secrets.test.ts).
     expect(readFileSync(keyFile, "utf8").trim()).toMatch(/^[A-Za-z0-9+/]{43}=$/)
   })
 

@@ -30,15 +30,7 @@ import {
 } from "./fixtures.js"
 
 /** Every port a store provides. */
-export type StorePorts =
-  | Ports.Store
-  | Ports.LicenseRepository
-  | Ports.MachineRepository
-  | Ports.GeneratorRepository
-  | Ports.ApiKeyRepository
-  | Ports.SigningKeyRepository
-  | Ports.EventOutbox
-  | Ports.ActivityLog
+export type StorePorts = Ports.StorePorts
 
 class Boom {
   readonly _tag = "Boom"

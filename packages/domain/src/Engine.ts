@@ -28,19 +28,8 @@ import type * as Ports from "./ports.js"
 import { Random } from "./random.js"
 import { MasterKey } from "./secrets.js"
 
-/**
- * Every port a store layer provides (`@lm/storage-memory`, `@lm/storage-pg`); `Ports.LicenseChangeFeed` is
- * optional (it defaults to no feed).
- */
-export type StorePorts =
-  | Ports.Store
-  | Ports.LicenseRepository
-  | Ports.MachineRepository
-  | Ports.GeneratorRepository
-  | Ports.ApiKeyRepository
-  | Ports.SigningKeyRepository
-  | Ports.EventOutbox
-  | Ports.ActivityLog
+/** Every port a store layer provides (see `Ports.StorePorts`). */
+export type StorePorts = Ports.StorePorts
 
 /** Settings of the engine; every one has a default. */
 export interface Options {

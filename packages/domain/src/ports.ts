@@ -218,3 +218,17 @@ export const LicenseChangeFeed = Context.Reference<{
 }>("@lm/domain/LicenseChangeFeed", {
   defaultValue: () => ({ subscribe: () => Effect.void })
 })
+
+/**
+ * Every port a store layer provides (`@lm/storage-memory`, `@lm/storage-pg`); `LicenseChangeFeed` is optional (it
+ * defaults to no feed).
+ */
+export type StorePorts =
+  | Store
+  | LicenseRepository
+  | MachineRepository
+  | GeneratorRepository
+  | ApiKeyRepository
+  | SigningKeyRepository
+  | EventOutbox
+  | ActivityLog

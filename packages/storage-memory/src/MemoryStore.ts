@@ -24,15 +24,7 @@ import { Database, type Tx } from "./Database.js"
 import type { Row, Table } from "./Table.js"
 
 /** Every port the memory store provides. */
-export type Services =
-  | Ports.Store
-  | Ports.LicenseRepository
-  | Ports.MachineRepository
-  | Ports.GeneratorRepository
-  | Ports.ApiKeyRepository
-  | Ports.SigningKeyRepository
-  | Ports.EventOutbox
-  | Ports.ActivityLog
+export type Services = Ports.StorePorts
 
 interface SigningKeyRow extends Model.StoredSigningKey {
   readonly id: number
