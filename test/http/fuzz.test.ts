@@ -26,8 +26,12 @@ import {
 } from "./support/Fuzz.js"
 import { eventually } from "../support/eventually.js"
 
-/** The hang bound per request. */
-const ANSWER_WITHIN_MS = 1000
+/**
+ * The hang bound per request: an answer that takes this long is a hang, not a slow answer. Generous, because the
+ * suite runs files in parallel on two cores (answers of over a second were seen under that load); it is no speed
+ * check (bench/ measures speed).
+ */
+const ANSWER_WITHIN_MS = 10_000
 
 /** What came back for one request. */
 interface Answer {
