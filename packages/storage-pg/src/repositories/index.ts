@@ -1,4 +1,3 @@
-/** The domain's ports on @effect/sql-pg and the licensing schema they use. */
-export { createLicensingSchema } from "./schema.js"
+/** The domain's ports on @effect/sql-pg. */
 export { layer as portsLayer } from "./licensing.js"
 export { layerChangeFeed } from "./changeFeed.js"
