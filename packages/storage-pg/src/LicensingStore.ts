@@ -5,8 +5,7 @@
 import { Layer } from "effect"
 import * as Migrations from "./Migrations.js"
 import { layerPglite, layerPostgres, type PgliteOptions, type PostgresOptions } from "./PgStore.js"
-import { layerChangeFeed, portsLayer } from "./repositories/index.js"
-import { EventLogRowsPerInsert } from "./repositories/licensing.js"
+import { EventLogRowsPerInsert, layerChangeFeed, portsLayer } from "./repositories/index.js"
 
 /** The ports on a migrated database, given a `PgClient`. */
 export const layerOnClient = portsLayer.pipe(Layer.provideMerge(Migrations.layer))

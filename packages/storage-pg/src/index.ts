@@ -8,5 +8,4 @@ export { layerPglite, layerPostgres, makePglite, type PgliteOptions, type Postgr
 export * as PgliteTemplate from "./PgliteTemplate.js"
 export { layerOnClient, layerPgliteStore, layerPostgresStore } from "./LicensingStore.js"
 export { default as createLicensingSchema } from "./migrations/0002_licensing_schema.js"
-export { portsLayer } from "./repositories/index.js"
-export { EventLogRowsPerInsert } from "./repositories/licensing.js"
+export { EventLogRowsPerInsert, portsLayer } from "./repositories/index.js"
