@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Migrations, PgliteTemplate } from "@lm/storage-pg"
 import { Effect } from "effect"
-import type { SqlClient } from "effect/sql/SqlClient"
+import { SqlClient } from "effect/sql/SqlClient"
 import * as Statement from "effect/sql/Statement"
 import { createHash } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
@@ -73,6 +73,20 @@ describe("migrations", () => {
       "A migration must not import code of this repository (or anything but effect): it would change when that code does."
     )
   })
+
+  it.effect("record the ids and names databases migrated before the files existed already hold", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const recorded: Array<[number, string]> = [
+        [1, "lm_meta"],
+        [2, "licensing_schema"],
+        [3, "change_notifications"],
+        [4, "activity_time_brin"]
+      ]
+      assert.deepStrictEqual(yield* Migrations.migrate, recorded)
+      const rows = yield* sql`SELECT migration_id, name FROM ${sql(Migrations.migrationsTable)} ORDER BY migration_id`
+      assert.deepStrictEqual(rows.map((row) => [row.migration_id, row.name]), recorded)
+    }).pipe(Effect.provide(PgliteTemplate.layerTemporary)), { timeout: 120_000 })
 
   it.effect("the SQL of every shipped migration is unchanged", () =>
     Effect.gen(function*() {
