@@ -9,8 +9,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { Engine, Errors } from "@lm/domain"
 import * as Migrations from "./Migrations.js"
 import { layerPglite, layerPostgres, type PgliteOptions, type PostgresOptions } from "./PgStore.js"
-import { layerChangeFeed, portsLayer } from "./repositories/index.js"
-import { EventLogRowsPerInsert } from "./repositories/licensing.js"
+import { EventLogRowsPerInsert, layerChangeFeed, portsLayer } from "./repositories/index.js"
 
 /** The ports on a migrated database, given a `PgClient`. */
 export const layerOnClient: Layer.Layer<Engine.StorePorts, Migrator.MigrationError | Errors.StorageUnavailable, PgClient | SqlClient> = portsLayer.pipe(Layer.provideMerge(Migrations.layer))

@@ -1,28 +1,26 @@
 /**
- * The store's schema, as migrations defined in code and run by effect's SQL `Migrator`. They run the same
- * way on a PostgreSQL server and on PGlite; applied ids are recorded in `lm_migrations`.
+ * The store's schema, as migrations run by effect's SQL `Migrator`, one frozen file each in `migrations/`. They
+ * run the same way on a PostgreSQL server and on PGlite; applied ids and names are recorded in `lm_migrations`.
  */
 import { Effect, Layer } from "effect"
 import * as Migrator from "effect/sql/Migrator"
-import { SqlClient } from "effect/sql/SqlClient"
+import type { SqlClient } from "effect/sql/SqlClient"
+import lmMeta from "./migrations/0001_lm_meta.js"
+import licensingSchema from "./migrations/0002_licensing_schema.js"
+import changeNotifications from "./migrations/0003_change_notifications.js"
+import activityTimeBrin from "./migrations/0004_activity_time_brin.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
-import { createChangeNotifications, createLicensingSchema } from "./repositories/schema.js"
 
-/** The migrations, keyed `<id>_<name>`, applied in id order. Never edit one that has shipped: add a new one. */
+/**
+ * The migrations, keyed by their file name `<id>_<name>` and applied in id order. The Migrator records the id
+ * as a number and the name (`1`, `lm_meta`): the same as when they were defined in code, so databases migrated
+ * then carry on. Never edit one that has shipped: add a new file.
+ */
 export const migrations = {
-  "1_lm_meta": Effect.gen(function*() {
-    const sql = yield* SqlClient
-    yield* sql`CREATE TABLE lm_meta (key text PRIMARY KEY, value text NOT NULL)`
-  }),
-  "2_licensing_schema": createLicensingSchema,
-  "3_change_notifications": createChangeNotifications,
-  // The event log only grows, in time order: a BRIN index serves time ranges at a fraction of a B-tree's cost
-  // per inserted row (every client call inserts one).
-  "4_activity_time_brin": Effect.gen(function*() {
-    const sql = yield* SqlClient
-    yield* sql`DROP INDEX IF EXISTS lm_activity_at`
-    yield* sql`CREATE INDEX lm_activity_at ON lm_activity USING brin (at)`
-  })
+  "0001_lm_meta": lmMeta,
+  "0002_licensing_schema": licensingSchema,
+  "0003_change_notifications": changeNotifications,
+  "0004_activity_time_brin": activityTimeBrin
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

@@ -121,7 +121,8 @@ const openPglite = Effect.fnUntraced(function*(options: PgliteOptions) {
       )
   )
   // PGlite writes its files open to everyone (0666); they hold the licenses and the sealed signing seed.
-  if (options.dataDir !== undefined) yield* Effect.sync(() => makePrivate(options.dataDir!))
+  const dataDir = options.dataDir
+  if (dataDir !== undefined) yield* Effect.sync(() => makePrivate(dataDir))
   return bridge
 })
 
@@ -164,7 +165,7 @@ const takeLock = (dataDir: string): string => {
       fs.writeFileSync(file, `${process.pid}\n`, { flag: "wx" })
       return file
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+      if (errorCode(error) !== "EEXIST") throw error
       const owner = Number.parseInt(fs.readFileSync(file, "utf8"), 10)
       if (isRunning(owner)) {
         throw new Error(`The data folder ${dataDir} is in use by process ${owner} (if it is not, delete ${file})`)
@@ -181,6 +182,9 @@ const isRunning = (pid: number): boolean => {
     process.kill(pid, 0)
     return true
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
+    return errorCode(error) === "EPERM"
   }
 }
+
+/** The `code` of a Node system error (`EEXIST`, `EPERM`, ...). */
+const errorCode = (error: unknown): unknown => (error instanceof Error && "code" in error ? error.code : undefined)

@@ -7,7 +7,7 @@
  *   code, and it imports nothing but Node and PGlite, so it also runs as TypeScript source (Node strips types).
  */
 import type { PGlite as PGliteDb, PGliteOptions } from "@electric-sql/pglite"
-import { isMainThread, MessageChannel, type MessagePort, parentPort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
+import { isMainThread, MessageChannel, MessagePort, parentPort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
 
 /** What the bridge needs of the database. */
 export interface PgliteSession {
@@ -127,7 +127,7 @@ export const inWorker = (options: PgliteOpenOptions): Promise<PgliteWorker> =>
         loadDataDir: options.loadDataDir,
         replies,
         port: channel.port2
-      },
+      } satisfies WorkerData,
       transferList: [channel.port2]
     })
     const port = channel.port1
@@ -188,7 +188,7 @@ export const inWorker = (options: PgliteOpenOptions): Promise<PgliteWorker> =>
         // One compact copy, handed over: posting the messages themselves would copy the whole buffers they
         // are views of (the client's write buffers).
         const packed = concat(request.messages, true)
-        worker.postMessage({ id, op: "exec", packed, lengths: request.messages.map((m) => m.length) }, [packed.buffer as ArrayBuffer])
+        worker.postMessage({ id, op: "exec", packed, lengths: request.messages.map((m) => m.length) }, transferable(packed))
       } else {
         worker.postMessage({ ...request, id })
       }
@@ -202,7 +202,7 @@ export const inWorker = (options: PgliteOpenOptions): Promise<PgliteWorker> =>
       while (pending.has(id)) {
         const received = receiveMessageOnPort(port)
         if (received !== undefined) {
-          onReply(received.message as Reply)
+          onReply(received.message)
           continue
         }
         if (Atomics.load(replies, 1) === 1) {
@@ -280,9 +280,7 @@ class StatementTexts {
 }
 
 /** The worker's side: opens the database, then answers requests one at a time, in order. */
-const serve = async (data: Record<string, unknown>) => {
-  const port = data.port as MessagePort
-  const replies = data.replies as Int32Array
+const serve = async ({ dataDir, loadDataDir, port, replies }: WorkerData) => {
   // A caller waiting in `Atomics.wait` cannot see the thread's exit event: it is told here.
   process.on("exit", () => {
     Atomics.store(replies, 1, 1)
@@ -298,8 +296,8 @@ const serve = async (data: Record<string, unknown>) => {
   try {
     const { PGlite } = await import("@electric-sql/pglite")
     const options: PGliteOptions = {}
-    if (typeof data.dataDir === "string") options.dataDir = data.dataDir
-    if (data.loadDataDir instanceof Blob) options.loadDataDir = data.loadDataDir
+    if (dataDir !== undefined) options.dataDir = dataDir
+    if (loadDataDir !== undefined) options.loadDataDir = loadDataDir
     db = await PGlite.create(options)
   } catch (error) {
     reply({ id: 0, failed: error instanceof Error ? error.message : String(error) })
@@ -320,7 +318,7 @@ const serve = async (data: Record<string, unknown>) => {
           }
           await session.exec(messages, (chunk) => chunks.push(chunk))
           const data = concat(chunks)
-          reply({ id: request.id, data, inTransaction: db.isInTransaction() }, [data.buffer as ArrayBuffer])
+          reply({ id: request.id, data, inTransaction: db.isInTransaction() }, transferable(data))
         } else if (request.op === "reset") {
           await session.reset(request.extendedOpen)
           reply({ id: request.id, inTransaction: !db.closed && db.isInTransaction() })
@@ -354,6 +352,26 @@ const concat = (chunks: ReadonlyArray<Uint8Array>, copy = false): Uint8Array => 
   return out
 }
 
-if (!isMainThread && parentPort !== null && (workerData as Record<string, unknown> | null)?.[WORKER_MARK] === true) {
-  void serve(workerData as Record<string, unknown>)
+/** The buffer of `view` to hand over with a message (none when it is shared memory, which is not handed over). */
+const transferable = (view: Uint8Array): Array<ArrayBuffer> => (view.buffer instanceof ArrayBuffer ? [view.buffer] : [])
+
+/** What {@link inWorker} passes the thread. */
+interface WorkerData {
+  readonly [WORKER_MARK]: true
+  readonly dataDir?: string | undefined
+  readonly loadDataDir?: Blob | undefined
+  /** See {@link inWorker}: [0] counts replies, [1] is 1 once the thread ends. */
+  readonly replies: Int32Array
+  readonly port: MessagePort
+}
+
+/** Whether this thread's `workerData` is that of a PGlite worker started by {@link inWorker}. */
+const isWorkerData = (data: unknown): data is WorkerData =>
+  typeof data === "object" && data !== null && WORKER_MARK in data && data[WORKER_MARK] === true &&
+  "port" in data && data.port instanceof MessagePort && "replies" in data && data.replies instanceof Int32Array &&
+  (!("dataDir" in data) || data.dataDir === undefined || typeof data.dataDir === "string") &&
+  (!("loadDataDir" in data) || data.loadDataDir === undefined || data.loadDataDir instanceof Blob)
+
+if (!isMainThread && parentPort !== null && isWorkerData(workerData)) {
+  void serve(workerData)
 }

@@ -5,7 +5,7 @@
  */
 import { PGlite } from "@electric-sql/pglite"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Effect, type Layer, type Scope } from "effect"
+import { Effect, type Layer, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import * as fs from "node:fs/promises"
 import { readFileSync } from "node:fs"
@@ -14,9 +14,12 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { makePglite, StoreUnavailable } from "./PgStore.js"
 
+const PackageJson = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ version: Schema.String })))
+
+/** The installed PGlite's version (a template is made per version). */
 const pgliteVersion = (): string => {
   const entry = createRequire(import.meta.url).resolve("@electric-sql/pglite")
-  return JSON.parse(readFileSync(path.join(path.dirname(entry), "..", "package.json"), "utf8")).version
+  return PackageJson(readFileSync(path.join(path.dirname(entry), "..", "package.json"), "utf8")).version
 }
 
 const exists = (file: string) => fs.access(file).then(() => true, () => false)
@@ -70,7 +73,7 @@ export const templateTarball: Effect.Effect<Blob, StoreUnavailable> = Effect.try
 })
 
 /** A fresh copy of the template in a new temporary folder, deleted when the scope closes. */
-export const temporaryDataDir: Effect.Effect<string, StoreUnavailable, Scope.Scope> = Effect.acquireRelease(
+export const temporaryDataDir = Effect.acquireRelease(
   Effect.flatMap(templateDataDir, (source) =>
     Effect.tryPromise({
       try: async () => {

@@ -6,7 +6,12 @@
 import { Duration, Effect, Layer, Queue, Schedule } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Ports } from "@lm/domain"
-import { licenseChangedChannel } from "./schema.js"
+
+/**
+ * The channel on which migration 0003's triggers announce every committed change of a license or its machines
+ * (payload: the license id). Migrations are frozen and import no live code, so the name is written there too.
+ */
+export const licenseChangedChannel = "lm_license_changed"
 
 export const layerChangeFeed = Layer.effect(
   Ports.LicenseChangeFeed,

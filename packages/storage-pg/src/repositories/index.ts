@@ -1,4 +1,31 @@
-/** The domain's ports on @effect/sql-pg and the licensing schema they use. */
-export { createLicensingSchema } from "./schema.js"
-export { layer as portsLayer } from "./licensing.js"
+/**
+ * The domain's ports on @effect/sql-pg, one module per aggregate: the same queries on a PostgreSQL server and
+ * on PGlite. Row locks (`FOR UPDATE`, `SKIP LOCKED` for pool draws and the sweep) let several processes share
+ * one database.
+ */
+import { Layer } from "effect"
+import type { PgClient } from "@effect/sql-pg/PgClient"
+import type { Ports } from "@lm/domain"
+import * as ActivityLog from "./activity.js"
+import * as ApiKeys from "./apiKeys.js"
+import * as Generators from "./generators.js"
+import * as Licenses from "./licenses.js"
+import * as Machines from "./machines.js"
+import * as Outbox from "./outbox.js"
+import * as SigningKeys from "./signingKeys.js"
+import * as Store from "./store.js"
+
+export { EventLogRowsPerInsert } from "./activity.js"
 export { layerChangeFeed } from "./changeFeed.js"
+
+/** Every port of the domain on the `PgClient` in context. */
+export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.mergeAll(
+  Store.layer,
+  Licenses.layer,
+  Machines.layer,
+  Generators.layer,
+  ApiKeys.layer,
+  SigningKeys.layer,
+  Outbox.layer,
+  ActivityLog.layer
+)

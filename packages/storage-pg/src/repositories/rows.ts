@@ -1,131 +1,80 @@
-/** Mapping between SQL rows (snake_case, Date, bigint) and the domain's values (camelCase, epoch ms, number). */
-import { Effect } from "effect"
-import { Errors } from "@lm/domain"
-import type { Model } from "@lm/domain"
-import type { SqlError } from "effect/sql/SqlError"
+/**
+ * Rows to domain values and back: the schemas of the column types the tables share, the decoders that turn
+ * query results into domain values, and the parameters that go the other way. @effect/sql-pg returns `int8`
+ * (ids, counts, counters) as `bigint`, `timestamptz` as `Date`, `json`/`jsonb` parsed.
+ */
+import { Data, Effect, Schema, SchemaTransformation } from "effect"
+import * as Arr from "effect/Array"
 
-type Row = Record<string, unknown>
+/**
+ * An `int8` column (`bigint` from the driver) as a number: values beyond ±(2^53 - 1) fail to decode rather
+ * than be rounded, since the domain's ids and counts are numbers.
+ */
+export const Int8 = Schema.BigInt.check(
+  Schema.isBetweenBigInt({ minimum: BigInt(Number.MIN_SAFE_INTEGER), maximum: BigInt(Number.MAX_SAFE_INTEGER) })
+).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: Number, encode: BigInt })))
 
-/** A `timestamptz` or `bigint` cell as epoch milliseconds. */
-export const millis = (value: unknown): number => (value instanceof Date ? value.getTime() : Number(value))
-export const millisOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : millis(value))
-export const num = (value: unknown): number => Number(value)
-export const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value))
-export const strOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
+/** An `int8` written as decimal text (`bigint::text` inside JSON, where a number would already be rounded). */
+export const Int8Text = Schema.BigIntFromString.pipe(Schema.decodeTo(Int8))
+
+/** A `timestamptz` column (a valid `Date` from the driver) as epoch milliseconds. */
+export const Timestamp = Schema.Date.pipe(
+  Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: (d) => d.getTime(), encode: (ms) => new Date(ms) }))
+)
+
+/** The one column of `SELECT count(*) AS n`. */
+export const Count = Schema.Struct({ n: Int8 })
+
+/** The one column of `RETURNING id`. */
+export const Id = Schema.Struct({ id: Int8 })
+
+/**
+ * A row the database returned that does not decode (a value out of range, a column of another type): a defect,
+ * the same as any other unexpected SQL failure, never a silently wrong value.
+ */
+export class RowDecodeError extends Data.TaggedError("RowDecodeError")<{ readonly message: string }> {}
+
+/**
+ * Decodes every row of a result with `schema` (built once per schema); `what` names the rows in the message of
+ * a failure (e.g. `"lm_licenses"`).
+ */
+export const rowsOf = <A>(schema: Schema.Decoder<A>, what: string) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>> =>
+    decode(rows).pipe(
+      Effect.catch((error) => Effect.die(new RowDecodeError({ message: `A row of ${what} does not decode: ${error.message}` })))
+    )
+}
+
+/** As {@link rowsOf}, for the first row only (undefined when there is none). */
+export const firstOf = <A>(schema: Schema.Decoder<A>, what: string) => {
+  const decode = rowsOf(schema, what)
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<A | undefined> =>
+    rows.length === 0 ? Effect.succeed(undefined) : Effect.map(decode(rows.slice(0, 1)), (decoded) => decoded[0])
+}
+
+/** As {@link firstOf}, for a statement that always returns a row (`INSERT … RETURNING`, `count(*)`). */
+export const oneOf = <A>(schema: Schema.Decoder<A>, what: string) => {
+  const decode = rowsOf(schema, what)
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<A> =>
+    Effect.flatMap(decode(rows.slice(0, 1)), (decoded) =>
+      Arr.isReadonlyArrayNonEmpty(decoded)
+        ? Effect.succeed(decoded[0])
+        : Effect.die(new RowDecodeError({ message: `Expected a row of ${what}, got none` })))
+}
+
 /** Epoch milliseconds as a parameter for a `timestamptz` column. */
 export const date = (value: number | null): Date | null => (value === null ? null : new Date(value))
-const json = (value: unknown): any => (typeof value === "string" ? JSON.parse(value) : value)
 
-export const toLicense = (row: Row): Model.License => ({
-  id: num(row.id),
-  key: row.key as string,
-  state: row.state as Model.License["state"],
-  productId: numOrNull(row.product_id),
-  orderId: numOrNull(row.order_id),
-  userId: numOrNull(row.user_id),
-  maxActivations: numOrNull(row.max_activations),
-  overageStrategy: row.overage_strategy as Model.License["overageStrategy"],
-  isFloating: row.is_floating as boolean,
-  leaseDuration: num(row.lease_duration),
-  requireHeartbeat: row.require_heartbeat as boolean,
-  heartbeatInterval: num(row.heartbeat_interval),
-  validForDays: numOrNull(row.valid_for_days),
-  expiresAt: millisOrNull(row.expires_at),
-  graceDays: num(row.grace_days),
-  activatedAt: millisOrNull(row.activated_at),
-  source: row.source as Model.License["source"],
-  generatorId: numOrNull(row.generator_id),
-  subscriptionId: numOrNull(row.subscription_id),
-  meta: json(row.meta) ?? {},
-  createdAt: millis(row.created_at),
-  updatedAt: millis(row.updated_at),
-  revision: num(row.revision)
-})
+/** Epoch milliseconds as ISO text, for `timestamptz` fields of JSON records unpacked in SQL. */
+export const iso = (value: number | null): string | null => (value === null ? null : new Date(value).toISOString())
 
-export const toComponent = (value: Row): Model.Component => ({
-  id: num(value.id),
-  kind: value.kind as Model.Component["kind"],
-  fingerprint: value.fingerprint as string,
-  name: strOrNull(value.name)
-})
-
-export const toMachine = (row: Row): Model.Machine => ({
-  id: num(row.id),
-  licenseId: num(row.license_id),
-  fingerprint: row.fingerprint as string,
-  name: strOrNull(row.name),
-  hostname: strOrNull(row.hostname),
-  platform: strOrNull(row.platform),
-  appVersion: strOrNull(row.app_version),
-  ipAddress: strOrNull(row.ip_address),
-  status: row.status as Model.Machine["status"],
-  activatedAt: millis(row.activated_at),
-  deactivatedAt: millisOrNull(row.deactivated_at),
-  deactivationReason: (row.deactivation_reason ?? null) as Model.Machine["deactivationReason"],
-  lastHeartbeatAt: millisOrNull(row.last_heartbeat_at),
-  leaseExpiresAt: millisOrNull(row.lease_expires_at),
-  seatDeadline: millisOrNull(row.seat_deadline),
-  meta: json(row.meta) ?? {},
-  components: ((json(row.components) ?? []) as Array<Row>).map(toComponent),
-  createdAt: millis(row.created_at)
-})
-
-export const toGenerator = (row: Row): Model.Generator => ({
-  id: num(row.id),
-  name: row.name as string,
-  charset: row.charset as string,
-  chunkLength: num(row.chunk_length),
-  prefix: row.prefix as string,
-  productId: numOrNull(row.product_id),
-  defaultMaxActivations: numOrNull(row.default_max_activations),
-  defaultValidDays: numOrNull(row.default_valid_days),
-  defaultOverageStrategy: (row.default_overage_strategy ?? null) as Model.Generator["defaultOverageStrategy"],
-  defaultIsFloating: (row.default_is_floating ?? null) as boolean | null,
-  createdAt: millis(row.created_at),
-  updatedAt: millis(row.updated_at)
-})
-
-export const toApiKey = (row: Row): Model.ApiKey => ({
-  id: num(row.id),
-  description: row.description as string,
-  scope: row.scope as Model.ApiKey["scope"],
-  consumerKeyHash: row.consumer_key_hash as string,
-  consumerSecretHash: row.consumer_secret_hash as string,
-  truncatedKey: row.truncated_key as string,
-  createdAt: millis(row.created_at),
-  lastAccessAt: millisOrNull(row.last_access_at)
-})
-
-const unavailableReasons = new Set([
-  "ConnectionError",
-  "AuthenticationError",
-  "AuthorizationError",
-  "LockTimeoutError",
-  "StatementTimeoutError"
-])
-
-/** Whether a SQL failure means the store cannot be reached or used now (as opposed to a bug). */
-export const isUnavailable = (error: SqlError): boolean => unavailableReasons.has(error.reason._tag)
-
-/**
- * How long one store call (or one whole transaction) may take before it is answered as unavailable. A server
- * that stops answering without closing its connections would otherwise hold the request forever.
- */
-export const STORE_CALL_TIMEOUT = "15 seconds"
-
-const timedOut = () =>
-  Effect.fail(new Errors.StorageUnavailable({ message: `The store did not answer within ${STORE_CALL_TIMEOUT}.` }))
-
-/**
- * Turns SQL failures into the domain's `StorageUnavailable` when the store cannot be reached or does not answer
- * in time; any other SQL failure is a defect (a 500 with the cause logged), never a silently swallowed error.
- */
-export const orUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | Errors.StorageUnavailable, R> =>
-  Effect.catchIf(
-    effect,
-    (error): error is SqlError => (error as { readonly _tag?: string })?._tag === "SqlError",
-    (error) =>
-      isUnavailable(error)
-        ? Effect.fail(new Errors.StorageUnavailable({ message: `The store is unavailable: ${error.message}` }))
-        : Effect.die(error)
-  ).pipe(Effect.timeoutOrElse({ duration: STORE_CALL_TIMEOUT, orElse: timedOut })) as any
+/** `items` in consecutive slices of at most `size`, each non-empty. */
+export const chunk = <A>(items: ReadonlyArray<A>, size: number): Array<Arr.NonEmptyReadonlyArray<A>> => {
+  const out: Array<Arr.NonEmptyReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) {
+    const slice = items.slice(i, i + size)
+    if (Arr.isReadonlyArrayNonEmpty(slice)) out.push(slice)
+  }
+  return out
+}

@@ -1,13 +1,15 @@
 /**
- * The licensing schema: licenses, machines and their components, generators, API keys, signing keys, the
- * event outbox, counters and the event log. Times are `timestamptz`; ids are `bigint` identities. Columns the
- * domain computes (a license's grace end, a machine's seat deadline) are stored so that lists and the sweep
- * can filter on them with an index; no rule is evaluated in SQL.
+ * Migration 2: the licensing schema: licenses, machines and their components, generators, API keys, signing
+ * keys, the event outbox, counters and the event log. Times are `timestamptz`; ids are `bigint` identities.
+ * Columns the domain computes (a license's grace end, a machine's seat deadline) are stored so that lists and
+ * the sweep can filter on them with an index; no rule is evaluated in SQL.
+ * Frozen: this migration has shipped. Never edit it (test/migrations.test.ts checks its SQL); add a new one.
+ * Imports nothing but effect, so later changes to the code cannot change what it does.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 
-export const createLicensingSchema = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient
   yield* sql`
     CREATE TABLE lm_licenses (
@@ -138,29 +140,4 @@ export const createLicensingSchema = Effect.gen(function*() {
     )`
   yield* sql`CREATE INDEX lm_activity_license ON lm_activity (license_id, at)`
   yield* sql`CREATE INDEX lm_activity_at ON lm_activity (at)`
-})
-
-/** The channel on which every committed change of a license or its machines is announced (payload: license id). */
-export const licenseChangedChannel = "lm_license_changed"
-
-/**
- * Triggers that announce license and machine changes with NOTIFY, delivered at commit to every process
- * listening (the validation caches of other server processes). PostgreSQL folds duplicates within a
- * transaction.
- */
-export const createChangeNotifications = Effect.gen(function*() {
-  const sql = yield* SqlClient
-  yield* sql`
-    CREATE FUNCTION lm_notify_license_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      IF TG_TABLE_NAME = 'lm_licenses' THEN
-        PERFORM pg_notify('lm_license_changed', COALESCE(NEW.id, OLD.id)::text);
-      ELSE
-        PERFORM pg_notify('lm_license_changed', COALESCE(NEW.license_id, OLD.license_id)::text);
-      END IF;
-      RETURN NULL;
-    END
-    $$`
-  yield* sql`CREATE TRIGGER lm_licenses_changed AFTER UPDATE OR DELETE ON lm_licenses FOR EACH ROW EXECUTE FUNCTION lm_notify_license_changed()`
-  yield* sql`CREATE TRIGGER lm_machines_changed AFTER INSERT OR UPDATE OR DELETE ON lm_machines FOR EACH ROW EXECUTE FUNCTION lm_notify_license_changed()`
 })

@@ -1,0 +1,71 @@
+/** The domain's `ActivityLog` (the event log, for analytics) on `lm_activity`, written in batches. */
+import { Context, Effect, Layer } from "effect"
+import { PgClient } from "@effect/sql-pg/PgClient"
+import { Ports } from "@lm/domain"
+import type { Model } from "@lm/domain"
+import { orUnavailable } from "./failures.js"
+import { chunk, Count, date, oneOf } from "./rows.js"
+
+/**
+ * Most event-log rows written by one INSERT (default 1000). Embedded PGlite runs each statement on the server's
+ * own thread, so a large insert stalls every request for its whole duration: its store writes smaller ones,
+ * between which requests are answered.
+ */
+export const EventLogRowsPerInsert = Context.Reference<number>("@lm/storage-pg/EventLogRowsPerInsert", {
+  defaultValue: () => 1000
+})
+
+const count = oneOf(Count, "a count")
+
+/** One event-log row, as the single-row insert writes it. */
+const activityRow = (e: Model.ActivityEntry) => ({
+  kind: e.kind,
+  license_id: e.licenseId,
+  license_key: e.licenseKey,
+  machine_id: e.machineId,
+  fingerprint: e.fingerprint,
+  ip_address: e.ipAddress,
+  app_version: e.appVersion,
+  result: e.result,
+  at: date(e.at)
+})
+
+export const layer = Layer.effect(
+  Ports.ActivityLog,
+  Effect.gen(function*() {
+    const sql = yield* PgClient
+    const rowsPerInsert = Math.max(1, yield* EventLogRowsPerInsert)
+
+    /**
+     * Many rows in one statement with one parameter: the entries as a JSON array, unpacked by
+     * `json_to_recordset`. The statement text stays the same whatever the number of rows, so neither the
+     * client nor the server builds or parses a statement with thousands of placeholders.
+     */
+    const insertActivity = (batch: ReadonlyArray<Model.ActivityEntry>) =>
+      batch.length === 1
+        ? sql`INSERT INTO lm_activity ${sql.insert(activityRow(batch[0]!))}`
+        : sql`
+          INSERT INTO lm_activity (kind, license_id, license_key, machine_id, fingerprint, ip_address, app_version, result, at)
+          SELECT kind, license_id, license_key, machine_id, fingerprint, ip_address, app_version, result, at
+          FROM json_to_recordset(${JSON.stringify(batch.map((e) => ({ ...activityRow(e), at: new Date(e.at).toISOString() })))}::json)
+            AS e(kind text, license_id bigint, license_key text, machine_id bigint, fingerprint text, ip_address text,
+                 app_version text, result text, at timestamptz)`
+
+    return Ports.ActivityLog.of({
+      // A batch the store refuses (e.g. text it cannot hold) is retried entry by entry by the recorder, and a
+      // single entry is written with ordinary parameters, as any other row.
+      record: (entries) =>
+        entries.length === 0
+          ? Effect.void
+          : Effect.forEach(chunk(entries, rowsPerInsert), insertActivity, { discard: true }).pipe(orUnavailable),
+      count: (filter) =>
+        (filter.licenseId === undefined
+          ? sql`SELECT count(*) AS n FROM lm_activity`
+          : sql`SELECT count(*) AS n FROM lm_activity WHERE license_id = ${filter.licenseId}`).pipe(
+            Effect.flatMap(count),
+            Effect.map((r) => r.n),
+            orUnavailable
+          )
+    })
+  })
+)

@@ -1,0 +1,193 @@
+/**
+ * The domain's `LicenseRepository` on `lm_licenses`, and the license row schema the `Store`'s locks decode with.
+ * Pool draws claim rows with `FOR UPDATE SKIP LOCKED`, so several processes can draw from one pool.
+ */
+import { Effect, Layer, Schema, Struct } from "effect"
+import * as Arr from "effect/Array"
+import { PgClient } from "@effect/sql-pg/PgClient"
+import type { SqlError } from "effect/sql/SqlError"
+import { Errors, License, Model, Ports } from "@lm/domain"
+import { orUnavailable } from "./failures.js"
+import { chunk, Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+
+/** The column of each field of a license whose name differs (snake_case), for reading and writing rows. */
+const licenseColumnNames = {
+  productId: "product_id",
+  orderId: "order_id",
+  userId: "user_id",
+  maxActivations: "max_activations",
+  overageStrategy: "overage_strategy",
+  isFloating: "is_floating",
+  leaseDuration: "lease_duration",
+  requireHeartbeat: "require_heartbeat",
+  heartbeatInterval: "heartbeat_interval",
+  validForDays: "valid_for_days",
+  expiresAt: "expires_at",
+  graceDays: "grace_days",
+  activatedAt: "activated_at",
+  generatorId: "generator_id",
+  subscriptionId: "subscription_id",
+  createdAt: "created_at",
+  updatedAt: "updated_at"
+} as const
+
+/** A row of `lm_licenses` (its stored grace end, `grace_ends_at`, is for filtering only and not read back). */
+export const LicenseRow = Schema.Struct({
+  id: Int8,
+  key: Schema.String,
+  state: Model.LicenseState,
+  productId: Schema.NullOr(Int8),
+  orderId: Schema.NullOr(Int8),
+  userId: Schema.NullOr(Int8),
+  maxActivations: Schema.NullOr(Schema.Int),
+  overageStrategy: Model.OverageStrategy,
+  isFloating: Schema.Boolean,
+  leaseDuration: Schema.Int,
+  requireHeartbeat: Schema.Boolean,
+  heartbeatInterval: Schema.Int,
+  validForDays: Schema.NullOr(Schema.Int),
+  expiresAt: Schema.NullOr(Timestamp),
+  graceDays: Schema.Int,
+  activatedAt: Schema.NullOr(Timestamp),
+  source: Model.LicenseSource,
+  generatorId: Schema.NullOr(Int8),
+  subscriptionId: Schema.NullOr(Int8),
+  meta: Model.Meta,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  revision: Schema.Int
+}).pipe(Schema.encodeKeys(licenseColumnNames))
+
+export const licenseRows = rowsOf(LicenseRow, "lm_licenses")
+export const firstLicense = firstOf(LicenseRow, "lm_licenses")
+const oneLicense = oneOf(LicenseRow, "lm_licenses")
+const count = oneOf(Count, "a count")
+const keys = rowsOf(Schema.Struct({ key: Schema.String }), "lm_licenses")
+
+const escapeLike = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+export const layer = Layer.effect(
+  Ports.LicenseRepository,
+  Effect.gen(function*() {
+    const sql = yield* PgClient
+
+    /** A draft's columns as statement parameters (with the grace end the domain computes, for filtering). */
+    const licenseColumns = (l: Model.LicenseDraft) =>
+      Struct.renameKeys({
+        key: l.key,
+        state: l.state,
+        productId: l.productId,
+        orderId: l.orderId,
+        userId: l.userId,
+        maxActivations: l.maxActivations,
+        overageStrategy: l.overageStrategy,
+        isFloating: l.isFloating,
+        leaseDuration: l.leaseDuration,
+        requireHeartbeat: l.requireHeartbeat,
+        heartbeatInterval: l.heartbeatInterval,
+        validForDays: l.validForDays,
+        expiresAt: date(l.expiresAt),
+        graceDays: l.graceDays,
+        graceEndsAt: date(License.expiryWithGrace(l)),
+        activatedAt: date(l.activatedAt),
+        source: l.source,
+        generatorId: l.generatorId,
+        subscriptionId: l.subscriptionId,
+        meta: sql.json(l.meta),
+        createdAt: date(l.createdAt),
+        updatedAt: date(l.updatedAt)
+      }, { ...licenseColumnNames, graceEndsAt: "grace_ends_at" })
+
+    const uniqueKey = <A>(effect: Effect.Effect<A, SqlError>) =>
+      Effect.catchIf(
+        effect,
+        (e) => e.reason._tag === "UniqueViolation",
+        () => Effect.fail(Errors.licenseExists())
+      )
+
+    return Ports.LicenseRepository.of({
+      insert: (draft) =>
+        sql`INSERT INTO lm_licenses ${sql.insert(licenseColumns(draft))} RETURNING *`.pipe(
+          uniqueKey,
+          Effect.flatMap(oneLicense),
+          orUnavailable
+        ),
+      insertMany: (drafts) =>
+        drafts.length === 0
+          ? Effect.succeed([])
+          : sql.withTransaction(
+            Effect.forEach(
+              chunk(drafts, 500),
+              (batch) => sql`INSERT INTO lm_licenses ${sql.insert(Arr.map(batch, licenseColumns))} RETURNING *`,
+              { concurrency: 1 }
+            )
+          ).pipe(
+            uniqueKey,
+            Effect.flatMap((batches) => licenseRows(batches.flat())),
+            orUnavailable
+          ),
+      findByKey: (key) => sql`SELECT * FROM lm_licenses WHERE key = ${key}`.pipe(Effect.flatMap(firstLicense), orUnavailable),
+      findById: (id) => sql`SELECT * FROM lm_licenses WHERE id = ${id}`.pipe(Effect.flatMap(firstLicense), orUnavailable),
+      list: (q) => {
+        const where = [
+          q.states !== undefined ? sql`state IN ${sql.in(q.states)}` : undefined,
+          q.productId !== undefined ? sql`product_id = ${q.productId}` : undefined,
+          q.orderId !== undefined ? sql`order_id = ${q.orderId}` : undefined,
+          q.userId !== undefined ? sql`user_id = ${q.userId}` : undefined,
+          q.generatorId !== undefined ? sql`generator_id = ${q.generatorId}` : undefined,
+          q.keyPrefix !== undefined ? sql`key LIKE ${escapeLike(q.keyPrefix) + "%"}` : undefined,
+          q.expiresBefore !== undefined ? sql`expires_at < ${date(q.expiresBefore)}` : undefined,
+          q.expiresAfter !== undefined ? sql`expires_at > ${date(q.expiresAfter)}` : undefined,
+          q.expiredAt !== undefined
+            ? q.expiredAt.value
+              ? sql`(grace_ends_at IS NOT NULL AND grace_ends_at < ${date(q.expiredAt.at)})`
+              : sql`(grace_ends_at IS NULL OR grace_ends_at >= ${date(q.expiredAt.at)})`
+            : undefined,
+          q.hasSeatHolderAt !== undefined
+            ? sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(q.hasSeatHolderAt.at)}))`
+            : undefined
+        ].filter((c) => c !== undefined)
+        const filter = where.length === 0 ? sql`TRUE` : sql.and(where)
+        const column = sql.literal(q.orderBy === "created_at" ? "created_at" : q.orderBy === "expires_at" ? "expires_at" : "id")
+        const direction = sql.literal(q.order === "asc" ? "ASC" : "DESC")
+        const nulls = sql.literal(q.order === "asc" ? "NULLS LAST" : "NULLS FIRST")
+        return Effect.all({
+          items: sql`SELECT * FROM lm_licenses WHERE ${filter} ORDER BY ${column} ${direction} ${nulls}, id ${direction} LIMIT ${q.perPage} OFFSET ${(q.page - 1) * q.perPage}`
+            .pipe(Effect.flatMap(licenseRows)),
+          total: sql`SELECT count(*) AS n FROM lm_licenses WHERE ${filter}`.pipe(Effect.flatMap(count), Effect.map((r) => r.n))
+        }).pipe(orUnavailable)
+      },
+      update: (license) =>
+        sql`UPDATE lm_licenses SET ${sql.update({ ...licenseColumns(license), revision: license.revision })} WHERE id = ${license.id} RETURNING *`.pipe(
+          Effect.flatMap(firstLicense),
+          Effect.map((updated) => updated ?? license),
+          orUnavailable
+        ),
+      delete: (id) => sql`DELETE FROM lm_licenses WHERE id = ${id}`.pipe(Effect.asVoid, orUnavailable),
+      claimFromPool: (generatorId) =>
+        sql`SELECT * FROM lm_licenses WHERE generator_id = ${generatorId} AND state = 'pending' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`.pipe(
+          Effect.flatMap(firstLicense),
+          orUnavailable
+        ),
+      poolSize: (generatorId) =>
+        sql`SELECT count(*) AS n FROM lm_licenses WHERE generator_id = ${generatorId} AND state = 'pending'`.pipe(
+          Effect.flatMap(count),
+          Effect.map((r) => r.n),
+          orUnavailable
+        ),
+      deletePool: (generatorId) =>
+        sql`DELETE FROM lm_licenses WHERE generator_id = ${generatorId} AND state = 'pending' RETURNING id`.pipe(
+          Effect.map((r) => r.length),
+          orUnavailable
+        ),
+      keysInStates: (states) =>
+        states.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT key FROM lm_licenses WHERE state IN ${sql.in(states)} ORDER BY id`.pipe(
+            Effect.flatMap(keys),
+            Effect.map((r) => r.map((row) => row.key)),
+            orUnavailable
+          )
+    })
+  })
+)

@@ -1,0 +1,277 @@
+/**
+ * The domain's `MachineRepository` on `lm_machines` and `lm_machine_components`. A batch of seat changes is
+ * written in one statement (machines inserted and updated, their events appended to `lm_events`); the sweep
+ * claims expired machines with `FOR UPDATE SKIP LOCKED`, so several processes can sweep at once.
+ */
+import { Effect, Layer, Schema, Struct } from "effect"
+import { PgClient } from "@effect/sql-pg/PgClient"
+import { Model, Ports } from "@lm/domain"
+import { orUnavailable } from "./failures.js"
+import { Count, date, firstOf, Id, Int8, Int8Text, iso, oneOf, rowsOf, Timestamp } from "./rows.js"
+
+/** A component as `machineSelect` aggregates it into JSON (its id as text, so that it is not rounded). */
+const ComponentRow = Schema.Struct({
+  id: Int8Text,
+  kind: Model.ComponentKind,
+  fingerprint: Schema.String,
+  name: Schema.NullOr(Schema.String)
+})
+
+/** The column of each field of a machine whose name differs (snake_case), for reading and writing rows. */
+const machineColumnNames = {
+  licenseId: "license_id",
+  appVersion: "app_version",
+  ipAddress: "ip_address",
+  activatedAt: "activated_at",
+  deactivatedAt: "deactivated_at",
+  deactivationReason: "deactivation_reason",
+  lastHeartbeatAt: "last_heartbeat_at",
+  leaseExpiresAt: "lease_expires_at",
+  seatDeadline: "seat_deadline",
+  createdAt: "created_at"
+} as const
+
+/** A row of `lm_machines` with its components (the `components` column `machineSelect` adds). */
+const MachineRow = Schema.Struct({
+  id: Int8,
+  licenseId: Int8,
+  fingerprint: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  hostname: Schema.NullOr(Schema.String),
+  platform: Schema.NullOr(Schema.String),
+  appVersion: Schema.NullOr(Schema.String),
+  ipAddress: Schema.NullOr(Schema.String),
+  status: Model.MachineStatus,
+  activatedAt: Timestamp,
+  deactivatedAt: Schema.NullOr(Timestamp),
+  deactivationReason: Schema.NullOr(Model.DeactivationReason),
+  lastHeartbeatAt: Schema.NullOr(Timestamp),
+  leaseExpiresAt: Schema.NullOr(Timestamp),
+  seatDeadline: Schema.NullOr(Timestamp),
+  meta: Model.Meta,
+  components: Schema.Array(ComponentRow),
+  createdAt: Timestamp
+}).pipe(Schema.encodeKeys(machineColumnNames))
+
+const machineRows = rowsOf(MachineRow, "lm_machines")
+const firstMachine = firstOf(MachineRow, "lm_machines")
+const oneMachine = oneOf(MachineRow, "lm_machines")
+const oneId = oneOf(Id, "lm_machines")
+const count = oneOf(Count, "a count")
+const revokedRows = rowsOf(Schema.Struct({ id: Int8, fingerprint: Schema.String }), "lm_machines")
+
+/** The columns of a machine row but its id, and their types (for `jsonb_to_recordset`). */
+const machineFieldTypes = "license_id bigint, fingerprint text, name text, hostname text, platform text, app_version text, " +
+  "ip_address text, status text, activated_at timestamptz, deactivated_at timestamptz, deactivation_reason text, " +
+  "last_heartbeat_at timestamptz, lease_expires_at timestamptz, seat_deadline timestamptz, meta jsonb, created_at timestamptz"
+const machineFieldNames = machineFieldTypes.split(", ").map((column) => column.split(" ")[0]).join(", ")
+
+/** A machine's columns but its id, with times and `meta` written by the given functions. */
+const machineFields = <T, J>(
+  m: Omit<Model.Machine, "id" | "components">,
+  time: (value: number | null) => T,
+  json: (value: Model.Machine["meta"]) => J
+) =>
+  Struct.renameKeys({
+    licenseId: m.licenseId,
+    fingerprint: m.fingerprint,
+    name: m.name,
+    hostname: m.hostname,
+    platform: m.platform,
+    appVersion: m.appVersion,
+    ipAddress: m.ipAddress,
+    status: m.status,
+    activatedAt: time(m.activatedAt),
+    deactivatedAt: time(m.deactivatedAt),
+    deactivationReason: m.deactivationReason,
+    lastHeartbeatAt: time(m.lastHeartbeatAt),
+    leaseExpiresAt: time(m.leaseExpiresAt),
+    seatDeadline: time(m.seatDeadline),
+    meta: json(m.meta),
+    createdAt: time(m.createdAt)
+  }, machineColumnNames)
+
+/** A machine's columns as one JSON record (times as ISO text) for `jsonb_to_recordset`. */
+const machineRecord = (m: Model.Machine) => ({ id: m.id, ...machineFields(m, iso, (meta) => meta) })
+
+export const layer = Layer.effect(
+  Ports.MachineRepository,
+  Effect.gen(function*() {
+    const sql = yield* PgClient
+
+    const machineSelect = sql`
+      SELECT m.*, COALESCE((
+        SELECT json_agg(json_build_object('id', c.id::text, 'kind', c.kind, 'fingerprint', c.fingerprint, 'name', c.name) ORDER BY c.id)
+        FROM lm_machine_components c WHERE c.machine_id = m.id
+      ), '[]'::json) AS components
+      FROM lm_machines m`
+
+    /** A machine's columns as statement parameters. */
+    const machineColumns = (m: Omit<Model.Machine, "id" | "components">) => machineFields(m, date, (meta) => sql.json(meta))
+
+    const findMachine = (id: number) => sql`${machineSelect} WHERE m.id = ${id}`.pipe(Effect.flatMap(firstMachine))
+
+    const writeComponents = (machineId: number, components: ReadonlyArray<{ kind: string; fingerprint: string; name: string | null }>) => {
+      const [first, ...rest] = components.map((c) => ({ machine_id: machineId, kind: c.kind, fingerprint: c.fingerprint, name: c.name }))
+      return first === undefined ? Effect.void : sql`INSERT INTO lm_machine_components ${sql.insert([first, ...rest])}`.pipe(Effect.asVoid)
+    }
+
+    /** The machine just written, read back with its components (it exists: the same transaction wrote it). */
+    const readBack = (id: number) =>
+      Effect.flatMap(findMachine(id), (machine) =>
+        machine === undefined ? Effect.die(new Error(`The machine ${id} just written was not found`)) : Effect.succeed(machine))
+
+    return Ports.MachineRepository.of({
+      // Without components a write is one statement (no savepoint, no read back): the activation hot path.
+      insert: (draft) =>
+        draft.components.length === 0
+          ? sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING *, '[]'::json AS components`.pipe(
+            Effect.flatMap(oneMachine),
+            orUnavailable
+          )
+          : sql.withTransaction(
+            Effect.gen(function*() {
+              const { id } = yield* sql`INSERT INTO lm_machines ${sql.insert(machineColumns(draft))} RETURNING id`.pipe(Effect.flatMap(oneId))
+              yield* writeComponents(id, draft.components)
+              return yield* readBack(id)
+            })
+          ).pipe(orUnavailable),
+      update: (machine, components) =>
+        components === undefined
+          ? sql`UPDATE lm_machines SET ${sql.update(machineColumns(machine))} WHERE id = ${machine.id}`.pipe(
+            Effect.as(machine),
+            orUnavailable
+          )
+          : sql.withTransaction(
+            Effect.gen(function*() {
+              yield* sql`UPDATE lm_machines SET ${sql.update(machineColumns(machine))} WHERE id = ${machine.id}`
+              yield* sql`DELETE FROM lm_machine_components WHERE machine_id = ${machine.id}`
+              yield* writeComponents(machine.id, components)
+              return (yield* findMachine(machine.id)) ?? machine
+            })
+          ).pipe(orUnavailable),
+      // One statement for a whole batch of seat changes: machines inserted and updated, events appended (those
+      // about an inserted machine get its id by joining on (license, fingerprint), which is unique). PostgreSQL
+      // runs every data-modifying WITH part to completion, whether or not the final SELECT reads it.
+      writeSeatChanges: ({ events, inserts, updates }) =>
+        inserts.length === 0 && updates.length === 0 && events.length === 0
+          ? Effect.succeed([])
+          : sql`
+          WITH ins AS (
+            INSERT INTO lm_machines (${sql.literal(machineFieldNames)})
+            SELECT ${sql.literal(machineFieldNames)}
+            FROM jsonb_to_recordset(${JSON.stringify(inserts.map((d, ord) => ({ ord, ...machineRecord({ ...d, id: 0, components: [] }) })))}::jsonb)
+              AS d(ord int, ${sql.literal(machineFieldTypes)})
+            ORDER BY d.ord
+            RETURNING *
+          ), upd AS (
+            UPDATE lm_machines AS m SET ${sql.literal(machineFieldNames.split(", ").map((f) => `${f} = v.${f}`).join(", "))}
+            FROM jsonb_to_recordset(${JSON.stringify(updates.map(machineRecord))}::jsonb) AS v(id bigint, ${sql.literal(machineFieldTypes)})
+            WHERE m.id = v.id
+            RETURNING m.id
+          ), ev AS (
+            INSERT INTO lm_events (type, occurred_at, license_id, machine_id, data)
+            SELECT e.type, e.occurred_at, e.license_id, COALESCE(i.id, e.machine_id), e.data
+            FROM jsonb_to_recordset(${
+            JSON.stringify(events.map(({ event, insertIndex }, ord) => ({
+              ord,
+              type: event.type,
+              occurred_at: iso(event.occurredAt),
+              license_id: event.licenseId,
+              machine_id: insertIndex === undefined ? event.machineId : null,
+              data: event.data,
+              insert_license_id: insertIndex === undefined ? null : inserts[insertIndex]!.licenseId,
+              insert_fingerprint: insertIndex === undefined ? null : inserts[insertIndex]!.fingerprint
+            })))
+          }::jsonb) AS e(ord int, type text, occurred_at timestamptz, license_id bigint, machine_id bigint, data jsonb,
+              insert_license_id bigint, insert_fingerprint text)
+            LEFT JOIN ins i ON i.license_id = e.insert_license_id AND i.fingerprint = e.insert_fingerprint
+            ORDER BY e.ord
+            RETURNING id
+          ), seq AS (
+            UPDATE lm_counters SET value = value + 1
+            WHERE name = 'revocation_seq' AND ${Model.affectsRevocationList(events.map((e) => e.event))}::boolean
+            RETURNING value
+          )
+          SELECT i.*, '[]'::json AS components FROM ins i`.pipe(
+            Effect.flatMap(machineRows),
+            Effect.flatMap((rows) => {
+              const byFingerprint = new Map(rows.map((machine) => [`${machine.licenseId}\u0000${machine.fingerprint}`, machine]))
+              return Effect.forEach(inserts, (draft) => {
+                const machine = byFingerprint.get(`${draft.licenseId}\u0000${draft.fingerprint}`)
+                return machine === undefined
+                  ? Effect.die(new Error("writeSeatChanges: an inserted machine was not returned"))
+                  : Effect.succeed(machine)
+              })
+            }),
+            orUnavailable
+          ),
+      listForSeatChanges: (named) =>
+        named.length === 0
+          ? Effect.succeed([])
+          : sql`${machineSelect} WHERE m.id IN (
+              SELECT id FROM lm_machines WHERE license_id IN ${sql.in([...new Set(named.map((n) => n.licenseId))])} AND status = 'active'
+              UNION
+              SELECT x.id FROM jsonb_to_recordset(${
+            JSON.stringify(named.map((n) => ({ license_id: n.licenseId, fingerprint: n.fingerprint })))
+          }::jsonb) AS r(license_id bigint, fingerprint text)
+              JOIN lm_machines x ON x.license_id = r.license_id AND x.fingerprint = r.fingerprint
+            ) ORDER BY m.id`.pipe(
+            Effect.flatMap(machineRows),
+            orUnavailable
+          ),
+      findById: (id) => findMachine(id).pipe(orUnavailable),
+      findByFingerprint: (licenseId, fingerprint) =>
+        sql`${machineSelect} WHERE m.license_id = ${licenseId} AND m.fingerprint = ${fingerprint}`.pipe(
+          Effect.flatMap(firstMachine),
+          orUnavailable
+        ),
+      listActive: (licenseId) =>
+        sql`${machineSelect} WHERE m.license_id = ${licenseId} AND m.status = 'active' ORDER BY m.id`.pipe(
+          Effect.flatMap(machineRows),
+          orUnavailable
+        ),
+      listActiveOf: (licenseIds) =>
+        licenseIds.length === 0
+          ? Effect.succeed([])
+          : sql`${machineSelect} WHERE m.license_id IN ${sql.in(licenseIds)} AND m.status = 'active' ORDER BY m.id`.pipe(
+            Effect.flatMap(machineRows),
+            orUnavailable
+          ),
+      listForValidation: (licenseId, fingerprint) =>
+        (fingerprint === null
+          ? sql`${machineSelect} WHERE m.license_id = ${licenseId} AND m.status = 'active' ORDER BY m.id`
+          : sql`${machineSelect} WHERE m.license_id = ${licenseId} AND (m.status = 'active' OR m.fingerprint = ${fingerprint}) ORDER BY m.id`).pipe(
+            Effect.flatMap(machineRows),
+            orUnavailable
+          ),
+      list: (licenseId, q) => {
+        const filter = q.status === undefined
+          ? sql`m.license_id = ${licenseId}`
+          : sql`m.license_id = ${licenseId} AND m.status = ${q.status}`
+        return Effect.all({
+          items: sql`${machineSelect} WHERE ${filter} ORDER BY m.id LIMIT ${q.perPage} OFFSET ${(q.page - 1) * q.perPage}`.pipe(
+            Effect.flatMap(machineRows)
+          ),
+          total: sql`SELECT count(*) AS n FROM lm_machines m WHERE ${filter}`.pipe(Effect.flatMap(count), Effect.map((r) => r.n))
+        }).pipe(orUnavailable)
+      },
+      claimExpired: (now, limit) =>
+        sql`
+          WITH claimed AS (
+            SELECT id FROM lm_machines
+            WHERE status = 'active' AND seat_deadline IS NOT NULL AND seat_deadline <= ${date(now)}
+            ORDER BY seat_deadline LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED
+          )
+          ${machineSelect} WHERE m.id IN (SELECT id FROM claimed) ORDER BY m.id`.pipe(
+          Effect.flatMap(machineRows),
+          orUnavailable
+        ),
+      listRevoked: sql`SELECT id, fingerprint FROM lm_machines WHERE status = 'revoked' ORDER BY id`.pipe(
+        Effect.flatMap(revokedRows),
+        orUnavailable
+      )
+    })
+  })
+)

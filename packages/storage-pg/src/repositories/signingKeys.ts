@@ -1,0 +1,51 @@
+/** The domain's `SigningKeyRepository` on `lm_signing_keys`: at most one key is `current` (a unique index). */
+import { Effect, Layer, Schema, Struct } from "effect"
+import { PgClient } from "@effect/sql-pg/PgClient"
+import { Ports } from "@lm/domain"
+import { orUnavailable } from "./failures.js"
+import { date, rowsOf, Timestamp } from "./rows.js"
+
+/** The column of each field of a signing key whose name differs (snake_case), for reading and writing rows. */
+const signingKeyColumnNames = { publicKey: "public_key", createdAt: "created_at" } as const
+
+/** A row of `lm_signing_keys`. */
+const SigningKeyRow = Schema.Struct({
+  kid: Schema.String,
+  seed: Schema.String,
+  publicKey: Schema.String,
+  current: Schema.Boolean,
+  createdAt: Timestamp
+}).pipe(Schema.encodeKeys(signingKeyColumnNames))
+
+const signingKeyRows = rowsOf(SigningKeyRow, "lm_signing_keys")
+
+export const layer = Layer.effect(
+  Ports.SigningKeyRepository,
+  Effect.gen(function*() {
+    const sql = yield* PgClient
+    return Ports.SigningKeyRepository.of({
+      list: sql`SELECT * FROM lm_signing_keys ORDER BY created_at, kid`.pipe(Effect.flatMap(signingKeyRows), orUnavailable),
+      insert: (key) =>
+        sql.withTransaction(
+          Effect.gen(function*() {
+            if (key.current) yield* sql`UPDATE lm_signing_keys SET current = false WHERE current`
+            yield* sql`INSERT INTO lm_signing_keys ${
+              sql.insert(Struct.renameKeys({
+                kid: key.kid,
+                seed: key.seed,
+                publicKey: key.publicKey,
+                current: key.current,
+                createdAt: date(key.createdAt)
+              }, signingKeyColumnNames))
+            } ON CONFLICT (kid) DO UPDATE SET current = EXCLUDED.current`
+          })
+        ).pipe(orUnavailable),
+      replaceSeed: (kid, seed) => sql`UPDATE lm_signing_keys SET seed = ${seed} WHERE kid = ${kid}`.pipe(Effect.asVoid, orUnavailable),
+      retire: (kid) =>
+        sql`DELETE FROM lm_signing_keys WHERE kid = ${kid} AND NOT current RETURNING kid`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          orUnavailable
+        )
+    })
+  })
+)

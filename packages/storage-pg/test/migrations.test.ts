@@ -1,0 +1,111 @@
+/**
+ * Shipped migrations are frozen: a database migrated by an earlier release never runs them again, so an edit
+ * would give new databases a schema the old ones do not have. This test runs every migration on a fresh PGlite
+ * database, records the SQL text each one sends, and compares its SHA-256 with the digest committed below. It
+ * also checks that a migration file imports nothing but effect / @effect/sql (no live code of this repository,
+ * which may change after the migration shipped).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Migrations, PgliteTemplate } from "@lm/storage-pg"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import * as Statement from "effect/sql/Statement"
+import { createHash } from "node:crypto"
+import { readdirSync, readFileSync } from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+/**
+ * SHA-256 of the JSON array of SQL texts each shipped migration sends, in order. Never change a digest here:
+ * a shipped migration must not change. Add a new migration instead (and its digest).
+ */
+const shipped: Record<string, string> = {
+  "0001_lm_meta": "33e24aaa494559a2d84de41ffa8db0dc496e26ea79c3e2c06bdccd814f04a2bf",
+  "0002_licensing_schema": "afc8598afda13488e9ad679b70b1873d7aa35cf6e41d582e2a340bcc5edab5a0",
+  "0003_change_notifications": "b9ce4b5742ea270cd976ed2755849cb060851c5c82874d68f287aecf1f304c16",
+  "0004_activity_time_brin": "f05c68aee0ac95b8cd0b26750f09e7ec4220b698d15a57e45d32b8dede415a39"
+}
+
+const migrationsDir = fileURLToPath(new URL("../src/migrations/", import.meta.url))
+
+/** The migration files, `<id>_<name>.ts`. */
+const migrationFiles = readdirSync(migrationsDir).filter((file) => file.endsWith(".ts")).sort()
+
+/** Every module specifier a file imports or re-exports (static and dynamic). */
+const importsOf = (file: string): Array<string> =>
+  [...readFileSync(file, "utf8").matchAll(/(?:import|export)\s[^"';]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|import\s+["']([^"']+)["']/g)]
+    .map((match) => match[1] ?? match[2] ?? match[3]!)
+
+/** What a migration may import: effect and its SQL packages, which keep their APIs within a major version. */
+const allowedImport = (specifier: string) =>
+  specifier === "effect" || specifier.startsWith("effect/") || specifier.startsWith("@effect/sql")
+
+/** The SQL texts a migration sends, in order (run on the given database, after the ones before it). */
+const statementsOf = (migration: Effect.Effect<void, unknown, SqlClient>) =>
+  Effect.gen(function*() {
+    const sent: Array<string> = []
+    yield* migration.pipe(
+      Effect.provideService(Statement.CurrentTransformer, (statement) =>
+        Effect.sync(() => {
+          sent.push(statement.compile()[0])
+          return statement
+        }))
+    )
+    return sent
+  })
+
+const digest = (statements: ReadonlyArray<string>) => createHash("sha256").update(JSON.stringify(statements)).digest("hex")
+
+describe("migrations", () => {
+  it("are the files of src/migrations, each registered once under its file name", () => {
+    assert.isTrue(migrationFiles.every((file) => /^\d{4}_[a-z0-9_]+\.ts$/.test(file)), migrationFiles.join(", "))
+    assert.deepStrictEqual(Object.keys(Migrations.migrations), migrationFiles.map((file) => file.replace(/\.ts$/, "")))
+  })
+
+  it("import nothing but effect / @effect/sql (no live code of this repository)", () => {
+    assert.isTrue(importsOf(path.join(migrationsDir, migrationFiles[0]!)).includes("effect"), "the import scanner works")
+    const offending = migrationFiles.flatMap((file) =>
+      importsOf(path.join(migrationsDir, file)).filter((s) => !allowedImport(s)).map((s) => `${file} imports ${s}`)
+    )
+    assert.deepStrictEqual(
+      offending,
+      [],
+      "A migration must not import code of this repository (or anything but effect): it would change when that code does."
+    )
+  })
+
+  it.effect("record the ids and names databases migrated before the files existed already hold", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const recorded: Array<[number, string]> = [
+        [1, "lm_meta"],
+        [2, "licensing_schema"],
+        [3, "change_notifications"],
+        [4, "activity_time_brin"]
+      ]
+      assert.deepStrictEqual(yield* Migrations.migrate, recorded)
+      const rows = yield* sql`SELECT migration_id, name FROM ${sql(Migrations.migrationsTable)} ORDER BY migration_id`
+      assert.deepStrictEqual(rows.map((row) => [row.migration_id, row.name]), recorded)
+    }).pipe(Effect.provide(PgliteTemplate.layerTemporary)), { timeout: 120_000 })
+
+  it.effect("the SQL of every shipped migration is unchanged", () =>
+    Effect.gen(function*() {
+      const found: Record<string, string> = {}
+      for (const [key, migration] of Object.entries(Migrations.migrations)) {
+        found[key] = digest(yield* statementsOf(migration))
+      }
+      for (const [key, expected] of Object.entries(shipped)) {
+        assert.strictEqual(
+          found[key],
+          expected,
+          `The SQL of migration ${key} changed. A shipped migration must never change (databases that already ran ` +
+            `it would not get the change): revert it and add a new migration (and its digest here) instead.`
+        )
+      }
+      assert.deepStrictEqual(
+        Object.entries(found).filter(([key]) => !(key in shipped)),
+        [],
+        "A new migration: once it is final, add its name and digest (the actual value shown) to `shipped` in this test."
+      )
+    }).pipe(Effect.provide(PgliteTemplate.layerTemporary)), { timeout: 120_000 })
+})
