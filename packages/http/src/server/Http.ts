@@ -9,10 +9,10 @@
  * ```
  */
 import { randomUUID } from "node:crypto"
-import { createServer, type Server } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Effect, Layer, Option } from "effect"
+import { ByteSize, Effect, Layer, Option, Scope } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
@@ -84,18 +84,50 @@ export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, Authentication
 )
 
 /**
- * Lets `fastPath` take the requests it answers before the server's `request` listeners (NodeHttpServer's
- * handler) see them; every other event and request goes on untouched.
+ * Node's HTTP server as the `HttpServer`, with `fastPath` offered every request first. `NodeHttpServer.make`
+ * listens and finally closes the server; the requests the fast path leaves are served by
+ * `NodeHttpServer.makeHandler` from this server's own `request` listener (upgrades by `makeUpgradeHandler`),
+ * with the graceful shutdown of `NodeHttpServer`'s own `serve`: stop accepting, let requests in flight finish
+ * for up to `gracefulShutdownTimeout`, then interrupt the rest. One difference: with no `checkContinue`
+ * listener, Node answers `Expect: 100-continue` itself, at once, before the request is routed.
  */
-const withFastPath = (server: Server, fastPath: FastPathService | undefined): Server => {
-  if (fastPath === undefined) return server
-  const emit = server.emit
-  server.emit = function(this: Server, event: string | symbol, ...args: Array<any>): boolean {
-    if (event === "request" && fastPath.handle(args[0], args[1])) return true
-    return emit.apply(this, [event, ...args] as Parameters<Server["emit"]>)
-  } as Server["emit"]
-  return server
-}
+const layerNodeServer = (server: Server, fastPath: FastPathService, options: NodeHttpServer.Options) =>
+  Layer.effect(
+    HttpServer.HttpServer,
+    Effect.gen(function*() {
+      const listening = yield* NodeHttpServer.make(() => server, options)
+      const close = Effect.callback<void>((resume) => {
+        if (!server.listening) return resume(Effect.void)
+        server.close(() => resume(Effect.void))
+      })
+      // No route upgrades a connection to a WebSocket, so the handler never asks for the WebSocket server.
+      const noWebSockets = Effect.die(new Error("no route upgrades to a WebSocket"))
+      return HttpServer.make({
+        address: listening.address,
+        serve: Effect.fnUntraced(function*(httpApp, middleware) {
+          const serveScope = yield* Effect.scope
+          const scope = Scope.forkUnsafe(serveScope, "parallel")
+          const handler = yield* NodeHttpServer.makeHandler(httpApp, { middleware, scope })
+          const upgradeHandler = yield* NodeHttpServer.makeUpgradeHandler(noWebSockets, httpApp, { middleware, scope })
+          const onRequest = (request: IncomingMessage, response: ServerResponse) => {
+            if (!fastPath.handle(request, response)) handler(request, response)
+          }
+          yield* Scope.addFinalizer(
+            serveScope,
+            Effect.ensuring(
+              Effect.timeoutOrElse(close, { duration: options.gracefulShutdownTimeout ?? "20 seconds", orElse: () => Effect.void }),
+              Effect.sync(() => {
+                server.off("request", onRequest)
+                server.off("upgrade", upgradeHandler)
+              })
+            )
+          )
+          server.on("request", onRequest)
+          server.on("upgrade", upgradeHandler)
+        })
+      })
+    })
+  )
 
 /**
  * Serves `routes` with Node's HTTP server on `listen.host`:`listen.port` (port 0 picks a free port; read the
@@ -114,6 +146,11 @@ export const layerServer = <E, R>(
     const settings = yield* HttpSettings
     const fastPath = settings.fastPath ? Option.getOrUndefined(yield* Effect.serviceOption(FastPath)) : undefined
     const served = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true })
+    const options: NodeHttpServer.Options = {
+      host: listen.host,
+      port: listen.port,
+      gracefulShutdownTimeout: `${listen.gracefulShutdownSeconds ?? 20} seconds`
+    }
     const logListening = Layer.effectDiscard(Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const base = apiBase(HttpServer.formatAddress(server.address), settings)
@@ -122,11 +159,14 @@ export const layerServer = <E, R>(
     }))
     return logListening.pipe(
       Layer.provideMerge(served),
-      Layer.provideMerge(NodeHttpServer.layer(() => withFastPath(createServer().on("clientError", answerClientError), fastPath), {
-        host: listen.host,
-        port: listen.port,
-        gracefulShutdownTimeout: `${listen.gracefulShutdownSeconds ?? 20} seconds`
-      })),
+      Layer.provideMerge(
+        fastPath === undefined
+          ? NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), options)
+          : Layer.mergeAll(
+            layerNodeServer(createServer().on("clientError", answerClientError), fastPath, options),
+            NodeHttpServer.layerHttpServices
+          )
+      ),
       Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.maxBodyBytes)))
     )
   }))
