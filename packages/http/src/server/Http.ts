@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Effect, Layer, Option, Scope } from "effect"
+import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
@@ -84,49 +84,36 @@ export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, Authentication
 )
 
 /**
- * Node's HTTP server as the `HttpServer`, with `fastPath` offered every request first. `NodeHttpServer.make`
- * listens and finally closes the server; the requests the fast path leaves are served by
- * `NodeHttpServer.makeHandler` from this server's own `request` listener (upgrades by `makeUpgradeHandler`),
- * with the graceful shutdown of `NodeHttpServer`'s own `serve`: stop accepting, let requests in flight finish
- * for up to `gracefulShutdownTimeout`, then interrupt the rest. One difference: with no `checkContinue`
- * listener, Node answers `Expect: 100-continue` itself, at once, before the request is routed.
+ * Node's HTTP server as `NodeHttpServer` serves it (listening, request, `Expect: 100-continue` and upgrade
+ * handling, graceful shutdown), with `fastPath` offered every request before NodeHttpServer's handler: the
+ * server's `request` listener is ours, and calls the handler `NodeHttpServer` registered for the requests the
+ * fast path leaves. (Serving with `NodeHttpServer.makeHandler` alone would answer `100 Continue` before
+ * routing, not when the body is first read: NodeHttpServer's 100-continue handling is its own.)
  */
 const layerNodeServer = (server: Server, fastPath: FastPathService, options: NodeHttpServer.Options) =>
   Layer.effect(
     HttpServer.HttpServer,
-    Effect.gen(function*() {
-      const listening = yield* NodeHttpServer.make(() => server, options)
-      const close = Effect.callback<void>((resume) => {
-        if (!server.listening) return resume(Effect.void)
-        server.close(() => resume(Effect.void))
-      })
-      // No route upgrades a connection to a WebSocket, so the handler never asks for the WebSocket server.
-      const noWebSockets = Effect.die(new Error("no route upgrades to a WebSocket"))
-      return HttpServer.make({
-        address: listening.address,
-        serve: Effect.fnUntraced(function*(httpApp, middleware) {
-          const serveScope = yield* Effect.scope
-          const scope = Scope.forkUnsafe(serveScope, "parallel")
-          const handler = yield* NodeHttpServer.makeHandler(httpApp, { middleware, scope })
-          const upgradeHandler = yield* NodeHttpServer.makeUpgradeHandler(noWebSockets, httpApp, { middleware, scope })
-          const onRequest = (request: IncomingMessage, response: ServerResponse) => {
-            if (!fastPath.handle(request, response)) handler(request, response)
-          }
-          yield* Scope.addFinalizer(
-            serveScope,
-            Effect.ensuring(
-              Effect.timeoutOrElse(close, { duration: options.gracefulShutdownTimeout ?? "20 seconds", orElse: () => Effect.void }),
-              Effect.sync(() => {
-                server.off("request", onRequest)
-                server.off("upgrade", upgradeHandler)
-              })
-            )
-          )
-          server.on("request", onRequest)
-          server.on("upgrade", upgradeHandler)
-        })
-      })
-    })
+    Effect.map(NodeHttpServer.make(() => server, options), (node) =>
+      HttpServer.make({
+        address: node.address,
+        serve: (httpApp, middleware) =>
+          Effect.gen(function*() {
+            const before = new Set(server.listeners("request"))
+            yield* (middleware === undefined ? node.serve(httpApp) : node.serve(httpApp, middleware))
+            const added = server.listeners("request").filter((listener) => !before.has(listener))
+            if (added.length !== 1) {
+              return yield* Effect.die(new Error(`fast path: NodeHttpServer registered ${added.length} request listeners, expected 1`))
+            }
+            const handler = added[0] as (request: IncomingMessage, response: ServerResponse) => void
+            const offer = (request: IncomingMessage, response: ServerResponse) => {
+              if (!fastPath.handle(request, response)) handler(request, response)
+            }
+            server.off("request", handler).on("request", offer)
+            // Runs before NodeHttpServer's shutdown (finalizers run last in, first out), which then finishes
+            // the requests in flight and removes its handler; the fast path's own finish before it closes.
+            yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", offer).on("request", handler)))
+          })
+      }))
   )
 
 /**
