@@ -1,24 +1,26 @@
 /**
  * The fast path of the hot client writes: `POST {api_base}/validate`, `/activate`, `/deactivate` and
- * `/heartbeat` answered straight from Node's `request` event, in front of the Effect HTTP stack (request
- * wrapping, router, global and HttpApi middlewares), which costs more per request than the whole answer.
+ * `/heartbeat` answered straight from Node's `request` event (the server offers each request here first, see
+ * `Http.ts`), in front of the Effect HTTP stack (request wrapping, router, global and HttpApi middlewares),
+ * which costs more per request than the whole answer.
  *
  * It answers exactly what the Effect path answers, because it runs the same pieces:
- * - the payload is decoded by the endpoint's own payload schema, taken from the `Api` definition with the
- *   same parse options (compiled once);
- * - the answer is `ClientAnswers` (the same functions the HttpApi handlers call), refusals mapped by
- *   `ApiErrors.fromDomain` and written by `errorResponse`;
+ * - the payload is decoded by the endpoint's own payload schema, read from the `Api` definition with
+ *   `HttpApi.reflect`, with the same parse options (compiled once);
+ * - then the client pipeline (`ClientPipeline.ts`), as the HttpApi handlers run it: public guards, the domain
+ *   call, the answer, refusals written as the envelope;
  * - bad bodies are refused by the same functions as the `ErrorEnvelope` middleware (`refuseBodyText`,
  *   `invalidJson`, `invalidParams`), defects by the same `internalError` as the global middleware (500 with
  *   the request id, cause logged);
- * - `X-Request-Id` by `requestIdFor`, the client IP by `clientIpFrom` (`LM_TRUST_PROXY`), the response
- *   written to Node the way `NodeHttpServer` writes it (status, headers in the same order, the JSON text).
+ * - `X-Request-Id` by `requestIdFor`, the request's facts (client IP by `LM_TRUST_PROXY`) by the pipeline's
+ *   `factsOfNodeRequest`, the response written to Node the way `NodeHttpServer` writes it (status, headers in
+ *   the same order, the JSON text).
  *
  * It only takes a request it can answer identically, and decides before reading a byte of the body: method
  * POST over HTTP/1.x, the exact path (no query string), a JSON content type, a `Content-Length` from 1 to the
  * body limit, no `Transfer-Encoding`, no `Expect`. Anything else (other methods, HEAD/OPTIONS, chunked or
  * empty or oversized bodies, other content types, HTTP/2) goes to the Effect stack untouched. The test
- * `test/http/fast-path.test.ts` runs the same requests through both paths and compares the answers.
+ * `packages/http/test/fast-path.test.ts` runs the same requests through both paths and compares the answers.
  *
  * Each request runs in a fiber forked with the engine's context, captured once. A client that goes away
  * interrupts its fiber; closing the layer (after the server has stopped and finished its connections, see
@@ -55,7 +57,7 @@ export interface FastPathService {
 
 /** The fast path of the hot client writes (see the module comment). */
 export class FastPath extends Context.Service<FastPath, FastPathService>()("lm/http/FastPath") {
-  /** The fast path on the engine's `Licensing` and `Tokens`, for `HttpSettings`' rest root and body limit. */
+  /** The fast path on the engine's services and `ClientGuards`, for `HttpSettings`' rest root and body limit. */
   static readonly layer = Layer.effect(FastPath, Effect.suspend(() => make))
 }
 
@@ -106,11 +108,10 @@ const routesOf = (): ReadonlyMap<string, Route> => {
       // As `HttpApiBuilder`: the payload's own parse options, else the general ones.
       const options = Context.getOrUndefined(mergedAnnotations, HttpApi.PayloadParseOptions) ??
         Context.getOrUndefined(mergedAnnotations, HttpApi.ParseOptions)
-      // The client payloads need no services to decode (a schema that did would not type-check in `Api`'s
-      // handlers without them either).
+      // Decoded synchronously and without services (the reflected `Schema.Top` does not say so; the client
+      // payloads need neither: a decoder that did would fail here, and the differential test with it). Same
+      // parser, same issues as `HttpApiBuilder`'s decoding.
       const schema = Schema.Union(json.schemas as ReadonlyArray<Schema.Codec<unknown, unknown, never, never>>)
-      // Synchronously: the client payloads have no asynchronous part (a decoder that had one would fail here,
-      // and the differential test with it). Same parser, same issues as `HttpApiBuilder`'s decoding.
       routes.set(endpoint.path, { name, decode: Schema.decodeUnknownResult(schema, options) })
     }
   })
