@@ -426,6 +426,15 @@ describe("a public guard installed once applies on both paths alike", () => {
   })
 })
 
+/** Polls `check` every 10 ms until it holds (at most 5 s). */
+const until = async (what: string, check: () => Promise<boolean>) => {
+  const deadline = Date.now() + 5_000
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 /** How the license reads of the faulty store behave: as the memory store, unreachable, or dying. */
 let storeMode: "up" | "down" | "defect" | "slow" = "up"
 /** What the faulty store did, in order (slow reads, closing). */
@@ -518,7 +527,7 @@ describe("shutdown with a request in flight on the fast path", () => {
       await app.call("POST", "/licenses", { body: { license_key: key }, auth: adminAuth })
       storeMode = "slow"
       const inFlight = send(app.apiBase, { name: "slow validate", path: "/validate", headers: json, body: { license_key: key }, fresh: true })
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      await until("the request in flight", () => app.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.inFlight() === 1)))
       const served = await app.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.served()))
       expect(served.validate).toBe(1)
       await app.close()
@@ -553,11 +562,10 @@ describe("a client that goes away on the fast path", () => {
       })
       req.on("error", () => {})
       req.end(body)
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      expect((await fastPath()).inFlight()).toBe(1)
+      await until("the request in flight", async () => (await fastPath()).inFlight() === 1)
       req.destroy()
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      expect((await fastPath()).inFlight()).toBe(0)
+      // Its fiber ends without the store having answered it (a read takes 300 ms once started).
+      await until("the request's fiber to end", async () => (await fastPath()).inFlight() === 0)
       expect((await fastPath()).served().validate).toBe(1)
       expect(storeEvents).toEqual([])
     } finally {

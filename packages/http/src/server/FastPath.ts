@@ -33,13 +33,19 @@ import type { HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { Api } from "../api/Api.js"
 import { ErrorEnvelope } from "../api/ErrorEnvelope.js"
-import { type ClientInput, type ClientRequestFacts, factsOfNodeRequest, makeClientPipeline } from "./ClientPipeline.js"
+import {
+  type ClientEndpoint,
+  type ClientInput,
+  type ClientRequestFacts,
+  factsOfNodeRequest,
+  makeClientPipeline
+} from "./ClientPipeline.js"
 import { invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
 import { internalError, requestIdFor } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
 
 /** The client endpoints the fast path answers. */
-export const fastPathEndpoints = ["validate", "activate", "deactivate", "heartbeat"] as const
+export const fastPathEndpoints = ["validate", "activate", "deactivate", "heartbeat"] as const satisfies ReadonlyArray<ClientEndpoint>
 export type FastPathEndpoint = (typeof fastPathEndpoints)[number]
 
 /** The fast path, as the server uses it. */
