@@ -109,8 +109,9 @@ const layerNodeServer = (server: Server, fastPath: FastPathService, options: Nod
               if (!fastPath.handle(request, response)) handler(request, response)
             }
             server.off("request", handler).on("request", offer)
-            // Runs before NodeHttpServer's shutdown (finalizers run last in, first out), which then finishes
-            // the requests in flight and removes its handler; the fast path's own finish before it closes.
+            // When serving stops, NodeHttpServer's handler is put back first (finalizers run last in, first
+            // out); its shutdown then lets requests in flight finish (later ones on open connections go through
+            // the Effect stack, with the same answers) and removes it. The fast path's layer closes after.
             yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", offer).on("request", handler)))
           })
       }))
