@@ -23,6 +23,14 @@ export {
   normalizeIp,
   parseIpAllowList
 } from "./server/ClientIp.js"
+export {
+  type ClientEndpoint,
+  type ClientGuard,
+  type ClientGuardRequest,
+  ClientGuards,
+  type ClientRequestFacts,
+  layerClientGuards
+} from "./server/ClientPipeline.js"
 export { ErrorEnvelopeLive } from "./server/ErrorEnvelope.js"
 export { type GuardedRequest, ipAllowListGuard, type RestRequestGuard, RestRequestValid, runGuards } from "./server/Guards.js"
 export { layerMiddlewares, layerRoutes, layerServer, openApiDocument } from "./server/Http.js"

@@ -5,7 +5,8 @@
  * by the same calls), one with the fast path and one without, receive the same corpus of requests in the same
  * order: valid calls, every refusal code, every malformed-input class, odd headers and request ids. Each pair
  * of answers must match: status, every header (but `Date`; a generated `X-Request-Id` is a UUID on both), and
- * the body byte for byte once times and the `iat`/`exp` of signed tokens are set aside. Run for the default
+ * the body byte for byte once times and the `iat`/`exp` of signed tokens are set aside. A public guard
+ * (`ClientGuards`) installed once refuses the same requests on both, on every client route. Run for the default
  * settings and for `LM_REST_ROOT=/wp-json` behind one trusted proxy. The fast path's counters show it did
  * serve the hot routes (and the other server's, that it was off).
  */
@@ -14,6 +15,8 @@ import { Effect, Layer, Redacted } from "effect"
 import { Errors, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as ApiErrors from "../src/domain/ApiErrors.js"
+import type { ClientGuard } from "../src/server/ClientPipeline.js"
 import { FastPath } from "../src/server/FastPath.js"
 import type { Settings } from "../src/server/Settings.js"
 import { adminAuth, startApp, type TestApp } from "./support/App.js"
@@ -99,7 +102,7 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const normalize = (value: unknown, key = ""): unknown => {
   if (typeof value === "string") {
     if (isoTime.test(value)) return "<time>"
-    if ((key === "signed_payload" || key === "certificate") && value.includes(".")) {
+    if ((key === "signed_payload" || key === "certificate" || key === "crl") && value.includes(".")) {
       const payload = JSON.parse(Buffer.from(value.split(".")[0]!, "base64url").toString("utf8"))
       delete payload.iat
       delete payload.exp
@@ -117,7 +120,7 @@ const normalize = (value: unknown, key = ""): unknown => {
 
 /** What must be equal between the two paths' answers. */
 const comparable = (answer: Answer, sentRequestId: string | undefined) => {
-  const { date: _date, "x-request-id": requestId, ...headers } = answer.headers
+  const { date: _date, "x-request-id": requestId, etag, ...headers } = answer.headers
   const id = typeof requestId === "string" && requestId !== sentRequestId && uuid.test(requestId) ? "<uuid>" : requestId
   const text = answer.body.toString("utf8")
   let body: unknown = text
@@ -126,7 +129,15 @@ const comparable = (answer: Answer, sentRequestId: string | undefined) => {
   } catch {
     // not JSON: compared as text
   }
-  return { status: answer.status, statusMessage: answer.statusMessage, headerOrder: answer.headerOrder, headers, requestId: id, body }
+  // A CRL's ETag names its signed content, times included: only its presence is compared.
+  return {
+    status: answer.status,
+    statusMessage: answer.statusMessage,
+    headerOrder: answer.headerOrder,
+    headers: etag === undefined ? headers : { ...headers, etag: "<etag>" },
+    requestId: id,
+    body
+  }
 }
 
 /** The same calls on each server, so that both hold the same state (ids included). */
@@ -338,6 +349,92 @@ describe.each(configurations)("fast path and Effect stack answer alike: $name", 
   }, 120_000)
 })
 
+describe("a public guard installed once applies on both paths alike", () => {
+  /**
+   * A guard as a rate limiter would be: per (client IP, license key), two requests, then 429 with a retry
+   * delay. Each server gets its own, and records what it saw.
+   */
+  const limiter = () => {
+    const seen: Array<string> = []
+    const counts = new Map<string, number>()
+    const guard: ClientGuard = (request) =>
+      Effect.suspend(() => {
+        const key = `${request.clientIp} ${request.licenseKey ?? "-"}`
+        seen.push(`${request.endpoint} ${key} ${String(request.headers["x-trace"] ?? "")}`)
+        const count = (counts.get(key) ?? 0) + 1
+        counts.set(key, count)
+        return count > 2 ? Effect.fail(ApiErrors.make(429, "rest_rate_limited", "Too many requests.", { retry_after: 7 })) : Effect.void
+      })
+    return { guard, seen }
+  }
+  const fastGuard = limiter()
+  const stackGuard = limiter()
+  let fast: TestApp
+  let stack: TestApp
+
+  beforeAll(async () => {
+    const options = { signingKey: Redacted.make(signingKey) }
+    fast = await startApp("memory", { ...options, clientGuards: [fastGuard.guard], settings: { fastPath: true } })
+    stack = await startApp("memory", { ...options, clientGuards: [stackGuard.guard], settings: { fastPath: false } })
+    for (const app of [fast, stack]) {
+      for (const body of [{ license_key: key, max_activations: 3 }, { license_key: "FLOT-0000-0000-0001", is_floating: true, lease_duration: 600 }]) {
+        const answer = await app.call("POST", "/licenses", { body, auth: adminAuth })
+        expect(answer.status).toBe(201)
+      }
+    }
+  }, 60_000)
+  afterAll(async () => {
+    for (const agent of agents.values()) agent.destroy()
+    agents.clear()
+    await fast?.close()
+    await stack?.close()
+  })
+
+  it("refuses the same requests with the same 429, on every client route, with the fast path on and off", async () => {
+    const floating = "FLOT-0000-0000-0001"
+    const cases: ReadonlyArray<Case & { readonly status: number }> = [
+      { name: "validate", path: "/validate", headers: { ...json, "x-trace": "t1" }, body: { license_key: key }, status: 200 },
+      { name: "activate", path: "/activate", headers: json, body: { license_key: key, fingerprint: "fp-1" }, status: 201 },
+      { name: "heartbeat over the limit", path: "/heartbeat", headers: json, body: { license_key: key, fingerprint: "fp-1" }, status: 429 },
+      { name: "deactivate over the limit", path: "/deactivate", headers: json, body: { license_key: key, fingerprint: "fp-1" }, status: 429 },
+      { name: "validate over the limit", path: "/validate", headers: json, body: { license_key: key }, status: 429 },
+      { name: "another key", path: "/activate", headers: json, body: { license_key: floating, fingerprint: "f-1" }, status: 201 },
+      { name: "another key, heartbeat", path: "/heartbeat", headers: json, body: { license_key: floating, fingerprint: "f-1" }, status: 200 },
+      { name: "a body the guard never sees", path: "/validate", headers: json, body: { license_key: 12 }, status: 400 },
+      { name: "crl", method: "GET", path: "/crl", status: 200 },
+      { name: "public-key", method: "GET", path: "/public-key", status: 200 },
+      { name: "public-keyk over the limit", method: "GET", path: "/public-keyk", status: 429 },
+      { name: "crl over the limit", method: "GET", path: "/crl", headers: { "if-none-match": "*" }, status: 429 }
+    ]
+    for (const c of cases) {
+      const viaFast = comparable(await send(fast.apiBase, c), undefined)
+      const viaStack = comparable(await send(stack.apiBase, c), undefined)
+      expect({ case: c.name, ...viaFast }).toEqual({ case: c.name, ...viaStack })
+      expect(viaFast.status, c.name).toBe(c.status)
+      if (c.status === 429) {
+        expect(viaFast.headers["retry-after"], c.name).toBe("7")
+        expect(viaFast.body, c.name).toEqual({ success: false, code: "rest_rate_limited", message: "Too many requests.", data: { retry_after: 7, status: 429 } })
+      }
+    }
+    // Each guard ran once per request that reached the pipeline, and saw the same requests.
+    expect(fastGuard.seen).toEqual(stackGuard.seen)
+    expect(fastGuard.seen).toHaveLength(cases.length - 1)
+    expect(fastGuard.seen[0]).toBe(`validate 127.0.0.1 ${key} t1`)
+    expect(fastGuard.seen.at(-1)).toBe("crl 127.0.0.1 - ")
+    const served = await fast.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.served()))
+    expect(served).toEqual({ validate: 3, activate: 2, deactivate: 1, heartbeat: 2 })
+  })
+})
+
+/** Polls `check` every 10 ms until it holds (at most 5 s). */
+const until = async (what: string, check: () => Promise<boolean>) => {
+  const deadline = Date.now() + 5_000
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 /** How the license reads of the faulty store behave: as the memory store, unreachable, or dying. */
 let storeMode: "up" | "down" | "defect" | "slow" = "up"
 /** What the faulty store did, in order (slow reads, closing). */
@@ -430,7 +527,7 @@ describe("shutdown with a request in flight on the fast path", () => {
       await app.call("POST", "/licenses", { body: { license_key: key }, auth: adminAuth })
       storeMode = "slow"
       const inFlight = send(app.apiBase, { name: "slow validate", path: "/validate", headers: json, body: { license_key: key }, fresh: true })
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      await until("the request in flight", () => app.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.inFlight() === 1)))
       const served = await app.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.served()))
       expect(served.validate).toBe(1)
       await app.close()
@@ -465,11 +562,10 @@ describe("a client that goes away on the fast path", () => {
       })
       req.on("error", () => {})
       req.end(body)
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      expect((await fastPath()).inFlight()).toBe(1)
+      await until("the request in flight", async () => (await fastPath()).inFlight() === 1)
       req.destroy()
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      expect((await fastPath()).inFlight()).toBe(0)
+      // Its fiber ends without the store having answered it (a read takes 300 ms once started).
+      await until("the request's fiber to end", async () => (await fastPath()).inFlight() === 0)
       expect((await fastPath()).served().validate).toBe(1)
       expect(storeEvents).toEqual([])
     } finally {

@@ -1,24 +1,26 @@
 /**
  * The fast path of the hot client writes: `POST {api_base}/validate`, `/activate`, `/deactivate` and
- * `/heartbeat` answered straight from Node's `request` event, in front of the Effect HTTP stack (request
- * wrapping, router, global and HttpApi middlewares), which costs more per request than the whole answer.
+ * `/heartbeat` answered straight from Node's `request` event (the server offers each request here first, see
+ * `Http.ts`), in front of the Effect HTTP stack (request wrapping, router, global and HttpApi middlewares),
+ * which costs more per request than the whole answer.
  *
  * It answers exactly what the Effect path answers, because it runs the same pieces:
- * - the payload is decoded by the endpoint's own payload schema, taken from the `Api` definition with the
- *   same parse options (compiled once);
- * - the answer is `ClientAnswers` (the same functions the HttpApi handlers call), refusals mapped by
- *   `ApiErrors.fromDomain` and written by `errorResponse`;
+ * - the payload is decoded by the endpoint's own payload schema, read from the `Api` definition with
+ *   `HttpApi.reflect`, with the same parse options (compiled once);
+ * - then the client pipeline (`ClientPipeline.ts`), as the HttpApi handlers run it: public guards, the domain
+ *   call, the answer, refusals written as the envelope;
  * - bad bodies are refused by the same functions as the `ErrorEnvelope` middleware (`refuseBodyText`,
  *   `invalidJson`, `invalidParams`), defects by the same `internalError` as the global middleware (500 with
  *   the request id, cause logged);
- * - `X-Request-Id` by `requestIdFor`, the client IP by `clientIpFrom` (`LM_TRUST_PROXY`), the response
- *   written to Node the way `NodeHttpServer` writes it (status, headers in the same order, the JSON text).
+ * - `X-Request-Id` by `requestIdFor`, the request's facts (client IP by `LM_TRUST_PROXY`) by the pipeline's
+ *   `factsOfNodeRequest`, the response written to Node the way `NodeHttpServer` writes it (status, headers in
+ *   the same order, the JSON text).
  *
  * It only takes a request it can answer identically, and decides before reading a byte of the body: method
  * POST over HTTP/1.x, the exact path (no query string), a JSON content type, a `Content-Length` from 1 to the
  * body limit, no `Transfer-Encoding`, no `Expect`. Anything else (other methods, HEAD/OPTIONS, chunked or
  * empty or oversized bodies, other content types, HTTP/2) goes to the Effect stack untouched. The test
- * `test/http/fast-path.test.ts` runs the same requests through both paths and compares the answers.
+ * `packages/http/test/fast-path.test.ts` runs the same requests through both paths and compares the answers.
  *
  * Each request runs in a fiber forked with the engine's context, captured once. A client that goes away
  * interrupts its fiber; closing the layer (after the server has stopped and finished its connections, see
@@ -31,16 +33,19 @@ import type { HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { Api } from "../api/Api.js"
 import { ErrorEnvelope } from "../api/ErrorEnvelope.js"
-import type * as ApiErrors from "../domain/ApiErrors.js"
-import { clientIpFrom } from "./ClientIp.js"
+import {
+  type ClientEndpoint,
+  type ClientInput,
+  type ClientRequestFacts,
+  factsOfNodeRequest,
+  makeClientPipeline
+} from "./ClientPipeline.js"
 import { invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
-import { type ClientAnswers, makeClientAnswers } from "./handlers/ClientAnswers.js"
-import { errorResponse } from "./Responses.js"
 import { internalError, requestIdFor } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
 
 /** The client endpoints the fast path answers. */
-export const fastPathEndpoints = ["validate", "activate", "deactivate", "heartbeat"] as const
+export const fastPathEndpoints = ["validate", "activate", "deactivate", "heartbeat"] as const satisfies ReadonlyArray<ClientEndpoint>
 export type FastPathEndpoint = (typeof fastPathEndpoints)[number]
 
 /** The fast path, as the server uses it. */
@@ -58,15 +63,14 @@ export interface FastPathService {
 
 /** The fast path of the hot client writes (see the module comment). */
 export class FastPath extends Context.Service<FastPath, FastPathService>()("lm/http/FastPath") {
-  /** The fast path on the engine's `Licensing` and `Tokens`, for `HttpSettings`' rest root and body limit. */
+  /** The fast path on the engine's services and `ClientGuards`, for `HttpSettings`' rest root and body limit. */
   static readonly layer = Layer.effect(FastPath, Effect.suspend(() => make))
 }
 
-/** One route of the fast path: its path, its payload decoder and its answer. */
+/** One route of the fast path: its endpoint, its payload decoder. */
 interface Route {
   readonly name: FastPathEndpoint
-  readonly decode: (input: unknown) => Result.Result<any, Schema.SchemaError>
-  readonly answer: (payload: any, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.ApiError>
+  readonly decode: (input: unknown) => Result.Result<unknown, Schema.SchemaError>
 }
 
 /** The media type of a `Content-Type` header as HttpApi compares it: lower case, no parameters. */
@@ -86,41 +90,48 @@ const header = (request: IncomingMessage, name: string): string | undefined => {
 const textDecoder = new TextDecoder()
 
 /**
- * The payload decoder of a client endpoint, as `HttpApiBuilder` builds it: the union of its JSON payload
- * schemas, with the parse options the API, group and endpoint annotate. Refuses an endpoint the fast path
- * could not answer like the Effect stack (another method, no JSON payload, a middleware other than the error
- * envelope), so that a change to the definition cannot silently bypass it.
+ * The fast path's routes by path (without the rest root), read from the `Api` definition with
+ * `HttpApi.reflect`: each endpoint's payload decoder as `HttpApiBuilder` builds it, the union of its JSON
+ * payload schemas with the parse options the API, group and endpoint annotate. Refuses an endpoint the fast
+ * path could not answer like the Effect stack (another method, no JSON payload, a middleware other than the
+ * error envelope), so that a change to the definition cannot silently bypass it.
  */
-const routeOf = (name: FastPathEndpoint, answers: ClientAnswers): { readonly path: string; readonly route: Route } => {
-  const group = (Api as unknown as { readonly groups: Record<string, any> }).groups["client"]
-  const endpoint = group?.endpoints[name]
-  const json = endpoint?.payload.get("application/json")
-  if (endpoint === undefined || endpoint.method !== "POST" || json === undefined || json.encoding._tag !== "Json") {
-    throw new Error(`fast path: client endpoint ${name} is not a POST with a JSON payload`)
+const routesOf = (): ReadonlyMap<string, Route> => {
+  const routes = new Map<string, Route>()
+  HttpApi.reflect(Api, {
+    predicate: ({ endpoint, group }) =>
+      group.identifier === "client" && (fastPathEndpoints as ReadonlyArray<string>).includes(endpoint.identifier),
+    onGroup: () => {},
+    onEndpoint: ({ endpoint, mergedAnnotations, middleware }) => {
+      const name = endpoint.identifier as FastPathEndpoint
+      const json = endpoint.payload.get("application/json")
+      if (endpoint.method !== "POST" || json === undefined || json.encoding._tag !== "Json") {
+        throw new Error(`fast path: client endpoint ${name} is not a POST with a JSON payload`)
+      }
+      if (middleware.size !== 1 || [...middleware][0]?.key !== ErrorEnvelope.key) {
+        throw new Error(`fast path: client endpoint ${name} has middlewares the fast path does not run`)
+      }
+      // As `HttpApiBuilder`: the payload's own parse options, else the general ones.
+      const options = Context.getOrUndefined(mergedAnnotations, HttpApi.PayloadParseOptions) ??
+        Context.getOrUndefined(mergedAnnotations, HttpApi.ParseOptions)
+      // Decoded synchronously and without services (the reflected `Schema.Top` does not say so; the client
+      // payloads need neither: a decoder that did would fail here, and the differential test with it). Same
+      // parser, same issues as `HttpApiBuilder`'s decoding.
+      const schema = Schema.Union(json.schemas as ReadonlyArray<Schema.Codec<unknown, unknown, never, never>>)
+      routes.set(endpoint.path, { name, decode: Schema.decodeUnknownResult(schema, options) })
+    }
+  })
+  for (const name of fastPathEndpoints) {
+    if (![...routes.values()].some((route) => route.name === name)) throw new Error(`fast path: no client endpoint ${name}`)
   }
-  const middlewares = [...endpoint.middlewares]
-  if (middlewares.length !== 1 || middlewares[0] !== ErrorEnvelope) {
-    throw new Error(`fast path: client endpoint ${name} has middlewares the fast path does not run`)
-  }
-  const annotations = Context.merge(Context.merge(Api.annotations, group.annotations), endpoint.annotations)
-  // As `HttpApi.getSlotParseOptions`: the payload's own options, else the general ones.
-  const options = Context.getOrUndefined(annotations, HttpApi.PayloadParseOptions) ??
-    Context.getOrUndefined(annotations, HttpApi.ParseOptions)
-  const schema = Schema.Union(json.schemas as ReadonlyArray<Schema.Codec<unknown, unknown, never, never>>)
-  // Synchronously: the client payloads have no asynchronous part (a decoder that had one would fail here, and
-  // the differential test with it). Same parser, same issues as `HttpApiBuilder`'s `decodeUnknownEffect`.
-  const decode = Schema.decodeUnknownResult(schema, options)
-  return { path: endpoint.path as string, route: { name, decode, answer: answers[name] as Route["answer"] } }
+  return routes
 }
 
 const make = Effect.gen(function*() {
   const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
-  const answers = yield* makeClientAnswers
+  const pipeline = yield* makeClientPipeline
   const routes = new Map<string, Route>()
-  for (const name of fastPathEndpoints) {
-    const { path, route } = routeOf(name, answers)
-    routes.set(`${restRoot}${path}`, route)
-  }
+  for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, route)
   const served: Record<FastPathEndpoint, number> = { validate: 0, activate: 0, deactivate: 0, heartbeat: 0 }
   const context = yield* Effect.context<never>()
   const run = Effect.runForkWith(context)
@@ -133,8 +144,8 @@ const make = Effect.gen(function*() {
     })
   )
 
-  /** The answer to a body: refused text, not JSON, bad fields, or the endpoint's answer. */
-  const respondTo = (route: Route, text: string, ipAddress: string | null) => {
+  /** The answer to a body: refused text, not JSON, bad fields, or the client pipeline's answer. */
+  const respondTo = (route: Route, text: string, facts: ClientRequestFacts) => {
     const refused = refuseBodyText(text)
     if (refused !== undefined) return Effect.succeed(refused)
     let input: unknown
@@ -145,13 +156,13 @@ const make = Effect.gen(function*() {
     }
     const payload = route.decode(input)
     if (Result.isFailure(payload)) return Effect.succeed(invalidParams(payload.failure, "body"))
-    return Effect.catch(route.answer(payload.success, ipAddress), (error) => Effect.succeed(errorResponse(error)))
+    return pipeline(route.name, payload.success as ClientInput<FastPathEndpoint>, facts)
   }
 
   /** {@link respondTo}, with defects (a throw included) answered 500 with the request id. */
-  const answer = (route: Route, text: string, ipAddress: string | null, requestId: string, url: string) =>
+  const answer = (route: Route, text: string, facts: ClientRequestFacts, requestId: string, url: string) =>
     Effect.catchCause(
-      Effect.suspend(() => respondTo(route, text, ipAddress)),
+      Effect.suspend(() => respondTo(route, text, facts)),
       (cause) =>
         // An interrupted request (the client went away) holds no error to answer.
         Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : internalError(cause, requestId, "POST", url)
@@ -179,8 +190,7 @@ const make = Effect.gen(function*() {
     request.on("end", () => {
       if (failed || response.destroyed) return
       const text = textDecoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
-      const ipAddress = clientIpFrom(request.socket.remoteAddress, header(request, "x-forwarded-for"), trustProxyHops) ?? null
-      const fiber = run(answer(route, text, ipAddress, requestId, url))
+      const fiber = run(answer(route, text, factsOfNodeRequest(request, trustProxyHops), requestId, url))
       const done = fiber.pollUnsafe()
       if (done !== undefined) {
         if (Exit.isSuccess(done)) write(response, done.value, requestId)

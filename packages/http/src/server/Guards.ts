@@ -2,7 +2,8 @@
  * The `restRequestValid` guard chain (CONTRACT §2; the seed's `lm_rest_request_valid` filter). After a key's
  * scope is checked, each guard in turn gets the verdict so far and may change it:
  * `(allowed, request, scope) -> Effect<boolean>`. A final `false` is 403 `rest_forbidden`; a guard may also
- * fail with an envelope error of its own (a rate limiter's 429).
+ * fail with an envelope error of its own (a rate limiter's 429). The public client routes, which need no key,
+ * have their own chain: `ClientGuards` (`ClientPipeline.ts`).
  */
 import { Context, Effect, Layer } from "effect"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"

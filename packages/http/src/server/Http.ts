@@ -9,7 +9,7 @@
  * ```
  */
 import { randomUUID } from "node:crypto"
-import { createServer, type Server } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Effect, Layer, Option } from "effect"
@@ -84,18 +84,38 @@ export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, Authentication
 )
 
 /**
- * Lets `fastPath` take the requests it answers before the server's `request` listeners (NodeHttpServer's
- * handler) see them; every other event and request goes on untouched.
+ * Node's HTTP server as `NodeHttpServer` serves it (listening, request, `Expect: 100-continue` and upgrade
+ * handling, graceful shutdown), with `fastPath` offered every request before NodeHttpServer's handler: the
+ * server's `request` listener is ours, and calls the handler `NodeHttpServer` registered for the requests the
+ * fast path leaves. (Serving with `NodeHttpServer.makeHandler` alone would answer `100 Continue` before
+ * routing, not when the body is first read: NodeHttpServer's 100-continue handling is its own.)
  */
-const withFastPath = (server: Server, fastPath: FastPathService | undefined): Server => {
-  if (fastPath === undefined) return server
-  const emit = server.emit
-  server.emit = function(this: Server, event: string | symbol, ...args: Array<any>): boolean {
-    if (event === "request" && fastPath.handle(args[0], args[1])) return true
-    return emit.apply(this, [event, ...args] as Parameters<Server["emit"]>)
-  } as Server["emit"]
-  return server
-}
+const layerNodeServer = (server: Server, fastPath: FastPathService, options: NodeHttpServer.Options) =>
+  Layer.effect(
+    HttpServer.HttpServer,
+    Effect.map(NodeHttpServer.make(() => server, options), (node) =>
+      HttpServer.make({
+        address: node.address,
+        serve: (httpApp, middleware) =>
+          Effect.gen(function*() {
+            const before = new Set(server.listeners("request"))
+            yield* (middleware === undefined ? node.serve(httpApp) : node.serve(httpApp, middleware))
+            const added = server.listeners("request").filter((listener) => !before.has(listener))
+            if (added.length !== 1) {
+              return yield* Effect.die(new Error(`fast path: NodeHttpServer registered ${added.length} request listeners, expected 1`))
+            }
+            const handler = added[0] as (request: IncomingMessage, response: ServerResponse) => void
+            const offer = (request: IncomingMessage, response: ServerResponse) => {
+              if (!fastPath.handle(request, response)) handler(request, response)
+            }
+            server.off("request", handler).on("request", offer)
+            // When serving stops, NodeHttpServer's handler is put back first (finalizers run last in, first
+            // out); its shutdown then lets requests in flight finish (later ones on open connections go through
+            // the Effect stack, with the same answers) and removes it. The fast path's layer closes after.
+            yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", offer).on("request", handler)))
+          })
+      }))
+  )
 
 /**
  * Serves `routes` with Node's HTTP server on `listen.host`:`listen.port` (port 0 picks a free port; read the
@@ -114,6 +134,11 @@ export const layerServer = <E, R>(
     const settings = yield* HttpSettings
     const fastPath = settings.fastPath ? Option.getOrUndefined(yield* Effect.serviceOption(FastPath)) : undefined
     const served = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true })
+    const options: NodeHttpServer.Options = {
+      host: listen.host,
+      port: listen.port,
+      gracefulShutdownTimeout: `${listen.gracefulShutdownSeconds ?? 20} seconds`
+    }
     const logListening = Layer.effectDiscard(Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const base = apiBase(HttpServer.formatAddress(server.address), settings)
@@ -122,11 +147,14 @@ export const layerServer = <E, R>(
     }))
     return logListening.pipe(
       Layer.provideMerge(served),
-      Layer.provideMerge(NodeHttpServer.layer(() => withFastPath(createServer().on("clientError", answerClientError), fastPath), {
-        host: listen.host,
-        port: listen.port,
-        gracefulShutdownTimeout: `${listen.gracefulShutdownSeconds ?? 20} seconds`
-      })),
+      Layer.provideMerge(
+        fastPath === undefined
+          ? NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), options)
+          : Layer.mergeAll(
+            layerNodeServer(createServer().on("clientError", answerClientError), fastPath, options),
+            NodeHttpServer.layerHttpServices
+          )
+      ),
       Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.maxBodyBytes)))
     )
   }))

@@ -7,6 +7,7 @@ import type { Engine } from "@lm/domain"
 import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import { MemoryStore } from "@lm/storage-memory"
 import { serverLayerOn } from "../../src/server/App.js"
+import { type ClientGuard, layerClientGuards } from "../../src/server/ClientPipeline.js"
 import { HttpSettings } from "../../src/server/Settings.js"
 import { startServer, type RunningServer } from "./TestServer.js"
 
@@ -41,6 +42,8 @@ export const startApp = async (
     readonly settings?: Parameters<typeof HttpSettings.layer>[0]
     /** Replaces the store layer `store` names (e.g. a store wrapped to fail on demand). */
     readonly storeLayer?: Layer.Layer<any, any, never>
+    /** Public guards of the client routes (`ClientGuards`; none by default). */
+    readonly clientGuards?: ReadonlyArray<ClientGuard>
   } = {}
 ): Promise<TestApp> => {
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
@@ -50,6 +53,7 @@ export const startApp = async (
     ...options
   }).pipe(
     Layer.provide(HttpSettings.layer(options.settings ?? {})),
+    Layer.provide(layerClientGuards(options.clientGuards ?? [])),
     // Start-up and shutdown lines would drown the test output; warnings and errors still show.
     Layer.provide(Layer.succeed(References.MinimumLogLevel, process.env.LM_TEST_LOG_LEVEL === "debug" ? "Debug" : "Warn"))
   )

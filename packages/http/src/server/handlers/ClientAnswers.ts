@@ -1,9 +1,14 @@
 /**
- * The answers of the public client writes (`validate`, `activate`, `deactivate`, `heartbeat`; CONTRACT §4, §5),
- * from a decoded payload and the client's address to the HTTP response, refusals included. They are built once
- * from the domain's services and shared by the two ways a request reaches them: the `client` group's HttpApi
- * handlers (`Client.ts`) and the fast path in front of the Effect stack (`FastPath.ts`). Nothing here reads the
- * request: the caller decodes the payload with the endpoint's schema and works out the client IP.
+ * The answers of the public client routes (`validate`, `activate`, `deactivate`, `heartbeat`, `crl`,
+ * `public-key`; CONTRACT §4, §5): the domain call and the HTTP response, from the endpoint's decoded input and
+ * the client's address; a refusal is the domain's error mapped mechanically by `ApiErrors.fromDomain`. They are
+ * the last step of the client pipeline (`ClientPipeline.ts`), which both ways a request arrives go through: the
+ * `client` group's HttpApi handlers (`Client.ts`) and the fast path in front of the Effect stack
+ * (`FastPath.ts`). Nothing here reads the request.
+ *
+ * `validate` is the hottest route: one `Licensing.validate` (one license and machines lookup, done by the
+ * domain) and one signature, nothing else. The license in its answer is built from what validation already
+ * computed (derived status, seats held), not looked up again.
  *
  * Answers are written with {@link respond}, straight to JSON: every body is typed against its endpoint's
  * schema (`ValidateResponse`, ...), whose wire values are plain JSON (strings, numbers, null), so the schema's
@@ -12,16 +17,22 @@
  */
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { Licensing, Tokens } from "@lm/domain"
-import type {
-  ActivatedMachine,
-  ActivatePayload,
-  DeactivatePayload,
-  DeactivateResponse,
-  HeartbeatPayload,
-  HeartbeatResponse,
-  ValidatePayload,
-  ValidateResponse
+import { Licensing, RevocationList, Signer, Tokens } from "@lm/domain"
+import { SigningKey } from "@lm/domain"
+import type { PublishedKey } from "@lm/domain/verify"
+import {
+  type ActivatedMachine,
+  type ActivatePayload,
+  crlCacheControl,
+  type CrlResponse,
+  type DeactivatePayload,
+  type DeactivateResponse,
+  type HeartbeatPayload,
+  type HeartbeatResponse,
+  publicKeyCacheControl,
+  type PublicKeyResponse,
+  type ValidatePayload,
+  type ValidateResponse
 } from "../../api/Client.js"
 import * as ApiErrors from "../../domain/ApiErrors.js"
 import { ok } from "../../domain/Envelope.js"
@@ -32,12 +43,35 @@ export const respond = <A>(data: A, status = 200, headers?: Readonly<Record<stri
   HttpServerResponse.jsonUnsafe(ok(data), headers === undefined ? { status } : { status, headers })
 
 /**
- * The client writes' answers on the engine's `Licensing` and `Tokens`, by endpoint name: each takes the decoded
- * payload and the client's address and gives the response, or the refusal as an envelope error.
+ * Whether an `If-None-Match` header matches an entity tag: `*`, or one of its comma-separated tags compared
+ * weakly (a `W/` prefix is ignored, as RFC 9110 asks for `If-None-Match`).
+ */
+export const etagMatches = (ifNoneMatch: string | undefined, etag: string): boolean => {
+  if (ifNoneMatch === undefined) return false
+  const strip = (tag: string) => (tag.startsWith("W/") ? tag.slice(2) : tag)
+  const wanted = strip(etag)
+  for (const raw of ifNoneMatch.split(",")) {
+    const tag = raw.trim()
+    if (tag === "*" || strip(tag) === wanted) return true
+  }
+  return false
+}
+
+/** The decoded headers of `GET /crl`. */
+export interface CrlHeaders {
+  readonly "if-none-match"?: string | undefined
+}
+
+/**
+ * The client routes' answers on the engine's services, by endpoint name (the `client` group's): each takes the
+ * endpoint's decoded input (payload, or headers for `crl`) and the client's address and gives the response,
+ * or the refusal as an envelope error.
  */
 export const makeClientAnswers = Effect.gen(function*() {
   const licensing = yield* Licensing
   const tokens = yield* Tokens
+  const revocations = yield* RevocationList
+  const signer = yield* Signer
 
   const validate = (payload: typeof ValidatePayload.Type, ipAddress: string | null) => {
     const fingerprint = payload.fingerprint ?? null
@@ -126,7 +160,44 @@ export const makeClientAnswers = Effect.gen(function*() {
       Effect.mapError(ApiErrors.fromDomain)
     )
 
-  return { validate, activate, deactivate, heartbeat }
+  const crl = (headers: CrlHeaders, _ipAddress: string | null) =>
+    revocations.current.pipe(
+      Effect.map((list) => {
+        const cacheHeaders = { etag: list.etag, "cache-control": crlCacheControl }
+        if (etagMatches(headers["if-none-match"], list.etag)) {
+          return HttpServerResponse.empty({ status: 304, headers: cacheHeaders })
+        }
+        const body: CrlResponse = {
+          crl: list.token,
+          generated_at: iso(list.generatedAt),
+          next_update: iso(list.nextUpdate),
+          kid: list.kid
+        }
+        return respond(body, 200, cacheHeaders)
+      }),
+      Effect.mapError(ApiErrors.fromDomain)
+    )
+
+  // `/public-key` changes only when the key ring does: its answer is built once per ring.
+  let publicKeyCache: { readonly keys: ReadonlyArray<PublishedKey>; readonly response: HttpServerResponse.HttpServerResponse } | undefined
+  const publicKeyAnswer = Effect.gen(function*() {
+    const keys = yield* signer.publishedKeys
+    if (publicKeyCache?.keys === keys) return publicKeyCache.response
+    const { kid, publicKey } = yield* signer.current
+    const body: PublicKeyResponse = {
+      public_key: SigningKey.publicKeyBase64(publicKey),
+      algorithm: "Ed25519",
+      kid,
+      pem: SigningKey.publicKeyPem(publicKey),
+      keys: keys.map((k) => ({ kid: k.kid, public_key: k.public_key, current: k.current === true }))
+    }
+    const response = respond(body, 200, { "cache-control": publicKeyCacheControl })
+    publicKeyCache = { keys, response }
+    return response
+  })
+  const publicKey = (_input: void, _ipAddress: string | null) => publicKeyAnswer
+
+  return { validate, activate, deactivate, heartbeat, crl, publicKey, publicKeyAlias: publicKey }
 })
 
 /** The answers of the client writes. */

@@ -1,0 +1,103 @@
+/**
+ * The one pipeline of the public client routes (`client` group: validate, activate, deactivate, heartbeat,
+ * crl, public-key; CONTRACT §4, §5). Both ways a request arrives run it: the group's HttpApi handlers
+ * (`handlers/Client.ts`) and the fast path in front of the Effect stack (`FastPath.ts`). The transport decodes
+ * the endpoint's input with the endpoint's own schema and states the request's facts (its client IP by the
+ * contract's rule, `ClientIp.ts`, read once; its headers); the pipeline then runs, in order:
+ * 1. the public guards ({@link ClientGuards}: none by default; a rate limiter or an embedder adds them), each of
+ *    which may refuse with an envelope error (a 429, ...);
+ * 2. the domain call and its answer (`handlers/ClientAnswers.ts`; the blacklist and the event log are the
+ *    domain's, inside that call);
+ * 3. a refusal written as the envelope (`errorResponse`), so that both transports answer it alike.
+ * Defects pass through: each transport answers them 500 with the request id (`Routing.internalError`).
+ */
+import type { IncomingMessage } from "node:http"
+import { Context, Effect, Layer } from "effect"
+import type { HttpServerResponse } from "effect/http"
+import type { HttpServerRequest } from "effect/http/HttpServerRequest"
+import type { ApiError } from "../domain/ApiErrors.js"
+import { clientIp, clientIpFrom } from "./ClientIp.js"
+import { type ClientAnswers, makeClientAnswers } from "./handlers/ClientAnswers.js"
+import { errorResponse } from "./Responses.js"
+
+/** The public client endpoints, by their name in the `client` group. */
+export type ClientEndpoint = keyof ClientAnswers
+
+/** What each endpoint takes, decoded by its schema: the payload of a write, the headers of `crl`. */
+export type ClientInput<E extends ClientEndpoint> = Parameters<ClientAnswers[E]>[0]
+
+/** What the transport knows of a request, worked out once. */
+export interface ClientRequestFacts {
+  /** The client's address (socket, or `X-Forwarded-For` behind a trusted proxy); undefined on a unix socket. */
+  readonly clientIp: string | undefined
+  /** The request headers as received (lower-case names). */
+  readonly headers: { readonly [name: string]: string | ReadonlyArray<string> | undefined }
+}
+
+/** What a public guard sees of a request. */
+export interface ClientGuardRequest extends ClientRequestFacts {
+  readonly endpoint: ClientEndpoint
+  /** The license key the body names, as decoded (the writes); undefined for `crl` and `public-key`. */
+  readonly licenseKey: string | undefined
+}
+
+/** A public guard: succeeds to let the request through, fails with the envelope error to answer instead. */
+export type ClientGuard = (request: ClientGuardRequest) => Effect.Effect<void, ApiError>
+
+/** The public guards, run in order before every client route's domain call; none unless provided. */
+export const ClientGuards = Context.Reference<{ readonly guards: ReadonlyArray<ClientGuard> }>("lm/http/ClientGuards", {
+  defaultValue: () => ({ guards: [] })
+})
+
+/** Exactly these public guards, on both transports. */
+export const layerClientGuards = (guards: ReadonlyArray<ClientGuard>): Layer.Layer<never> =>
+  Layer.succeed(ClientGuards, { guards })
+
+/** The facts of an HttpApi request (`LM_TRUST_PROXY` is `trustProxyHops`). */
+export const factsOfRequest = (request: HttpServerRequest, trustProxyHops: number): ClientRequestFacts => ({
+  clientIp: clientIp(request, trustProxyHops),
+  headers: request.headers
+})
+
+/** The facts of a Node request, as the fast path takes it (same rule as {@link factsOfRequest}). */
+export const factsOfNodeRequest = (request: IncomingMessage, trustProxyHops: number): ClientRequestFacts => {
+  const forwardedFor = request.headers["x-forwarded-for"]
+  return {
+    clientIp: clientIpFrom(request.socket.remoteAddress, typeof forwardedFor === "string" ? forwardedFor : undefined, trustProxyHops),
+    headers: request.headers
+  }
+}
+
+const licenseKeyOf = (input: unknown): string | undefined => {
+  if (typeof input !== "object" || input === null || !("license_key" in input)) return undefined
+  return typeof input.license_key === "string" ? input.license_key : undefined
+}
+
+/** Runs a client endpoint: guards, domain call, answer; a refusal is answered with its envelope. */
+export type ClientPipeline = <E extends ClientEndpoint>(
+  endpoint: E,
+  input: ClientInput<E>,
+  facts: ClientRequestFacts
+) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+
+/** The pipeline on the engine's services and the provided {@link ClientGuards}. */
+export const makeClientPipeline: Effect.Effect<ClientPipeline, never, Effect.Services<typeof makeClientAnswers>> = Effect.gen(
+  function*() {
+    const answers = yield* makeClientAnswers
+    const { guards } = yield* ClientGuards
+    const answer = <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts) =>
+      (answers[endpoint] as (input: ClientInput<E>, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError>)(
+        input,
+        facts.clientIp ?? null
+      )
+    // Without guards (the default) nothing is built per request for them.
+    const guarded = guards.length === 0 ? answer : <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts) => {
+      const request: ClientGuardRequest = { ...facts, endpoint, licenseKey: licenseKeyOf(input) }
+      return Effect.andThen(
+        Effect.forEach(guards, (guard) => guard(request), { discard: true }),
+        Effect.suspend(() => answer(endpoint, input, facts))
+      )
+    }
+    return (endpoint, input, facts) => Effect.catch(guarded(endpoint, input, facts), (error) => Effect.succeed(errorResponse(error)))
+  }
+)
