@@ -177,7 +177,7 @@ export const bootstrapKeyLayer = Layer.effectDiscard(
       })
       if (ensured.action === "withhold") {
         yield* Effect.logWarning(
-          "bootstrap key not restored: LM_BOOTSTRAP_CONSUMER_KEY was deleted and other read_write keys exist"
+          "bootstrap key not restored: the LM_BOOTSTRAP_CONSUMER_KEY key was deleted and other read_write keys exist"
         )
       }
       return
