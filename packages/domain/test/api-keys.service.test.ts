@@ -1,6 +1,6 @@
 /**
  * API keys (CONTRACT §2, §11, §14) through the service on the memory store: credentials, authentication,
- * scopes, hashes-only storage and the truncated key.
+ * scopes, hashes-only storage, the truncated key, who may manage keys and the `LM_BOOTSTRAP_*` key.
  */
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
@@ -13,19 +13,20 @@ import { onEngine } from "./engine.js"
 import { T0 } from "./fixtures.js"
 
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex")
+const { operator } = Services.ApiKeyActor
 const stored = Ports.ApiKeyRepository.use((repo) => repo.list({ page: 1, perPage: 100 }))
 
 describe("ApiKeys", () => {
   it.effect("creates ck_/cs_ credentials that authenticate; a wrong secret or unknown key is unauthorized", () =>
     onEngine(Effect.gen(function*() {
       const apiKeys = yield* ApiKeys
-      const issued = yield* apiKeys.create({ description: "ci", scope: "read" })
+      const issued = yield* apiKeys.create(operator, { description: "ci", scope: "read" })
       expect(issued.consumerKey).toMatch(/^ck_[0-9a-f]{40}$/)
       expect(issued.consumerSecret).toMatch(/^cs_[0-9a-f]{40}$/)
       const found = yield* apiKeys.authenticate(issued.consumerKey, issued.consumerSecret)
       expect(found).toMatchObject({ id: issued.apiKey.id, scope: "read", description: "ci" })
 
-      const other = yield* apiKeys.create({ description: "other", scope: "write" })
+      const other = yield* apiKeys.create(operator, { description: "other", scope: "write" })
       const refusals = [
         [issued.consumerKey, other.consumerSecret],
         [other.consumerKey, issued.consumerSecret],
@@ -41,7 +42,7 @@ describe("ApiKeys", () => {
 
   it.effect("stores only SHA-256 hashes of the key and secret, and a … + last-7 truncated key", () =>
     onEngine(Effect.gen(function*() {
-      const issued = yield* (yield* ApiKeys).create({ description: "x", scope: "read_write" })
+      const issued = yield* (yield* ApiKeys).create(operator, { description: "x", scope: "read_write" })
       const [row] = (yield* stored).items
       expect(row).toMatchObject({
         consumerKeyHash: sha256(issued.consumerKey),
@@ -63,7 +64,7 @@ describe("ApiKeys", () => {
         read_write: { GET: true, HEAD: true, OPTIONS: true, POST: true, PUT: true, PATCH: true, DELETE: true }
       }
       for (const scope of Object.keys(matrix) as Array<Model.ApiKeyScope>) {
-        const { apiKey } = yield* apiKeys.create({ description: scope, scope })
+        const { apiKey } = yield* apiKeys.create(operator, { description: scope, scope })
         for (const [method, allowed] of Object.entries(matrix[scope])) {
           const exit = yield* Effect.exit(apiKeys.authorize(apiKey, method))
           expect([scope, method, exit._tag]).toEqual([scope, method, allowed ? "Success" : "Failure"])
@@ -96,7 +97,7 @@ describe("ApiKeys", () => {
   it.effect("records the last access, at most once a minute", () =>
     onEngine(Effect.gen(function*() {
       const apiKeys = yield* ApiKeys
-      const issued = yield* apiKeys.create({ description: "x", scope: "read" })
+      const issued = yield* apiKeys.create(operator, { description: "x", scope: "read" })
       expect((yield* stored).items[0]!.lastAccessAt).toBeNull()
       yield* apiKeys.authenticate(issued.consumerKey, issued.consumerSecret)
       expect((yield* stored).items[0]!.lastAccessAt).toBe(T0)
@@ -114,9 +115,9 @@ describe("ApiKeys", () => {
       const boot = yield* apiKeys.bootstrapIfEmpty
       expect(boot?.apiKey.scope).toBe("read_write")
       expect(yield* apiKeys.bootstrapIfEmpty).toBeUndefined()
-      yield* apiKeys.delete(boot!.apiKey.id)
+      yield* apiKeys.delete(operator, boot!.apiKey.id)
       expect(yield* Effect.flip(apiKeys.authenticate(boot!.consumerKey, boot!.consumerSecret))).toMatchObject({ _tag: "Unauthorized" })
-      expect(yield* Effect.flip(apiKeys.delete(boot!.apiKey.id))).toMatchObject({ _tag: "ApiKeyNotFound", status: 404 })
+      expect(yield* Effect.flip(apiKeys.delete(operator, boot!.apiKey.id))).toMatchObject({ _tag: "ApiKeyNotFound", status: 404 })
     })))
 
   it.effect("ensure keeps exactly the given credentials and scope", () =>
@@ -129,5 +130,85 @@ describe("ApiKeys", () => {
       expect((yield* stored).items.map((k) => k.scope)).toEqual(["read_write"])
       expect((yield* apiKeys.authenticate(consumerKey, consumerSecret)).scope).toBe("read_write")
       expect(yield* Effect.flip(apiKeys.ensure({ consumerKey: "nope", consumerSecret, scope: "read", description: "x" }))).toMatchObject({ _tag: "Unauthorized" })
+    })))
+
+  it("lets only read_write keys manage keys, and no key grant more rights than its own", () => {
+    const scopes = ["read", "write", "read_write"] as const
+    expect(scopes.map(Services.mayManageApiKeys)).toEqual([false, false, true])
+    const grants = scopes.map((granter) => [granter, scopes.filter((scope) => Services.mayGrant(granter, scope))])
+    expect(grants).toEqual([["read", []], ["write", []], ["read_write", ["read", "write", "read_write"]]])
+  })
+
+  it("restores a missing bootstrap key only while the store has no read_write key", () => {
+    const cases = [
+      ["same", false, "keep"],
+      ["same", true, "keep"],
+      ["changed", false, "replace"],
+      ["changed", true, "replace"],
+      ["missing", false, "create"],
+      ["missing", true, "withhold"]
+    ] as const
+    for (const [stored, readWriteKeyExists, action] of cases) {
+      expect([stored, readWriteKeyExists, Services.bootstrapAction(stored, readWriteKeyExists)]).toEqual([stored, readWriteKeyExists, action])
+    }
+  })
+
+  it.effect("refuses read and write keys every key management with 403 rest_forbidden, changing nothing", () =>
+    onEngine(Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      const boot = yield* apiKeys.create(operator, { description: "bootstrap", scope: "read_write" })
+      for (const scope of ["read", "write"] as const) {
+        const actor = Services.ApiKeyActor.key(scope)
+        const refusals = [
+          apiKeys.create(actor, { description: "escalate", scope: "read_write" }),
+          apiKeys.create(actor, { description: "same", scope }),
+          apiKeys.list(actor, { page: 1, perPage: 10 }),
+          apiKeys.delete(actor, boot.apiKey.id)
+        ]
+        for (const refusal of refusals) {
+          const error = yield* Effect.flip(refusal)
+          expect(error).toMatchObject({ _tag: "Forbidden", code: "rest_forbidden", status: 403 })
+          expect(error.message).toContain("read_write")
+        }
+      }
+      expect((yield* stored).items.map((k) => k.id)).toEqual([boot.apiKey.id])
+      expect((yield* apiKeys.authenticate(boot.consumerKey, boot.consumerSecret)).id).toBe(boot.apiKey.id)
+    })))
+
+  it.effect("lets a read_write key and the operator create every scope, list and delete", () =>
+    onEngine(Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      for (const actor of [Services.ApiKeyActor.key("read_write"), operator]) {
+        const made = []
+        for (const scope of ["read", "write", "read_write"] as const) {
+          made.push((yield* apiKeys.create(actor, { description: scope, scope })).apiKey)
+        }
+        expect(made.map((k) => k.scope)).toEqual(["read", "write", "read_write"])
+        expect((yield* apiKeys.list(actor, { page: 1, perPage: 10 })).items.map((k) => k.id)).toEqual(made.map((k) => k.id))
+        for (const key of made) yield* apiKeys.delete(actor, key.id)
+        expect((yield* apiKeys.list(actor, { page: 1, perPage: 10 })).total).toBe(0)
+      }
+    })))
+
+  it.effect("does not restore a bootstrap key an administrator deleted once another read_write key exists", () =>
+    onEngine(Effect.gen(function*() {
+      const apiKeys = yield* ApiKeys
+      const boot = { consumerKey: `ck_${"c".repeat(40)}`, consumerSecret: `cs_${"d".repeat(40)}`, scope: "read_write", description: "bootstrap" } as const
+      expect((yield* apiKeys.ensure(boot)).action).toBe("create")
+      const [created] = (yield* stored).items
+      expect(yield* apiKeys.ensure(boot)).toMatchObject({ action: "keep", apiKey: { id: created!.id } })
+
+      const admin = yield* apiKeys.create(Services.ApiKeyActor.key("read_write"), { description: "admin", scope: "read_write" })
+      yield* apiKeys.delete(Services.ApiKeyActor.key("read_write"), created!.id)
+      expect(yield* apiKeys.ensure(boot)).toEqual({ action: "withhold" })
+      expect(yield* Effect.flip(apiKeys.authenticate(boot.consumerKey, boot.consumerSecret))).toMatchObject({ _tag: "Unauthorized" })
+      expect((yield* stored).items.map((k) => k.id)).toEqual([admin.apiKey.id])
+
+      // Without a read_write key (only read and write ones left) the bootstrap key comes back: the store stays usable.
+      yield* apiKeys.create(operator, { description: "reports", scope: "read" })
+      yield* apiKeys.create(operator, { description: "ci", scope: "write" })
+      yield* apiKeys.delete(operator, admin.apiKey.id)
+      expect((yield* apiKeys.ensure(boot)).action).toBe("create")
+      expect((yield* apiKeys.authenticate(boot.consumerKey, boot.consumerSecret)).scope).toBe("read_write")
     })))
 })

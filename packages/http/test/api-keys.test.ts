@@ -1,6 +1,6 @@
 /**
  * API keys over real HTTP (CONTRACT §2, §11, §14), on the memory store and on PGlite: issuing a key (the only
- * time its secret is shown), listing without secrets, revoking, and every refusal.
+ * time its secret is shown), listing without secrets, revoking, who may manage keys, and every refusal.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { adminKey, startApp, type TestApp } from "./support/App.js"
@@ -95,7 +95,7 @@ for (const store of ["memory", "pglite"] as const) {
       })
 
       it("lets a key revoke itself", async () => {
-        const data = await issue({ scope: "write" })
+        const data = await issue({ scope: "read_write" })
         const auth = basic(data.consumer_key, data.consumer_secret)
         expect(expectOk(await app.call("DELETE", `/api-keys/${data.id}`, { auth }))).toEqual({ deleted: true, id: data.id })
         expectError(await app.call("DELETE", `/api-keys/${data.id}`, { auth }), 401, "rest_unauthorized")
@@ -106,7 +106,41 @@ for (const store of ["memory", "pglite"] as const) {
         expectError(await app.call("DELETE", "/api-keys/987654321"), 404, "api_key_not_found")
         const data = await issue({ scope: "read" })
         expectInvalid(await app.call("DELETE", `/api-keys/${data.id}`, { body: { now: true } }), "now")
-        expectSuccess(await app.call("GET", "/api-keys", { auth: basic(data.consumer_key, data.consumer_secret) }))
+        expectSuccess(await app.call("GET", "/licenses", { auth: basic(data.consumer_key, data.consumer_secret) }))
+      })
+    })
+
+    describe("managing keys needs a read_write key", () => {
+      const listIds = async () => (await app.call("GET", "/api-keys?per_page=100")).body.data.api_keys.map((k: any) => k.id)
+      const bootstrapId = async () =>
+        (await app.call("GET", "/api-keys?per_page=100")).body.data.api_keys.find(
+          (k: any) => k.truncated_key === `\u2026${adminKey.consumerKey.slice(-7)}`
+        ).id
+      const expectForbidden = (res: Awaited<ReturnType<TestApp["call"]>>) => {
+        expectError(res, 403, "rest_forbidden")
+        expect(res.body.message).toContain("read_write")
+      }
+
+      it("refuses a write key creating keys (read_write or its own scope) and deleting the bootstrap key; a read_write key may", async () => {
+        const writer = await issue({ scope: "write" })
+        const auth = basic(writer.consumer_key, writer.consumer_secret)
+        const before = await listIds()
+        expectForbidden(await app.call("POST", "/api-keys", { auth, body: { scope: "read_write", description: "escalate" } }))
+        expectForbidden(await app.call("POST", "/api-keys", { auth, body: { scope: "write" } }))
+        expectForbidden(await app.call("DELETE", `/api-keys/${await bootstrapId()}`, { auth }))
+        expectForbidden(await app.call("DELETE", `/api-keys/${writer.id}`, { auth }))
+        expect(await listIds()).toEqual(before)
+
+        const admin = await issue({ scope: "read_write" })
+        const adminAuth = basic(admin.consumer_key, admin.consumer_secret)
+        const made = expectOk(await app.call("POST", "/api-keys", { auth: adminAuth, body: { scope: "read_write" } }), 201)
+        expect((await app.call("GET", "/api-keys?per_page=100", { auth: adminAuth })).body.data.api_keys.map((k: any) => k.id)).toContain(made.id)
+        expect(expectOk(await app.call("DELETE", `/api-keys/${writer.id}`, { auth: adminAuth }))).toEqual({ deleted: true, id: writer.id })
+      })
+
+      it("refuses a read key listing keys", async () => {
+        const reader = await issue({ scope: "read" })
+        expectForbidden(await app.call("GET", "/api-keys", { auth: basic(reader.consumer_key, reader.consumer_secret) }))
       })
     })
   })

@@ -1,7 +1,8 @@
 /**
- * Authentication of the management routes over real HTTP (CONTRACT §2, §14), on the memory store and on
+ * Authentication of the management routes over real HTTP (CONTRACT §2, §11, §14), on the memory store and on
  * PGlite, with keys issued through POST /api-keys: no credentials or a bad secret is 401 with
- * `WWW-Authenticate`, the wrong scope is 403 `rest_forbidden` (and changes nothing), the right scope passes.
+ * `WWW-Authenticate`, the wrong scope is 403 `rest_forbidden` (and changes nothing), the right scope passes;
+ * the API key routes need `read_write`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { adminKey, startApp, type TestApp } from "./support/App.js"
@@ -119,11 +120,28 @@ for (const store of ["memory", "pglite"] as const) {
       expect(await snapshot()).toEqual(before)
     })
 
-    it("lets a read key read every management route", async () => {
-      for (const route of routes.filter((r) => r.method === "GET")) {
+    /** The API key routes, which only `read_write` keys may use (CONTRACT §11). */
+    const isApiKeyRoute = (route: { readonly path: string }) => route.path.startsWith("/api-keys")
+
+    it("lets a read key read every management route but the API keys", async () => {
+      for (const route of routes.filter((r) => r.method === "GET" && !isApiKeyRoute(r))) {
         const res = await call(route, auth("read"))
         expect([route.path, res.status]).toEqual([route.path, 200])
       }
+    })
+
+    it("refuses read and write keys every API key route with 403 rest_forbidden, changing nothing", async () => {
+      const before = await snapshot()
+      const apiKeyRoutes = [...routes.filter(isApiKeyRoute), { method: "POST", path: "/api-keys", body: { scope: "read_write" } }]
+      for (const route of apiKeyRoutes) {
+        for (const scope of ["read", "write"] as const) {
+          const res = await call(route, auth(scope))
+          expect([scope, route.method, route.path, res.status]).toEqual([scope, route.method, route.path, 403])
+          expectError(res, 403, "rest_forbidden")
+        }
+      }
+      expect(await snapshot()).toEqual(before)
+      expect((await call({ method: "GET", path: "/api-keys" }, auth("read_write"))).status).toBe(200)
     })
 
     it("answers an unknown path with 404 rest_no_route with or without credentials (routing comes first)", async () => {

@@ -1,6 +1,6 @@
 /**
  * The `api-keys` routes of the lm/v1 API (CONTRACT §11): issue a key (the only time its secret is shown), list
- * keys, revoke one. Management routes: HTTP Basic API key, unknown body fields rejected.
+ * keys, revoke one. Management routes: HTTP Basic API key of scope `read_write`, unknown body fields rejected.
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
@@ -66,5 +66,9 @@ export class ApiKeysGroup extends HttpApiGroup.make("api-keys")
   )
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
-  .annotateMerge(OpenApi.annotations({ title: "API keys", description: "API keys (API key required)." }))
+  .annotateMerge(OpenApi.annotations({
+    title: "API keys",
+    description: "API keys (a `read_write` API key required: `read` and `write` keys get 403 `rest_forbidden`, so no " +
+      "key creates one with more rights than its own)."
+  }))
 {}

@@ -13,7 +13,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Schema } from "effect"
 import { ApiKeys, Engine, SigningKeys } from "@lm/domain"
-import { Model } from "@lm/domain"
+import { Model, Services } from "@lm/domain"
 import { engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../server/App.js"
 import { runServer } from "../server/Main.js"
 import { listenFromEnv } from "../server/Settings.js"
@@ -71,7 +71,7 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
       if (!Schema.is(Model.ApiKeyScope)(scope)) return fail(`--scope must be ${scopeChoices}\n\n${usage}`)
       return withEngine(
         Effect.gen(function*() {
-          const issued = yield* (yield* ApiKeys).create({ description: options.get("description") ?? "", scope })
+          const issued = yield* (yield* ApiKeys).create(Services.ApiKeyActor.operator, { description: options.get("description") ?? "", scope })
           yield* Console.log(`api key created: id=${issued.apiKey.id} scope=${scope}`)
           yield* Console.log(`consumer_key=${issued.consumerKey}`)
           yield* Console.log(`consumer_secret=${issued.consumerSecret}`)
@@ -82,7 +82,7 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
     case "api-keys list":
       return withEngine(
         Effect.gen(function*() {
-          const page = yield* (yield* ApiKeys).list({ page: 1, perPage: 100 })
+          const page = yield* (yield* ApiKeys).list(Services.ApiKeyActor.operator, { page: 1, perPage: 100 })
           for (const key of page.items) {
             yield* Console.log(`${key.id}\t${key.scope}\t${key.truncatedKey}\t${key.description}`)
           }

@@ -159,14 +159,27 @@ export const routesLayer = (storage: string) => {
   return layerRoutes(Api).pipe(Layer.provide(handlers), Layer.provide(authenticatorLayer), Layer.provide(storageHealthLayer(storage)))
 }
 
-/** The bootstrap key of CONTRACT §2: `LM_BOOTSTRAP_CONSUMER_*` ensured, or one printed when the store has none. */
+/**
+ * The bootstrap key of CONTRACT §2: `LM_BOOTSTRAP_CONSUMER_*` ensured by the domain's rule (not restored once an
+ * administrator deleted it and other read_write keys exist), or one printed when the store has none.
+ */
 export const bootstrapKeyLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const apiKeys = yield* ApiKeys
     const key = yield* Config.String("LM_BOOTSTRAP_CONSUMER_KEY").pipe(Config.option)
     const secret = yield* Config.Redacted("LM_BOOTSTRAP_CONSUMER_SECRET").pipe(Config.option)
     if (Option.isSome(key) && Option.isSome(secret)) {
-      yield* apiKeys.ensure({ consumerKey: key.value, consumerSecret: Redacted.value(secret.value), scope: "read_write", description: "bootstrap" })
+      const ensured = yield* apiKeys.ensure({
+        consumerKey: key.value,
+        consumerSecret: Redacted.value(secret.value),
+        scope: "read_write",
+        description: "bootstrap"
+      })
+      if (ensured.action === "withhold") {
+        yield* Effect.logWarning(
+          "bootstrap key not restored: the LM_BOOTSTRAP_CONSUMER_KEY key was deleted and other read_write keys exist"
+        )
+      }
       return
     }
     const issued = yield* apiKeys.bootstrapIfEmpty

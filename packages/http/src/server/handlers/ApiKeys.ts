@@ -1,11 +1,13 @@
 /**
- * Handlers of the `api-keys` group: each calls one method of the domain's `ApiKeys` service and writes the
- * result with `Wire.ts`. Domain errors map to the envelope mechanically.
+ * Handlers of the `api-keys` group: each calls one method of the domain's `ApiKeys` service as the key that
+ * authenticated the request (the domain refuses keys that may not manage keys) and writes the result with
+ * `Wire.ts`. Domain errors map to the envelope mechanically.
  */
 import { Effect } from "effect"
-import { ApiKeys } from "@lm/domain"
+import { ApiKeys, Services } from "@lm/domain"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../api/Api.js"
+import { CurrentApiKey } from "../../api/Authentication.js"
 import * as ApiErrors from "../../domain/ApiErrors.js"
 import { ok } from "../../domain/Envelope.js"
 import { apiKeyToWire, iso, listMeta, pageRequest } from "../../domain/Wire.js"
@@ -14,9 +16,12 @@ import { apiKeyToWire, iso, listMeta, pageRequest } from "../../domain/Wire.js"
 export const ApiKeysHandlers = HttpApiBuilder.group(Api, "api-keys", (handlers) =>
   Effect.gen(function*() {
     const apiKeys = yield* ApiKeys
+    /** The authenticated key as the domain's actor. */
+    const actor = Effect.map(CurrentApiKey, (key) => Services.ApiKeyActor.key(key.scope))
     return handlers.handleAll({
       create: ({ payload }) =>
-        apiKeys.create({ description: payload.description ?? "", scope: payload.scope }).pipe(
+        actor.pipe(
+          Effect.flatMap((actor) => apiKeys.create(actor, { description: payload.description ?? "", scope: payload.scope })),
           Effect.map(({ apiKey, consumerKey, consumerSecret }) =>
             ok({
               id: apiKey.id,
@@ -32,13 +37,15 @@ export const ApiKeysHandlers = HttpApiBuilder.group(Api, "api-keys", (handlers) 
         ),
       list: ({ query }) => {
         const page = pageRequest(query)
-        return apiKeys.list(page).pipe(
+        return actor.pipe(
+          Effect.flatMap((actor) => apiKeys.list(actor, page)),
           Effect.map((result) => ok({ api_keys: result.items.map(apiKeyToWire) }, listMeta(result.total, page.page, page.perPage))),
           Effect.mapError(ApiErrors.fromDomain)
         )
       },
       delete: ({ params }) =>
-        apiKeys.delete(params.id).pipe(
+        actor.pipe(
+          Effect.flatMap((actor) => apiKeys.delete(actor, params.id)),
           Effect.as(ok({ deleted: true as const, id: params.id })),
           Effect.mapError(ApiErrors.fromDomain)
         )
