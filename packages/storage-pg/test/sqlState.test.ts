@@ -9,7 +9,8 @@ import { layerPglite, PgliteTemplate } from "@lm/storage-pg"
 import { Effect, Exit, Layer, Logger } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
-import { orUnavailable } from "../src/repositories/failures.js"
+import { TestClock } from "effect/testing"
+import { OUTAGE_LOG_INTERVAL, orUnavailable } from "../src/repositories/failures.js"
 import { classify, describe as describeFailure, sqlStateOf, sqlStateVerdicts, type Verdict } from "../src/repositories/sqlState.js"
 import { startRefusingServer } from "./refusingServer.js"
 
@@ -137,6 +138,27 @@ describe("orUnavailable", () => {
       assert.include(lines[0]!.message, "SQLSTATE 53300")
       assert.match(lines[1]!.message, /available again .*\(20 calls failed\)/)
       for (const line of lines) assert.notMatch(line.cause, /\bat /, "no stack trace")
+    }))
+
+  it.effect("an outage that lasts is logged again once per interval, not per call", () =>
+    Effect.gen(function*() {
+      const refusal = yield* refusedWith("57P03", "the database system is starting up")
+      const { lines } = yield* logged(Effect.gen(function*() {
+        const fail = Effect.ignore(orUnavailable(Effect.fail(refusal)))
+        yield* fail
+        yield* TestClock.adjust("9 seconds")
+        yield* fail
+        yield* TestClock.adjust("1 second")
+        yield* fail
+        yield* fail
+        yield* TestClock.adjust(OUTAGE_LOG_INTERVAL)
+        yield* fail
+        yield* orUnavailable(Effect.void)
+      }))
+      assert.deepStrictEqual(lines.map((line) => line.level), ["Warn", "Warn", "Warn", "Info"])
+      assert.match(lines[1]!.message, /SQLSTATE 57P03\) \(for 10 s, 3 calls failed\)$/)
+      assert.match(lines[2]!.message, /\(for 20 s, 5 calls failed\)$/)
+      assert.strictEqual(lines[3]!.message, "The store is available again after 20 s (5 calls failed)")
     }))
 
   it.effect("a bug (23505 outside any expectation) is a defect, not an outage, and logs nothing here", () =>
