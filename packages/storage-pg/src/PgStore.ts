@@ -7,19 +7,18 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Effect, Layer, Redacted, Result } from "effect"
 import { Errors } from "@lm/domain"
 import type { SqlClient } from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as PgliteBridge from "./PgliteBridge.js"
 import * as PgliteSession from "./PgliteSession.js"
+import { storeUnavailable } from "./repositories/failures.js"
 
 /** The store cannot be reached or opened: the domain's `StorageUnavailable` (503 `service_unavailable`). */
 export const StoreUnavailable = Errors.StorageUnavailable
 export type StoreUnavailable = Errors.StorageUnavailable
 
-/** A `StoreUnavailable` carrying the message of a failed connection or query. */
-export const storeUnavailable = (error: SqlError): StoreUnavailable =>
-  new StoreUnavailable({ message: `The store is unavailable: ${error.message}` })
+/** A `StoreUnavailable` carrying the message of a failed connection or query (and the server's SQLSTATE). */
+export { storeUnavailable }
 
 /** Options of {@link layerPostgres}. */
 export interface PostgresOptions {

@@ -1,7 +1,8 @@
 /**
  * A TCP proxy between a client and a server (here the bundled server and PostgreSQL) that a test can cut (every
  * connection destroyed, the port closed: new connections are refused at once) and bring back on the same port,
- * or freeze (connections stay open and new ones are accepted, but no byte goes through: a frozen host) and thaw.
+ * or freeze (connections stay open and new ones are accepted, but no byte goes through: a frozen host) and thaw,
+ * or switch to another server (e.g. one that refuses every connection with a SQLSTATE).
  */
 import * as net from "node:net"
 
@@ -16,12 +17,21 @@ export interface TcpProxy {
   readonly freeze: () => void
   /** Delivers what was held and forwards again. */
   readonly thaw: () => void
+  /** Destroys every connection and sends the next ones to `target`, on the same port. */
+  readonly retarget: (target: Target) => void
   /** Cuts for good. */
   readonly close: () => Promise<void>
 }
 
-/** Starts a proxy to `target`. */
-export const startTcpProxy = async (target: { readonly host: string; readonly port: number }): Promise<TcpProxy> => {
+/** Where a proxy forwards to. */
+export interface Target {
+  readonly host: string
+  readonly port: number
+}
+
+/** Starts a proxy to `first`. */
+export const startTcpProxy = async (first: Target): Promise<TcpProxy> => {
+  let target = first
   const sockets = new Set<net.Socket>()
   const track = (socket: net.Socket) => {
     sockets.add(socket)
@@ -70,6 +80,10 @@ export const startTcpProxy = async (target: { readonly host: string; readonly po
       const next = serve()
       await listen(next, port)
       server = next
+    },
+    retarget: (next) => {
+      target = next
+      for (const socket of sockets) socket.destroy()
     },
     freeze: () => {
       frozen = true

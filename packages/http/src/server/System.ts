@@ -21,12 +21,14 @@ export class StorageHealth extends Context.Service<StorageHealth, {
     Layer.succeed(StorageHealth, { storage, check: Effect.void })
 }
 
-const storageDown = (cause: unknown): ApiErrors.ServiceUnavailable => {
-  const found = cause as { readonly status?: unknown }
-  return ApiErrors.isDomainErrorLike(found) && found.status === 503
-    ? ApiErrors.fromDomain(found as ApiErrors.DomainErrorLike & { readonly status: 503 })
+/** The store's own 503 (`StorageUnavailable`), which the store has logged already (once per outage). */
+const storeReported = (cause: unknown): cause is ApiErrors.DomainErrorLike & { readonly status: 503 } =>
+  ApiErrors.isDomainErrorLike(cause) && cause.status === 503
+
+const storageDown = (cause: unknown): ApiErrors.ServiceUnavailable =>
+  storeReported(cause)
+    ? ApiErrors.fromDomain(cause)
     : ApiErrors.make(503, "service_unavailable", "The store cannot be reached.")
-}
 
 /** The `system` group's handlers. */
 export const SystemHandlers = HttpApiBuilder.group(
@@ -39,11 +41,12 @@ export const SystemHandlers = HttpApiBuilder.group(
     return handlers.handle("health", () =>
       check.pipe(
         Effect.as(healthy),
-        Effect.catchCause((cause) =>
-          Effect.logWarning("Health check failed", cause).pipe(
-            Effect.andThen(Effect.fail(storageDown(cause.reasons[0]?._tag === "Fail" ? cause.reasons[0].error : undefined)))
-          )
-        )
+        Effect.catchCause((cause) => {
+          const failure = cause.reasons[0]?._tag === "Fail" ? cause.reasons[0].error : undefined
+          const down = Effect.fail(storageDown(failure))
+          // A store outage is logged by the store, once, not once per check; anything else is logged here.
+          return storeReported(failure) ? down : Effect.andThen(Effect.logWarning("Health check failed", cause), down)
+        })
       ))
   })
 )

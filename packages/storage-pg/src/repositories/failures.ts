@@ -1,24 +1,25 @@
 /**
- * SQL failures as the ports declare them: `StorageUnavailable` when the store cannot be reached or does not
- * answer in time, a defect for anything else (a 500 with the cause logged, never a silently swallowed error).
+ * SQL failures as the ports declare them: `StorageUnavailable` when the store cannot serve now (the verdicts of
+ * `sqlState.ts`), a defect for anything else (a 500 with the cause logged, never a silently swallowed error).
+ *
+ * A store outage is logged here, once: a warning when it starts, again at most every {@link OUTAGE_LOG_INTERVAL}
+ * while calls keep failing, and a line when a call succeeds again; the requests it fails answer 503 without a log
+ * line each. The state is the process's: a process serves one store.
  */
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { Errors } from "@lm/domain"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
-
-const unavailableReasons: ReadonlySet<string> = new Set([
-  "ConnectionError",
-  "AuthenticationError",
-  "AuthorizationError",
-  "LockTimeoutError",
-  "StatementTimeoutError"
-])
+import { classify, describe } from "./sqlState.js"
 
 /** Whether a SQL failure means the store cannot be reached or used now (as opposed to a bug). */
-export const isUnavailable = (error: SqlError): boolean => unavailableReasons.has(error.reason._tag)
+export const isUnavailable = (error: SqlError): boolean => classify(error).verdict === "unavailable"
 
-/** Whether a failure is a transaction that lost a deadlock (worth retrying). */
-export const isDeadlock = (error: unknown): boolean => isSqlError(error) && error.reason._tag === "DeadlockError"
+/** Whether a failure is a transaction that lost a deadlock or a serialization conflict (worth running again). */
+export const isDeadlock = (error: unknown): boolean => isSqlError(error) && classify(error).verdict === "retry"
+
+/** A `StorageUnavailable` for a SQL failure, naming the server's own message and SQLSTATE when it sent them. */
+export const storeUnavailable = (error: SqlError): Errors.StorageUnavailable =>
+  new Errors.StorageUnavailable({ message: `The store is unavailable: ${describe(error)}` })
 
 /**
  * How long one store call (or one whole transaction) may take before it is answered as unavailable. A server
@@ -26,8 +27,46 @@ export const isDeadlock = (error: unknown): boolean => isSqlError(error) && erro
  */
 export const STORE_CALL_TIMEOUT = "15 seconds"
 
+/** How often a continuing outage is logged again. */
+export const OUTAGE_LOG_INTERVAL = Duration.seconds(10)
+
+/** The outage under way: since when, when it was last logged, how many calls it failed. */
+let outage: { readonly since: number; loggedAt: number; failures: number } | undefined
+
+const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
+
+/** Notes a failed call: logs the outage when it starts, and again once per interval while it lasts. */
+const noteOutage = (error: Errors.StorageUnavailable): Effect.Effect<Errors.StorageUnavailable> =>
+  Effect.clockWith((clock) => {
+    const now = clock.currentTimeMillisUnsafe()
+    if (outage === undefined) {
+      outage = { since: now, loggedAt: now, failures: 1 }
+      return Effect.as(Effect.logWarning(`${error.message}; requests that need it answer 503 until it is back`), error)
+    }
+    outage.failures++
+    if (now - outage.loggedAt < Duration.toMillis(OUTAGE_LOG_INTERVAL)) return Effect.succeed(error)
+    outage.loggedAt = now
+    const line = `${error.message} (for ${seconds(now - outage.since)}, ${outage.failures} calls failed)`
+    return Effect.as(Effect.logWarning(line), error)
+  })
+
+/** Notes a successful call: ends the outage, if any, with one line. */
+const noteAvailable: Effect.Effect<void> = Effect.suspend(() => {
+  const ended = outage
+  if (ended === undefined) return Effect.void
+  outage = undefined
+  return Effect.clockWith((clock) =>
+    Effect.logInfo(
+      `The store is available again after ${seconds(clock.currentTimeMillisUnsafe() - ended.since)} (${ended.failures} calls failed)`
+    )
+  )
+})
+
 const timedOut = () =>
-  Effect.fail(new Errors.StorageUnavailable({ message: `The store did not answer within ${STORE_CALL_TIMEOUT}.` }))
+  Effect.flatMap(
+    noteOutage(new Errors.StorageUnavailable({ message: `The store did not answer within ${STORE_CALL_TIMEOUT}.` })),
+    Effect.fail
+  )
 
 /** Turns the SQL failures of a store call into `StorageUnavailable` or a defect, and bounds it in time. */
 export const orUnavailable = <A, E, R>(
@@ -36,8 +75,8 @@ export const orUnavailable = <A, E, R>(
   Effect.catchIf(
     effect,
     isSqlError,
-    (error) =>
-      isUnavailable(error)
-        ? Effect.fail(new Errors.StorageUnavailable({ message: `The store is unavailable: ${error.message}` }))
-        : Effect.die(error)
-  ).pipe(Effect.timeoutOrElse({ duration: STORE_CALL_TIMEOUT, orElse: timedOut }))
+    (error) => isUnavailable(error) ? Effect.flatMap(noteOutage(storeUnavailable(error)), Effect.fail) : Effect.die(error)
+  ).pipe(
+    Effect.tap(() => noteAvailable),
+    Effect.timeoutOrElse({ duration: STORE_CALL_TIMEOUT, orElse: timedOut })
+  )
