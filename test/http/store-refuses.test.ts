@@ -108,7 +108,8 @@ describe.skipIf(url === undefined || url === "")("with PostgreSQL refusing conne
           expect(answer.body?.message).toContain(`(SQLSTATE ${sqlState})`)
           return answer
         }, { timeout: 20_000, interval: 50 })
-        expect(refused.body.message).toContain(message)
+        // The server's own text (it may name the database or its user) goes to the log, never to a client.
+        expect(refused.body.message).not.toContain(message)
         for (let i = 0; i < 10; i++) {
           answers.push(await call("GET", "/licenses"), await call("GET", `/licenses/${key}`), await call("GET", "/health"))
         }

@@ -11,7 +11,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as PgliteBridge from "./PgliteBridge.js"
 import * as PgliteSession from "./PgliteSession.js"
-import { storeUnavailable } from "./repositories/failures.js"
+import { storeUnavailableAtStart as storeUnavailable } from "./repositories/failures.js"
 
 /** The store cannot be reached or opened: the domain's `StorageUnavailable` (503 `service_unavailable`). */
 export const StoreUnavailable = Errors.StorageUnavailable

@@ -9,7 +9,7 @@
 import { Duration, Effect } from "effect"
 import { Errors } from "@lm/domain"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
-import { classify, describe } from "./sqlState.js"
+import { classify, describe, sqlStateOf } from "./sqlState.js"
 
 /** Whether a SQL failure means the store cannot be reached or used now (as opposed to a bug). */
 export const isUnavailable = (error: SqlError): boolean => classify(error).verdict === "unavailable"
@@ -17,8 +17,19 @@ export const isUnavailable = (error: SqlError): boolean => classify(error).verdi
 /** Whether a failure is a transaction that lost a deadlock or a serialization conflict (worth running again). */
 export const isDeadlock = (error: unknown): boolean => isSqlError(error) && classify(error).verdict === "retry"
 
-/** A `StorageUnavailable` for a SQL failure, naming the server's own message and SQLSTATE when it sent them. */
-export const storeUnavailable = (error: SqlError): Errors.StorageUnavailable =>
+/**
+ * A `StorageUnavailable` for a SQL failure. Clients see the SQLSTATE only: the server's own text can name the
+ * database, its user or its host, so it goes to the log (see {@link noteOutage}).
+ */
+export const storeUnavailable = (error: SqlError): Errors.StorageUnavailable => {
+  const state = sqlStateOf(error)
+  return new Errors.StorageUnavailable({
+    message: `The store is unavailable${state === undefined ? "" : ` (SQLSTATE ${state})`}; try again shortly.`
+  })
+}
+
+/** The store could not be opened at start: the operator reads this one, so it names the server's own message. */
+export const storeUnavailableAtStart = (error: SqlError): Errors.StorageUnavailable =>
   new Errors.StorageUnavailable({ message: `The store is unavailable: ${describe(error)}` })
 
 /**
@@ -36,17 +47,17 @@ let outage: { readonly since: number; loggedAt: number; failures: number } | und
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
 
 /** Notes a failed call: logs the outage when it starts, and again once per interval while it lasts. */
-const noteOutage = (error: Errors.StorageUnavailable): Effect.Effect<Errors.StorageUnavailable> =>
+const noteOutage = (error: Errors.StorageUnavailable, detail = error.message): Effect.Effect<Errors.StorageUnavailable> =>
   Effect.clockWith((clock) => {
     const now = clock.currentTimeMillisUnsafe()
     if (outage === undefined) {
       outage = { since: now, loggedAt: now, failures: 1 }
-      return Effect.as(Effect.logWarning(`${error.message}; requests that need it answer 503 until it is back`), error)
+      return Effect.as(Effect.logWarning(`${detail}; requests that need it answer 503 until it is back`), error)
     }
     outage.failures++
     if (now - outage.loggedAt < Duration.toMillis(OUTAGE_LOG_INTERVAL)) return Effect.succeed(error)
     outage.loggedAt = now
-    const line = `${error.message} (for ${seconds(now - outage.since)}, ${outage.failures} calls failed)`
+    const line = `${detail} (for ${seconds(now - outage.since)}, ${outage.failures} calls failed)`
     return Effect.as(Effect.logWarning(line), error)
   })
 
@@ -75,7 +86,10 @@ export const orUnavailable = <A, E, R>(
   Effect.catchIf(
     effect,
     isSqlError,
-    (error) => isUnavailable(error) ? Effect.flatMap(noteOutage(storeUnavailable(error)), Effect.fail) : Effect.die(error)
+    (error) =>
+      isUnavailable(error)
+        ? Effect.flatMap(noteOutage(storeUnavailable(error), `The store is unavailable: ${describe(error)}`), Effect.fail)
+        : Effect.die(error)
   ).pipe(
     Effect.tap(() => noteAvailable),
     Effect.timeoutOrElse({ duration: STORE_CALL_TIMEOUT, orElse: timedOut })
