@@ -3,7 +3,7 @@
  * and seat change at once in the same process, and within 1 s in another process on the same PostgreSQL.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { Licenses, Licensing, Machines, RevocationList } from "@lm/domain"
 import { Engine, Ports } from "@lm/domain"
@@ -12,7 +12,9 @@ import { freshDatabase, freshPgliteStore, freshPostgresStore } from "../storage-
 import { layerPostgresStore } from "@lm/storage-pg"
 import { eventuallyEffect } from "../support/eventually.js"
 
-const engine = (store: Layer.Layer<Engine.StorePorts, any, any>) => Engine.layer(store, { sweepIntervalSeconds: 0 })
+/** Processes sharing one store share its master key (the signing seed is sealed with it). */
+const masterKey = Redacted.make(new Uint8Array(32).fill(7))
+const engine = (store: Layer.Layer<Engine.StorePorts, any, any>) => Engine.layer(store, { sweepIntervalSeconds: 0, masterKey })
 
 /** Counts the store reads validation makes, to prove the cache serves repeated validations. */
 const countingReads = (counter: { n: number }) =>
