@@ -74,4 +74,4 @@ it("does not bring back a bootstrap key an administrator deleted once they have 
   expect((await call(base, "GET", "/licenses", adminAuth)).status).toBe(200)
   expect(server!.output().match(notRestored)).toHaveLength(1)
   await stop()
-})
+}, 240_000)

@@ -17,7 +17,7 @@ delete env.LM_BOOTSTRAP_CONSUMER_KEY
 delete env.LM_BOOTSTRAP_CONSUMER_SECRET
 
 const lm = (...args: Array<string>) => {
-  const run = spawnSync(process.execPath, [bin, ...args], { env, encoding: "utf8", timeout: 60_000 })
+  const run = spawnSync(process.execPath, [bin, ...args], { env, encoding: "utf8", timeout: 120_000 })
   return { code: run.status, out: run.stdout, err: run.stderr }
 }
 
@@ -43,7 +43,8 @@ const serving = async <A>(use: (base: string) => Promise<A>): Promise<A> => {
 
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
-describe("lm", () => {
+// Each step starts Node and opens PGlite (several seconds each on a loaded two-core machine), some twice.
+describe("lm", { timeout: 240_000 }, () => {
   let readKey = { key: "", secret: "" }
 
   it("migrates a new data folder", () => {
@@ -131,7 +132,7 @@ describe("lm", () => {
     const other = spawnSync(process.execPath, [bin, "api-keys", "list"], {
       env: { ...env, LM_MASTER_KEY: Buffer.alloc(32, 3).toString("base64") },
       encoding: "utf8",
-      timeout: 60_000
+      timeout: 120_000
     })
     expect(other.status).not.toBe(0)
     expect(`${other.stdout}${other.stderr}`).toContain("LM_MASTER_KEY")
