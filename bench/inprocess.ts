@@ -17,8 +17,7 @@
  * Settings: BENCH_QUICK=1, BENCH_INPROCESS_SECONDS (per case, default 3), BENCH_CONNECTIONS.
  */
 import { Effect, Layer } from "effect"
-import { ActivityRecorder, Engine, Licenses, Licensing, Tokens } from "@lm/domain"
-import type { Services } from "@lm/domain"
+import { ActivityRecorder, Engine, Licenses, Licensing, Services, Tokens } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerOnClient, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
 import { fixed, markdownTable } from "./stats.ts"

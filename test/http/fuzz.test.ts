@@ -10,8 +10,7 @@
  */
 import { Effect } from "effect"
 import fc from "fast-check"
-import { ActivityRecorder } from "@lm/domain"
-import { Ports } from "@lm/domain"
+import { ActivityRecorder, Ports } from "@lm/domain"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { adminAuth, startApp, type TestApp } from "../../packages/http/test/support/App.js"
 import { basic } from "../../packages/http/test/support/Management.js"

@@ -9,14 +9,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import {
-  ActivityRecorder,
-  Licenses,
-  Licensing,
-  SeatBatchSettings
-} from "@lm/domain"
-import { Ports } from "@lm/domain"
-import type { Services } from "@lm/domain"
+import { ActivityRecorder, Licenses, Licensing, Ports, SeatBatchSettings, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
 

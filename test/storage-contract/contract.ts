@@ -6,12 +6,7 @@
  * store operation has to finish (a single-session store such as PGlite queues transactions).
  */
 import { assert, describe, it } from "@effect/vitest"
-import {
-  ActivityRecorder,
-  Licensing
-} from "@lm/domain"
-import { Ports } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { ActivityRecorder, Licensing, Model, Ports } from "@lm/domain"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, Ref, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import {

@@ -1,6 +1,5 @@
 /** Rows for the storage contract suite: full drafts with every field set, so round trips check all of them. */
-import { License } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { License, Model } from "@lm/domain"
 
 /** A realistic epoch-millisecond instant (2026-01-01T00:00:00.123Z) the fixtures count from. */
 export const T0 = 1_767_225_600_123

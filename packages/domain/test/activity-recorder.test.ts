@@ -4,9 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { ActivityRecorder } from "@lm/domain"
-import { Ports } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { ActivityRecorder, Model, Ports } from "@lm/domain"
 import { eventuallyEffect } from "../../../test/support/eventually.js"
 
 const entry = (i: number): Model.ActivityEntry => ({

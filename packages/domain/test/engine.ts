@@ -5,8 +5,7 @@
  */
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { type Random } from "@lm/domain"
-import { Engine } from "@lm/domain"
+import { Engine, Random } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { seededRandom, T0 } from "./fixtures.js"
 

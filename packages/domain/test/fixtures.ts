@@ -3,8 +3,7 @@
  * CONTRACT §3 rather than imported from the domain, so a test that uses them checks the domain's defaults too.
  */
 import { Effect, Layer, Result } from "effect"
-import { Random } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { Model, Random } from "@lm/domain"
 
 /** A fixed instant well after the epoch: 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1)

@@ -5,8 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { Generators, Licenses } from "@lm/domain"
-import { Ports } from "@lm/domain"
+import { Generators, Licenses, Ports } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { repeatedByteRandom, T0 } from "./fixtures.js"
 

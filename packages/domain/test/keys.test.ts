@@ -6,10 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { createHash } from "node:crypto"
-import {
-  Token
-} from "@lm/domain"
-import { Keys, Model, Services } from "@lm/domain"
+import { Keys, Model, Services, Token } from "@lm/domain"
 import { normaliseLicenseKey } from "../src/verify/index.js"
 import { failureOf, scriptedRandom, seededRandom, successOf } from "./fixtures.js"
 

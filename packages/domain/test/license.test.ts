@@ -6,8 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { DAY, failureOf, makeLicense, successOf, T0 } from "./fixtures.js"
-import { License } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { License, Model } from "@lm/domain"
 
 // ---- reference, from the contract ------------------------------------------------------------------------
 

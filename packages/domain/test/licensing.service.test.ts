@@ -6,9 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { Licenses, Licensing, Machines } from "@lm/domain"
-import { Ports } from "@lm/domain"
-import type { Services } from "@lm/domain"
+import { Licenses, Licensing, Machines, Ports, Services } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { DAY, SECOND, T0 } from "./fixtures.js"
 

@@ -4,8 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { Machine } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { Machine, Model } from "@lm/domain"
 import { DAY, failureOf, makeLicense, makeMachine, SECOND, successOf, T0 } from "./fixtures.js"
 
 const durationArb = fc.integer({ min: 1, max: 31_536_000 })

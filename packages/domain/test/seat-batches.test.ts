@@ -7,15 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import {
-  ActivityRecorder,
-  Licenses,
-  Licensing,
-  Machines,
-  SeatBatchSettings
-} from "@lm/domain"
-import { Errors, Ports } from "@lm/domain"
-import type { Model, Services } from "@lm/domain"
+import { ActivityRecorder, Errors, Licenses, Licensing, Machines, Model, Ports, SeatBatchSettings, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { seededRandom, T0 } from "./fixtures.js"
 

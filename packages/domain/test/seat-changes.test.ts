@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
-import type { Model } from "@lm/domain"
+import { Model } from "@lm/domain"
 import { type Answer, applySeatChanges, type SeatChange } from "../src/seatChanges.js"
 import { DAY, makeLicense, makeMachine, T0 } from "./fixtures.js"
 

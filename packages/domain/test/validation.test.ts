@@ -4,8 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { Validation } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { Model, Validation } from "@lm/domain"
 import { DAY, makeLicense, makeMachine, SECOND, T0 } from "./fixtures.js"
 
 /** The contract's order, written out again so that a reordered `validationCodes` fails here. */

@@ -4,7 +4,7 @@
  * pieces in step: a domain status without an envelope class would silently become a 500.
  */
 import { Schema } from "effect"
-import type { Errors } from "@lm/domain"
+import { Errors } from "@lm/domain"
 import { describe, expect, expectTypeOf, it } from "vitest"
 import * as ApiErrors from "../src/domain/ApiErrors.js"
 

@@ -3,8 +3,7 @@
  * shared transactions by default, and gives every call its own transaction with `0`, with the same answers.
  */
 import { ConfigProvider, Context, Effect, Layer } from "effect"
-import { Licenses, Licensing } from "@lm/domain"
-import { Engine, Ports } from "@lm/domain"
+import { Engine, Licenses, Licensing, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { describe, expect, it } from "vitest"
 import { engineOptionsFromEnv } from "../src/server/App.js"

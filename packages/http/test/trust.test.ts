@@ -7,8 +7,7 @@
  */
 import { createHash, createPrivateKey, createPublicKey, randomBytes, verify as nodeVerify } from "node:crypto"
 import { Effect, Redacted } from "effect"
-import { SigningKeys } from "@lm/domain"
-import { Ports } from "@lm/domain"
+import { Ports, SigningKeys } from "@lm/domain"
 import { verifyToken } from "@lm/domain/verify"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { admin } from "./support/Admin.js"

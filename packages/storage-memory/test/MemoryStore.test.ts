@@ -4,8 +4,7 @@
  * commit-ordered event ids, and rows nobody can change behind the store's back.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { License, Ports } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { License, Model, Ports } from "@lm/domain"
 import { DeadlockDetected, MemoryStore } from "@lm/storage-memory"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, type Scope } from "effect"
 

@@ -1,7 +1,6 @@
 /** The domain's services running on the memory store: pool draws, seats, the sweep, revocation and the log. */
 import { assert, describe, it } from "@effect/vitest"
-import { Generators, Licenses, Licensing, Machines, Random, Sweeper } from "@lm/domain"
-import { Engine, Ports } from "@lm/domain"
+import { Engine, Generators, Licenses, Licensing, Machines, Ports, Random, Sweeper } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"

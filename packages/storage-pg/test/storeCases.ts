@@ -4,8 +4,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Ports } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { Model, Ports } from "@lm/domain"
 import { EventLogRowsPerInsert, Migrations, portsLayer } from "@lm/storage-pg"
 import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"

@@ -12,8 +12,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Schema } from "effect"
-import { ApiKeys, Engine, SigningKeys } from "@lm/domain"
-import { Model, Services } from "@lm/domain"
+import { ApiKeys, Engine, Model, Services, SigningKeys } from "@lm/domain"
 import { engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../server/App.js"
 import { runServer } from "../server/Main.js"
 import { listenFromEnv } from "../server/Settings.js"

@@ -3,7 +3,7 @@
  * on the memory store or a throw-away PGlite store, with a known read_write API key.
  */
 import { Layer, References } from "effect"
-import type { Engine } from "@lm/domain"
+import { Engine } from "@lm/domain"
 import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import { MemoryStore } from "@lm/storage-memory"
 import { serverLayerOn } from "../../src/server/App.js"

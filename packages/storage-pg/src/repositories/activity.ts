@@ -1,8 +1,7 @@
 /** The domain's `ActivityLog` (the event log, for analytics) on `lm_activity`, written in batches. */
 import { Context, Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
-import { Ports } from "@lm/domain"
-import type { Model } from "@lm/domain"
+import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { chunk, Count, date, oneOf } from "./rows.js"
 

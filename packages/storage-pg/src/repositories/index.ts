@@ -5,7 +5,7 @@
  */
 import { Layer } from "effect"
 import type { PgClient } from "@effect/sql-pg/PgClient"
-import type { Ports } from "@lm/domain"
+import { Ports } from "@lm/domain"
 import * as ActivityLog from "./activity.js"
 import * as ApiKeys from "./apiKeys.js"
 import * as Generators from "./generators.js"

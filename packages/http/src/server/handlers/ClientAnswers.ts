@@ -17,8 +17,7 @@
  */
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { Licensing, RevocationList, Signer, Tokens } from "@lm/domain"
-import { SigningKey } from "@lm/domain"
+import { Licensing, RevocationList, Signer, SigningKey, Tokens } from "@lm/domain"
 import type { PublishedKey } from "@lm/domain/verify"
 import {
   type ActivatedMachine,

@@ -3,9 +3,7 @@
  * the result with `Wire.ts`. Domain errors map to the envelope mechanically.
  */
 import { Effect } from "effect"
-import { Generators } from "@lm/domain"
-import { Keys } from "@lm/domain"
-import type { Services } from "@lm/domain"
+import { Generators, Keys, Services } from "@lm/domain"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../api/Api.js"
 import type { UpdateGeneratorBody } from "../../api/Generators.js"

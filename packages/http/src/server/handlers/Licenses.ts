@@ -3,8 +3,7 @@
  * service and writes the result with `Wire.ts`. Domain errors map to the envelope mechanically.
  */
 import { Effect } from "effect"
-import { Licenses } from "@lm/domain"
-import type { License } from "@lm/domain"
+import { License, Licenses } from "@lm/domain"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../api/Api.js"
 import * as ApiErrors from "../../domain/ApiErrors.js"
