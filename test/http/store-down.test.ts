@@ -9,18 +9,13 @@
  * message naming the store, within its connect timeout.
  */
 import * as net from "node:net"
-import { Effect, Layer } from "effect"
-import { layerPostgres, layerPostgresStore } from "@lm/storage-pg"
-import { SqlClient } from "effect/sql/SqlClient"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { adminAuth, adminKey } from "../../packages/http/test/support/App.js"
-import { type RunningServer, startServer } from "../../packages/http/test/support/TestServer.js"
-import { serverLayerOn } from "../../packages/http/src/server/App.js"
-import { HttpSettings } from "../../packages/http/src/server/Settings.js"
-import { databaseUrl } from "../storage-contract/pg-support.js"
+import { adminAuth } from "../../packages/http/test/support/App.js"
+import type { RunningServer } from "../../packages/http/test/support/TestServer.js"
 import { eventually } from "../support/eventually.js"
 import { exitWithin, spawnServer } from "./support/Child.js"
-import { startTcpProxy, type TcpProxy } from "./support/TcpProxy.js"
+import { type ProxiedServer, startProxiedServer } from "./support/ProxiedServer.js"
+import type { TcpProxy } from "./support/TcpProxy.js"
 
 /** How long an answer may take while the store is down: the store call timeout is 15 s; refused connects fail at once. */
 const ANSWER_WITHIN_MS = 20_000
@@ -42,42 +37,16 @@ interface Timed {
 const url = process.env.DATABASE_URL
 
 describe.skipIf(url === undefined || url === "")("with PostgreSQL behind a proxy that is cut and restored", () => {
-  const database = `lm_store_down_${process.pid}_${Date.now()}`
-  /** Runs one statement on the administrative connection (`DATABASE_URL` itself). */
-  const adminSql = (statement: string) =>
-    Effect.runPromise(
-      Effect.gen(function*() {
-        yield* (yield* SqlClient).unsafe(statement)
-      }).pipe(Effect.provide(layerPostgres({ url: url!, maxConnections: 1 })), Effect.scoped)
-    )
-
+  let proxied: ProxiedServer
   let proxy: TcpProxy
   let server: RunningServer
 
   beforeAll(async () => {
-    await adminSql(`CREATE DATABASE ${database}`)
-    const target = new URL(url!)
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
-    const throughProxy = new URL(databaseUrl(url!, database))
-    throughProxy.hostname = "127.0.0.1"
-    throughProxy.port = String(proxy.port)
-    process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
-    process.env.LM_BOOTSTRAP_CONSUMER_SECRET = adminKey.consumerSecret
-    const layer = serverLayerOn(
-      layerPostgresStore({ url: throughProxy.toString() }),
-      { storage: "postgres", description: "postgres (through a proxy)" },
-      { host: "127.0.0.1", port: 0 },
-      { sweepIntervalSeconds: 0 }
-    ).pipe(Layer.provide(HttpSettings.layer({})))
-    server = await startServer(layer as any)
+    proxied = await startProxiedServer(url!, `lm_store_down_${process.pid}_${Date.now()}`)
+    ;({ proxy, server } = proxied)
   }, 120_000)
 
-  afterAll(async () => {
-    await proxy?.restore()
-    await server?.close()
-    await proxy?.close()
-    await adminSql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-  }, 120_000)
+  afterAll(() => proxied?.close(), 120_000)
 
   /** A request with the admin key (public routes ignore it), timed. */
   const call = async (method: string, path: string, body?: unknown): Promise<Timed> => {

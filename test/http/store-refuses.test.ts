@@ -7,18 +7,15 @@
  * switches the proxy to a fake server that answers every startup with an `ErrorResponse` carrying the SQLSTATE
  * (the pool's connections are cut, so the next request opens a new one and meets the refusal), then back.
  */
-import { Duration, Effect, Layer, Logger } from "effect"
-import { layerPostgresStore } from "@lm/storage-pg"
+import { Duration, Logger } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { adminAuth, adminKey } from "../../packages/http/test/support/App.js"
-import { type RunningServer, startServer } from "../../packages/http/test/support/TestServer.js"
-import { serverLayerOn } from "../../packages/http/src/server/App.js"
-import { HttpSettings } from "../../packages/http/src/server/Settings.js"
+import { adminAuth } from "../../packages/http/test/support/App.js"
+import type { RunningServer } from "../../packages/http/test/support/TestServer.js"
 import { OUTAGE_LOG_INTERVAL } from "../../packages/storage-pg/src/repositories/failures.js"
 import { type RefusingServer, startRefusingServer } from "../../packages/storage-pg/test/refusingServer.js"
-import { admin, databaseUrl } from "../storage-contract/pg-support.js"
 import { eventually } from "../support/eventually.js"
-import { startTcpProxy, type Target, type TcpProxy } from "./support/TcpProxy.js"
+import { type ProxiedServer, startProxiedServer } from "./support/ProxiedServer.js"
+import type { Target, TcpProxy } from "./support/TcpProxy.js"
 
 interface Line {
   readonly level: string
@@ -43,30 +40,14 @@ describe.skipIf(url === undefined || url === "")("with PostgreSQL refusing conne
   let server: RunningServer
   const database = `lm_store_refuses_${process.pid}_${Date.now()}`
 
+  let proxied: ProxiedServer
+
   beforeAll(async () => {
-    await Effect.runPromise(admin(url!, `CREATE DATABASE ${database}`))
-    const target = new URL(url!)
-    postgres = { host: target.hostname, port: Number(target.port || 5432) }
-    proxy = await startTcpProxy(postgres)
-    const throughProxy = new URL(databaseUrl(url!, database))
-    throughProxy.hostname = "127.0.0.1"
-    throughProxy.port = String(proxy.port)
-    process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
-    process.env.LM_BOOTSTRAP_CONSUMER_SECRET = adminKey.consumerSecret
-    const layer = serverLayerOn(
-      layerPostgresStore({ url: throughProxy.toString() }),
-      { storage: "postgres", description: "postgres (through a proxy)" },
-      { host: "127.0.0.1", port: 0 },
-      { sweepIntervalSeconds: 0 }
-    ).pipe(Layer.provide(HttpSettings.layer({})), Layer.provide(logger))
-    server = await startServer(layer as any)
+    proxied = await startProxiedServer(url!, database, logger)
+    ;({ postgres, proxy, server } = proxied)
   }, 120_000)
 
-  afterAll(async () => {
-    await server?.close()
-    await proxy?.close()
-    await Effect.runPromise(admin(url!, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`))
-  }, 120_000)
+  afterAll(() => proxied?.close(), 120_000)
 
   const call = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${server.apiBase}${path}`, {

@@ -1,0 +1,52 @@
+/**
+ * The bundled server on a fresh PostgreSQL database that it reaches through a TCP proxy the test can cut, freeze
+ * or point elsewhere (`TcpProxy`), with the known admin key. Closing it restores the proxy, stops the server and
+ * drops the database.
+ */
+import { Effect, Layer } from "effect"
+import { layerPostgresStore } from "@lm/storage-pg"
+import { adminKey } from "../../../packages/http/test/support/App.js"
+import { type RunningServer, startServer } from "../../../packages/http/test/support/TestServer.js"
+import { serverLayerOn } from "../../../packages/http/src/server/App.js"
+import { HttpSettings } from "../../../packages/http/src/server/Settings.js"
+import { admin, databaseUrl } from "../../storage-contract/pg-support.js"
+import { startTcpProxy, type Target, type TcpProxy } from "./TcpProxy.js"
+
+export interface ProxiedServer {
+  readonly server: RunningServer
+  readonly proxy: TcpProxy
+  /** The PostgreSQL server the proxy forwards to at first. */
+  readonly postgres: Target
+  readonly close: () => Promise<void>
+}
+
+/** Starts it on `url`'s server, in a new database named `database`; `logger` replaces the server's logger. */
+export const startProxiedServer = async (
+  url: string,
+  database: string,
+  logger: Layer.Layer<never> = Layer.empty
+): Promise<ProxiedServer> => {
+  await Effect.runPromise(admin(url, `CREATE DATABASE ${database}`))
+  const target = new URL(url)
+  const postgres = { host: target.hostname, port: Number(target.port || 5432) }
+  const proxy = await startTcpProxy(postgres)
+  const throughProxy = new URL(databaseUrl(url, database))
+  throughProxy.hostname = "127.0.0.1"
+  throughProxy.port = String(proxy.port)
+  process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
+  process.env.LM_BOOTSTRAP_CONSUMER_SECRET = adminKey.consumerSecret
+  const layer = serverLayerOn(
+    layerPostgresStore({ url: throughProxy.toString() }),
+    { storage: "postgres", description: "postgres (through a proxy)" },
+    { host: "127.0.0.1", port: 0 },
+    { sweepIntervalSeconds: 0 }
+  ).pipe(Layer.provide(HttpSettings.layer({})), Layer.provide(logger))
+  const server = await startServer(layer as any)
+  const close = async () => {
+    await proxy.restore()
+    await server.close()
+    await proxy.close()
+    await Effect.runPromise(admin(url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`))
+  }
+  return { server, proxy, postgres, close }
+}
