@@ -36,7 +36,8 @@ describe("ActivityRecorder", () => {
           written.push(...entries)
           inFlight--
         }),
-      count: () => Effect.succeed(written.length)
+      count: () => Effect.succeed(written.length),
+      prune: () => Effect.succeed(0)
     })
     return Effect.gen(function*() {
       yield* Effect.scoped(
@@ -63,7 +64,8 @@ describe("ActivityRecorder while the store is down", () => {
         down
           ? Effect.fail(new Errors.StorageUnavailable({ message: "store down" }))
           : Effect.sync(() => void written.push(...entries)),
-      count: () => Effect.succeed(written.length)
+      count: () => Effect.succeed(written.length),
+      prune: () => Effect.succeed(0)
     })
     const warnings: Array<string> = []
     const logger = Logger.make((options) => {
