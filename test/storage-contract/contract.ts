@@ -4,6 +4,10 @@
  *
  * Each case gets a fresh, empty store from `makeLayer`. Cases never keep a transaction open while another
  * store operation has to finish (a single-session store such as PGlite queues transactions).
+ *
+ * The event log: every store holds each entry until `prune` removes it, within a window of at least the newest
+ * 1,000 entries (`Ports.ActivityLog`; the memory store holds only such a window, checked in its own tests). The
+ * cases here write far fewer, so `count` sees every entry they wrote on every store.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ActivityRecorder, Licensing, Model, Ports } from "@lm/domain"
@@ -727,6 +731,29 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.strictEqual(yield* log.count({ licenseId: 1 }), 2)
           assert.strictEqual(yield* log.count({ licenseId: 2 }), 2)
           assert.strictEqual(yield* log.count({ licenseId: 3 }), 0)
+        }))
+
+      test("prune deletes at most `limit` entries older than the time, oldest first, and answers how many", () =>
+        Effect.gen(function*() {
+          const log = yield* Ports.ActivityLog
+          const at = (licenseId: number, time: number): Model.ActivityEntry => ({ ...activity(licenseId), at: time })
+          // Written in time order, one batch per day, as the recorder writes them.
+          yield* log.record([at(1, T0 - 3 * DAY), at(2, T0 - 3 * DAY)])
+          yield* log.record([at(1, T0 - 2 * DAY)])
+          yield* log.record([at(1, T0 - DAY), at(2, T0 - DAY)])
+          yield* log.record([at(1, T0)])
+          const cutoff = T0 - DAY
+          assert.strictEqual(yield* log.prune(cutoff, 2), 2)
+          assert.strictEqual(yield* log.count({}), 4)
+          assert.strictEqual(yield* log.count({ licenseId: 2 }), 1, "the oldest went first")
+          assert.strictEqual(yield* log.prune(cutoff, 2), 1, "fewer than the limit: none older is left")
+          assert.strictEqual(yield* log.prune(cutoff, 2), 0)
+          // Entries at or after the time stay.
+          assert.strictEqual(yield* log.count({}), 3)
+          assert.strictEqual(yield* log.count({ licenseId: 1 }), 2)
+          assert.strictEqual(yield* log.count({ licenseId: 2 }), 1)
+          assert.strictEqual(yield* log.prune(T0 + 1, 1_000), 3)
+          assert.strictEqual(yield* log.count({}), 0)
         }))
 
       test("ping answers", () =>

@@ -14,6 +14,7 @@ import type { ActivityRecorderOptions } from "./services/ActivityRecorder.js"
 import { ActivityRecorder } from "./services/ActivityRecorder.js"
 import { ApiKeys } from "./services/ApiKeys.js"
 import { Blacklist, blacklistFromEntries } from "./services/Blacklist.js"
+import * as EventRetention from "./services/EventRetention.js"
 import { Generators } from "./services/Generators.js"
 import { Licenses } from "./services/Licenses.js"
 import { Licensing } from "./services/Licensing.js"
@@ -51,6 +52,11 @@ export interface Options {
    * activation, deactivation and heartbeat in its own transaction.
    */
   readonly seatBatchWorkers?: number | undefined
+  /**
+   * Days the event log keeps an entry (default 90); older entries are deleted in the background, in small
+   * batches, every hour (see `Services.EventRetention`). 0 keeps every entry.
+   */
+  readonly eventRetentionDays?: number | undefined
   /** How the event log is buffered before it is written (see `ActivityRecorder`). */
   readonly activity?: ActivityRecorderOptions | undefined
   /** Size and age bounds of the validation cache. */
@@ -59,6 +65,9 @@ export interface Options {
 
 /** The sweep interval when none is given. */
 export const defaultSweepIntervalSeconds = 30
+
+/** The event log's retention when none is given. */
+export const defaultEventRetentionDays = 90
 
 /**
  * The domain's services on the ports, without signing, the cache or the sweep: what a test on a throw-away
@@ -74,9 +83,9 @@ export const services = (options: { readonly activity?: ActivityRecorderOptions 
  * The whole engine on `store`: the services of {@link services}, stored signing keys (sealed with the master
  * key) with a node:crypto signer,
  * signed tokens and the CRL, cryptographic randomness, the blacklist, the seat-change group commit, the
- * validation cache in front of the store, and (unless `sweepIntervalSeconds` is 0) the background sweep. Opening
- * the layer opens the store; closing it stops the sweep, flushes the event log and closes the store, in that
- * order.
+ * validation cache in front of the store, and (unless `sweepIntervalSeconds` is 0) the background sweep and
+ * (unless `eventRetentionDays` is 0) the event log's retention. Opening the layer opens the store; closing it
+ * stops the sweep and the retention, flushes the event log and closes the store, in that order.
  */
 export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Options = {}) => {
   const core = Layer.mergeAll(
@@ -95,9 +104,13 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
     )
   )
   const interval = options.sweepIntervalSeconds ?? defaultSweepIntervalSeconds
-  const sweeping = interval > 0 ? Sweeper.layerBackground(`${interval} seconds`) : Layer.empty
+  const retentionDays = options.eventRetentionDays ?? defaultEventRetentionDays
+  const background = Layer.mergeAll(
+    interval > 0 ? Sweeper.layerBackground(`${interval} seconds`) : Layer.empty,
+    retentionDays > 0 ? EventRetention.layerBackground({ days: retentionDays }) : Layer.empty
+  )
   // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with
   // other processes' writes through LISTEN/NOTIFY), so the validate hot path needs no store round trip.
   const cachedStore = layerValidationCache(options.validationCache).pipe(Layer.provideMerge(store))
-  return sweeping.pipe(Layer.provideMerge(core), Layer.provideMerge(cachedStore))
+  return background.pipe(Layer.provideMerge(core), Layer.provideMerge(cachedStore))
 }

@@ -3,8 +3,8 @@
  * more than one writer at a time, and everything buffered is written when the layer closes.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { ActivityRecorder, Model, Ports } from "@lm/domain"
+import { Effect, Layer, Logger } from "effect"
+import { ActivityRecorder, Errors, Model, Ports } from "@lm/domain"
 import { eventuallyEffect } from "../../../test/support/eventually.js"
 
 const entry = (i: number): Model.ActivityEntry => ({
@@ -34,7 +34,8 @@ describe("ActivityRecorder", () => {
           written.push(...entries)
           inFlight--
         }),
-      count: () => Effect.succeed(written.length)
+      count: () => Effect.succeed(written.length),
+      prune: () => Effect.succeed(0)
     })
     return Effect.gen(function*() {
       yield* Effect.scoped(
@@ -49,5 +50,48 @@ describe("ActivityRecorder", () => {
       expect(maxInFlight).toBe(1)
       expect(calls).toBeLessThanOrEqual(12)
     })
+  })
+})
+
+describe("ActivityRecorder while the store is down", () => {
+  it.effect("holds at most maxBuffered entries, drops the oldest, counts and logs the drops, then writes the newest", () => {
+    const written: Array<Model.ActivityEntry> = []
+    let down = true
+    const log = Layer.succeed(Ports.ActivityLog, {
+      record: (entries) =>
+        down
+          ? Effect.fail(new Errors.StorageUnavailable({ message: "store down" }))
+          : Effect.sync(() => void written.push(...entries)),
+      count: () => Effect.succeed(written.length),
+      prune: () => Effect.succeed(0)
+    })
+    const warnings: Array<string> = []
+    const logger = Logger.make((options) => {
+      if (options.logLevel === "Warn") warnings.push(String(Array.isArray(options.message) ? options.message[0] : options.message))
+    })
+    const bound = 1_000
+    const pushed = 2_500
+    return Effect.gen(function*() {
+      const recorder = yield* ActivityRecorder
+      for (let i = 0; i < pushed; i++) yield* recorder.record(entry(i))
+      yield* recorder.flush // fails: the store is down
+      const dropped = yield* recorder.dropped
+      expect(dropped).toBeGreaterThanOrEqual(pushed - bound)
+      expect(dropped).toBeLessThanOrEqual(pushed - bound + bound / 100)
+      // One line when the drops begin, none per dropped entry.
+      expect(warnings.filter((w) => w.includes("dropping the oldest"))).toHaveLength(1)
+
+      down = false
+      yield* recorder.flush
+      // What was held is written: the newest entries, in order, as many as were not dropped (at most the bound).
+      expect(written.length).toBe(pushed - dropped)
+      expect(written.length).toBeLessThanOrEqual(bound)
+      expect(written.map((e) => e.at)).toEqual(Array.from({ length: pushed - dropped }, (_, i) => dropped + i))
+      // One line with the outage's count once the store took entries again.
+      expect(warnings.filter((w) => w.includes("dropped"))).toEqual([`event log: ${dropped} entries dropped (the oldest) while the store could not take them`])
+    }).pipe(
+      Effect.provide(ActivityRecorder.layer({ flushEveryMillis: 60_000, maxBatch: 100, maxBuffered: bound }).pipe(Layer.provide(log))),
+      Effect.provide(Logger.layer([logger]))
+    )
   })
 })

@@ -63,7 +63,8 @@ const engine = (probe: Probe, batching: Services.SeatBatchOptions) =>
     Layer.provideMerge(
       Layer.succeed(ActivityRecorder, {
         record: (entry) => Effect.sync(() => void probe.entries.push(entry)),
-        flush: Effect.void
+        flush: Effect.void,
+        dropped: Effect.succeed(0)
       })
     ),
     Layer.provideMerge(probedStore(probe)),

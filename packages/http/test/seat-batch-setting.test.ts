@@ -64,3 +64,13 @@ describe("LM_SEAT_BATCH_WORKERS", () => {
     expect(grouped.transactions).toBeLessThan(16)
   })
 })
+
+describe("LM_EVENT_RETENTION_DAYS", () => {
+  it("is read from the environment (unset: the engine's default, 90 days)", () => {
+    const read = (env: Record<string, string>) =>
+      Effect.runSync(Effect.provide(engineOptionsFromEnv({ _tag: "memory" }), ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
+    expect(read({}).eventRetentionDays).toBe(90)
+    expect(read({ LM_EVENT_RETENTION_DAYS: "0" }).eventRetentionDays).toBe(0)
+    expect(read({ LM_EVENT_RETENTION_DAYS: "30" }).eventRetentionDays).toBe(30)
+  })
+})

@@ -15,6 +15,8 @@
  *   (outside one they die: a claim that is released at once would hand the same row to two callers).
  * - Ids come from per-table sequences and are never reused. Outbox events get their ids when their
  *   transaction commits, so ids follow commit order.
+ * - The event log holds only the newest `activityWindow` entries (default 100,000): older ones are dropped as
+ *   new ones commit, so a long-running process keeps a bounded log (`ActivityLog.count` counts what is held).
  * - Violations of constraints that the ports cannot report as typed errors (a duplicate machine
  *   fingerprint, API key hash or signing key id, an update of a missing row, a deadlock) are defects.
  */
@@ -60,9 +62,19 @@ const byId = (a: Row, b: Row) => a.id - b.id
 const notInTransaction = (operation: string) =>
   Effect.die(new Error(`${operation} must run inside Store.transaction: its claim lasts until the transaction ends`))
 
+/** Settings of a memory store. */
+export interface Options {
+  /** Newest event-log entries held (default {@link defaultActivityWindow}, at least 1,000). */
+  readonly activityWindow?: number | undefined
+}
+
+/** The event-log window when none is given: some tens of MB. */
+export const defaultActivityWindow = 100_000
+
 /** Builds a fresh, empty store and its ports. */
-export const make = (): Context.Context<Services> => {
+export const make = (options: Options = {}): Context.Context<Services> => {
   const db = new Database()
+  const activityWindow = Math.max(1_000, options.activityWindow ?? defaultActivityWindow)
 
   const licenses = db.table<Model.License>({
     name: "license",
@@ -85,7 +97,9 @@ export const make = (): Context.Context<Services> => {
 
   const committedEvents: Array<StoredEvent> = []
   let revocationSeq = 0
-  const activity: Array<Model.ActivityEntry> = []
+  /** The event log: the entries from `activityHead` on (the ones before it are gone, and sliced off now and then). */
+  let activity: Array<Model.ActivityEntry> = []
+  let activityHead = 0
   const activityByLicense = new Map<number, number>()
   const pendingOf = new WeakMap<Tx, Pending>()
 
@@ -123,6 +137,14 @@ export const make = (): Context.Context<Services> => {
       return true
     })
 
+  /** Takes an entry that leaves the event log off the per-license counts. */
+  const forgetActivity = (entry: Model.ActivityEntry) => {
+    if (entry.licenseId === null) return
+    const left = (activityByLicense.get(entry.licenseId) ?? 0) - 1
+    if (left > 0) activityByLicense.set(entry.licenseId, left)
+    else activityByLicense.delete(entry.licenseId)
+  }
+
   const pending = (tx: Tx): Pending => {
     let p = pendingOf.get(tx)
     if (p === undefined) {
@@ -134,6 +156,11 @@ export const make = (): Context.Context<Services> => {
         for (const entry of created.activity) {
           activity.push(entry)
           if (entry.licenseId !== null) activityByLicense.set(entry.licenseId, (activityByLicense.get(entry.licenseId) ?? 0) + 1)
+        }
+        while (activity.length - activityHead > activityWindow) forgetActivity(activity[activityHead++]!)
+        if (activityHead > 1_024 && activityHead * 2 > activity.length) {
+          activity = activity.slice(activityHead)
+          activityHead = 0
         }
       })
       p = created
@@ -488,9 +515,22 @@ export const make = (): Context.Context<Services> => {
     count: (filter) =>
       read((tx) => {
         const own = tx === undefined ? [] : pendingOf.get(tx)?.activity ?? []
-        if (filter.licenseId === undefined) return activity.length + own.length
+        if (filter.licenseId === undefined) return activity.length - activityHead + own.length
         const licenseId = filter.licenseId
         return (activityByLicense.get(licenseId) ?? 0) + own.filter((entry) => entry.licenseId === licenseId).length
+      }),
+    // Deletes committed entries at once: retention runs outside transactions (no other transaction holds them).
+    prune: (olderThan, limit) =>
+      Effect.sync(() => {
+        const held = activity.slice(activityHead)
+        let old = held.filter((entry) => entry.at < olderThan)
+        if (old.length === 0 || limit < 1) return 0
+        if (old.length > limit) old = old.sort((a, b) => a.at - b.at).slice(0, limit)
+        const gone = new Set(old)
+        for (const entry of old) forgetActivity(entry)
+        activity = held.filter((entry) => !gone.has(entry))
+        activityHead = 0
+        return old.length
       })
   })
 
@@ -509,4 +549,7 @@ export const make = (): Context.Context<Services> => {
  * Every port on a fresh, empty store in memory. NOT DURABLE: the data lives as long as the layer. Each build
  * of the layer is a separate store (use `Layer.fresh` to force one where layers are shared).
  */
-export const layer: Layer.Layer<Services> = Layer.syncContext(make)
+export const layer: Layer.Layer<Services> = Layer.syncContext(() => make())
+
+/** {@link layer} with settings. */
+export const layerWith = (options: Options): Layer.Layer<Services> => Layer.syncContext(() => make(options))

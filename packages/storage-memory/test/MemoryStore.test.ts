@@ -264,4 +264,32 @@ describe("MemoryStore", () => {
       assert.strictEqual(first.key, KEY_A)
       assert.isTrue(Exit.isSuccess(second))
     }))
+
+  it.effect("the event log holds the newest activityWindow entries, so a long-running process keeps a bounded log", () =>
+    Effect.gen(function*() {
+      const log = yield* Ports.ActivityLog
+      const entry = (i: number): Model.ActivityEntry => ({
+        kind: "validate",
+        licenseId: i < 1_500 ? 1 : 2,
+        licenseKey: KEY_A,
+        machineId: null,
+        fingerprint: null,
+        ipAddress: null,
+        appVersion: null,
+        result: "valid",
+        at: i
+      })
+      for (let batch = 0; batch < 25; batch++) yield* log.record(Array.from({ length: 100 }, (_, j) => entry(batch * 100 + j)))
+      assert.strictEqual(yield* log.count({}), 1_000)
+      assert.strictEqual(yield* log.count({ licenseId: 1 }), 0, "license 1's entries were the oldest: all dropped")
+      assert.strictEqual(yield* log.count({ licenseId: 2 }), 1_000)
+      // The entries held are the newest: 1,500 to 2,499.
+      assert.strictEqual(yield* log.prune(1_500, 10_000), 0)
+      assert.strictEqual(yield* log.prune(2_000, 10_000), 500)
+      assert.strictEqual(yield* log.count({ licenseId: 2 }), 500)
+      // The window keeps working after a prune.
+      yield* log.record(Array.from({ length: 700 }, (_, j) => entry(3_000 + j)))
+      assert.strictEqual(yield* log.count({}), 1_000)
+      assert.strictEqual(yield* log.prune(2_300, 10_000), 100, "the 200 oldest left the window: 2,200 on are held")
+    }).pipe(Effect.provide(MemoryStore.layerWith({ activityWindow: 1_000 }))))
 })

@@ -1,6 +1,10 @@
 /**
  * Writes the event log off the request path: client calls push entries into a buffer, a background fiber
  * writes them to the `ActivityLog` port in batches, and closing the layer flushes what is left.
+ *
+ * The buffer is bounded (`maxBuffered`): while the store is down it fills up, and then the oldest entries are
+ * dropped (the newest are what analytics needs once the store is back); drops are counted and logged once when
+ * they begin and once, with the count, when a write succeeds again (or the layer closes).
  */
 import { Cause, Context, Effect, Layer, Schedule, Semaphore } from "effect"
 import type { ActivityEntry } from "../model.js"
@@ -11,13 +15,23 @@ export interface ActivityRecorderOptions {
   readonly flushEveryMillis?: number
   /** A batch is written at once when it reaches this size (default 500). */
   readonly maxBatch?: number
+  /**
+   * Most entries held while the store cannot take them (default 100,000: some tens of MB); when full, the oldest
+   * 1 % are dropped at once (dropping one per entry would move the whole buffer each time).
+   */
+  readonly maxBuffered?: number
 }
+
+/** The bound of the buffer when none is given. */
+export const defaultMaxBuffered = 100_000
 
 export class ActivityRecorder extends Context.Service<ActivityRecorder, {
   /** Buffers one entry; never waits for the store. */
   readonly record: (entry: ActivityEntry) => Effect.Effect<void>
   /** Writes everything buffered so far. */
   readonly flush: Effect.Effect<void>
+  /** How many entries were dropped, oldest first, because the buffer was full (since the layer opened). */
+  readonly dropped: Effect.Effect<number>
 }>()("@lm/domain/ActivityRecorder") {
   static readonly layer = (options: ActivityRecorderOptions = {}) =>
     Layer.effect(
@@ -25,8 +39,32 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
       Effect.gen(function*() {
         const log = yield* ActivityLog
         const maxBatch = options.maxBatch ?? 500
+        const maxBuffered = Math.max(1, options.maxBuffered ?? defaultMaxBuffered)
         let buffer: Array<ActivityEntry> = []
         const writing = yield* Semaphore.make(1)
+
+        /** Dropped since the layer opened, and since the last report. */
+        let droppedTotal = 0
+        let droppedUnreported = 0
+        /** Keeps the buffer within its bound, dropping the oldest entries; logs when an outage starts dropping. */
+        const bound = () => {
+          if (buffer.length <= maxBuffered) return Effect.void
+          const excess = Math.min(buffer.length, Math.max(buffer.length - maxBuffered, Math.ceil(maxBuffered / 100)))
+          buffer.splice(0, excess)
+          droppedTotal += excess
+          const first = droppedUnreported === 0
+          droppedUnreported += excess
+          return first
+            ? Effect.logWarning(`event log buffer full (${maxBuffered} entries): dropping the oldest until the store takes them again`)
+            : Effect.void
+        }
+        /** One line with the count of an outage's drops, once a write succeeded again (or on close). */
+        const reportDropped = Effect.suspend(() => {
+          if (droppedUnreported === 0) return Effect.void
+          const n = droppedUnreported
+          droppedUnreported = 0
+          return Effect.logWarning(`event log: ${n} entries dropped (the oldest) while the store could not take them`)
+        })
 
         /** Keeps entries for the next attempt rather than lose them (the store is unavailable for now). */
         let lastWriteFailed = false
@@ -34,7 +72,10 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
           Effect.sync(() => {
             lastWriteFailed = true
             buffer = entries.concat(buffer)
-          }).pipe(Effect.andThen(Effect.logWarning("event log write failed; will retry", message)))
+          }).pipe(
+            Effect.andThen(Effect.suspend(bound)),
+            Effect.andThen(Effect.logWarning("event log write failed; will retry", message))
+          )
 
         /**
          * After the store refused a batch outright (a defect: e.g. text it cannot hold, such as U+0000), writes
@@ -58,6 +99,7 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
             const batch = buffer
             buffer = []
             return log.record(batch).pipe(
+              Effect.andThen(reportDropped),
               Effect.catch((error) => keep(batch, error.message)),
               Effect.catchCause((cause) => Cause.hasInterrupts(cause) ? Effect.interrupt : writeOneByOne(batch))
             )
@@ -68,7 +110,7 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
           Effect.repeat(Schedule.spaced(`${options.flushEveryMillis ?? 250} millis`)),
           Effect.forkScoped
         )
-        yield* Effect.addFinalizer(() => flush)
+        yield* Effect.addFinalizer(() => Effect.andThen(flush, reportDropped))
 
         // A full buffer starts one writer that drains while batches stay full; further calls only buffer, so a
         // burst of calls never piles up writers waiting on each other.
@@ -83,15 +125,19 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         const record = (entry: ActivityEntry) =>
           Effect.suspend(() => {
             buffer.push(entry)
+            if (buffer.length > maxBuffered) return bound()
             if (buffer.length < maxBatch || draining) return Effect.void
             draining = true
             return Effect.forkDetach(drain).pipe(Effect.asVoid)
           })
 
-        return ActivityRecorder.of({ record, flush })
+        return ActivityRecorder.of({ record, flush, dropped: Effect.sync(() => droppedTotal) })
       })
     )
 
   /** A recorder that keeps nothing (for embedding without analytics). */
-  static readonly layerDiscard = Layer.succeed(ActivityRecorder, ActivityRecorder.of({ record: () => Effect.void, flush: Effect.void }))
+  static readonly layerDiscard = Layer.succeed(
+    ActivityRecorder,
+    ActivityRecorder.of({ record: () => Effect.void, flush: Effect.void, dropped: Effect.succeed(0) })
+  )
 }

@@ -103,7 +103,7 @@ export const masterKeyFromEnv = (choice: StoreChoice) =>
   })
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
- * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS` (see `Engine.Options`). */
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS` (see `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
@@ -111,13 +111,15 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   const blacklist = yield* Config.String("LM_BLACKLIST").pipe(Config.withDefault(""))
   const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(Engine.defaultSweepIntervalSeconds))
   const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
+  const eventRetentionDays = yield* Config.Int("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
   return {
     masterKey,
     signingKey: Option.getOrUndefined(signingKey),
     offlineTtlSeconds: Option.getOrUndefined(offline),
     blacklist: blacklist.split(",").filter((e) => e.trim() !== ""),
     sweepIntervalSeconds: sweep,
-    seatBatchWorkers: Option.getOrUndefined(seatBatchWorkers)
+    seatBatchWorkers: Option.getOrUndefined(seatBatchWorkers),
+    eventRetentionDays
   } satisfies Engine.Options
 })
 

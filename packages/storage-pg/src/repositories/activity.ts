@@ -64,7 +64,20 @@ export const layer = Layer.effect(
             Effect.flatMap(count),
             Effect.map((r) => r.n),
             orUnavailable
-          )
+          ),
+      // Oldest first in id (write) order: the primary key is walked from its start, where the old rows are, so
+      // a batch reads little more than what it deletes (the BRIN index on `at` gives no order).
+      prune: (olderThan, limit) =>
+        limit < 1
+          ? Effect.succeed(0)
+          : sql`
+            WITH gone AS (
+              DELETE FROM lm_activity WHERE id IN (
+                SELECT id FROM lm_activity WHERE at < ${date(olderThan)} ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED
+              )
+              RETURNING 1
+            )
+            SELECT count(*) AS n FROM gone`.pipe(Effect.flatMap(count), Effect.map((r) => r.n), orUnavailable)
     })
   })
 )

@@ -1,0 +1,51 @@
+/**
+ * Retention of the event log: entries older than the retention window are deleted in the background, in small
+ * batches (one short statement each, with a pause between them), so the log stops growing once it spans the
+ * window and pruning never holds up requests for long.
+ *
+ * Only raw event-log entries are deleted. No rollups exist yet (analytics is not built): when analytics adds
+ * them, it rolls entries up before this deletes them and keeps its rollups in tables of their own, which this
+ * job must leave alone.
+ */
+import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import type { StorageUnavailable } from "../errors.js"
+import { ActivityLog } from "../ports.js"
+
+const DAY_MILLIS = 86_400_000
+
+export interface EventRetentionOptions {
+  /** Entries older than this many days are deleted. */
+  readonly days: number
+  /** Time between runs (default 1 hour); a run starts when the layer opens. */
+  readonly every?: Duration.Input | undefined
+  /** Entries deleted per statement (default 1,000). */
+  readonly batch?: number | undefined
+  /** Pause between two batches of a run (default 100 ms), so a large backlog is deleted at a gentle pace. */
+  readonly pause?: Duration.Input | undefined
+}
+
+/** Deletes every entry older than `days` before now, batch by batch; returns how many. */
+export const pruneOnce = (options: EventRetentionOptions): Effect.Effect<number, StorageUnavailable, ActivityLog> =>
+  Effect.gen(function*() {
+    const log = yield* ActivityLog
+    const batch = Math.max(1, options.batch ?? 1_000)
+    const olderThan = (yield* Clock.currentTimeMillis) - options.days * DAY_MILLIS
+    let total = 0
+    while (true) {
+      const deleted = yield* log.prune(olderThan, batch)
+      total += deleted
+      if (deleted < batch) return total
+      yield* Effect.sleep(options.pause ?? "100 millis")
+    }
+  }).pipe(Effect.withSpan("EventRetention.pruneOnce"))
+
+/** Runs {@link pruneOnce} in the background for as long as the layer lives; failures are logged and retried next run. */
+export const layerBackground = (options: EventRetentionOptions): Layer.Layer<never, never, ActivityLog> =>
+  Layer.effectDiscard(
+    pruneOnce(options).pipe(
+      Effect.tap((n) => (n > 0 ? Effect.logInfo(`event log retention deleted ${n} entries older than ${options.days} days`) : Effect.void)),
+      Effect.catchCause((cause) => Effect.logWarning("event log retention failed", cause)),
+      Effect.repeat(Schedule.spaced(options.every ?? "1 hour")),
+      Effect.forkScoped
+    )
+  )
