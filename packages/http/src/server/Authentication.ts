@@ -4,7 +4,7 @@
  * The credential shape and the scope rule are the domain's (`@lm/domain` ApiKeys), used as they are.
  * Public routes do not carry the middleware and pay nothing for it.
  */
-import { Services } from "@lm/domain"
+import { Errors, Services } from "@lm/domain"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { type ApiKeyScope, type AuthenticatedKey, Authentication, CurrentApiKey } from "../api/Authentication.js"
@@ -26,10 +26,11 @@ export class ApiKeyAuthenticator extends Context.Service<ApiKeyAuthenticator, {
 }>()("lm/http/ApiKeyAuthenticator") {}
 
 
-const unauthorized = () => ApiErrors.make(401, "rest_unauthorized", "Valid API credentials are required.")
+// The refusals are the domain's errors (each carries its code and status), written as envelopes.
+const unauthorized = () => ApiErrors.fromDomain(new Errors.Unauthorized({ message: "Valid API credentials are required." }))
 const forbiddenScope = (scope: ApiKeyScope) =>
-  ApiErrors.make(403, "rest_forbidden", `This API key (scope ${scope}) may not make this request.`)
-const forbiddenGuard = () => ApiErrors.make(403, "rest_forbidden", "This request is not allowed.")
+  ApiErrors.fromDomain(new Errors.Forbidden({ message: `This API key (scope ${scope}) may not make this request.` }))
+const forbiddenGuard = () => ApiErrors.fromDomain(new Errors.Forbidden({ message: "This request is not allowed." }))
 
 /**
  * The errors {@link Authentication} declares. An authenticator or guard may fail with any envelope error; the

@@ -3,6 +3,7 @@
  * answers its check, and 503 `service_unavailable` (with `Retry-After`) when it does not.
  */
 import { Context, Effect, Layer } from "effect"
+import { Errors } from "@lm/domain"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../api/Api.js"
 import * as ApiErrors from "../domain/ApiErrors.js"
@@ -28,7 +29,7 @@ const storeReported = (cause: unknown): cause is ApiErrors.DomainErrorLike & { r
 const storageDown = (cause: unknown): ApiErrors.ServiceUnavailable =>
   storeReported(cause)
     ? ApiErrors.fromDomain(cause)
-    : ApiErrors.make(503, "service_unavailable", "The store cannot be reached.")
+    : ApiErrors.fromDomain(new Errors.StorageUnavailable({ message: "The store cannot be reached." }))
 
 /** The `system` group's handlers. */
 export const SystemHandlers = HttpApiBuilder.group(

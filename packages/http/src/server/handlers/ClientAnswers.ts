@@ -17,7 +17,7 @@
  */
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { Licensing, RevocationList, Signer, SigningKey, Tokens } from "@lm/domain"
+import { Errors, Licensing, RevocationList, Signer, SigningKey, Tokens } from "@lm/domain"
 import type { PublishedKey } from "@lm/domain/verify"
 import {
   type ActivatedMachine,
@@ -127,7 +127,7 @@ export const makeClientAnswers = Effect.gen(function*() {
       : undefined
     if (target === undefined) {
       const params = { fingerprint: "fingerprint or machine_id is required" }
-      return Effect.fail(ApiErrors.make(400, "rest_invalid_param", "Invalid parameter(s): fingerprint.", { params }))
+      return Effect.fail(ApiErrors.fromDomain(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params })))
     }
     return licensing.deactivate({ licenseKey: payload.license_key, ipAddress, ...target }).pipe(
       Effect.map(({ machine }) => {
