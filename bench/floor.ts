@@ -90,6 +90,7 @@ const validate = (key: string, fingerprint: string | null, nonce: string | numbe
     machine: fingerprint === null ? null : machineWire(fingerprint, "active", ip),
     needs_activation: false,
     signed_payload: token(payload),
+    signed_refusal: null,
     server_time: iso(now),
     ...(nonce === null ? {} : { nonce })
   }

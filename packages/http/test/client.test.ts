@@ -59,10 +59,11 @@ for (const store of ["memory", "pglite"] as const) {
           license: { license_key: key, status: "inactive", activation_count: 0, max_activations: 2 }
         })
         expect(typeof data.signed_payload).toBe("string")
+        expect(data.signed_refusal).toBeNull()
         expect(data.server_time).toMatch(isoTime)
         expect(data).not.toHaveProperty("nonce")
         expect(Object.keys(data).sort()).toEqual(
-          ["code", "license", "machine", "needs_activation", "server_time", "signed_payload", "valid"]
+          ["code", "license", "machine", "needs_activation", "server_time", "signed_payload", "signed_refusal", "valid"]
         )
       })
 

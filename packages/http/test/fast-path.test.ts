@@ -102,7 +102,7 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const normalize = (value: unknown, key = ""): unknown => {
   if (typeof value === "string") {
     if (isoTime.test(value)) return "<time>"
-    if ((key === "signed_payload" || key === "certificate" || key === "crl") && value.includes(".")) {
+    if ((key === "signed_payload" || key === "signed_refusal" || key === "certificate" || key === "crl") && value.includes(".")) {
       const payload = JSON.parse(Buffer.from(value.split(".")[0]!, "base64url").toString("utf8"))
       delete payload.iat
       delete payload.exp

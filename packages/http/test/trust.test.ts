@@ -125,15 +125,25 @@ for (const store of ["memory", "pglite"] as const) {
       expect(payloadOf(bare.body.data.signed_payload).nonce).toBeNull()
     })
 
-    it("signs refusals too, and a tampered payload does not verify", async () => {
-      const { key } = await manage.createLicense()
+    it("answers a refusal with a signed refusal and no license token; a refusal never passes as a license token", async () => {
+      const { key, id } = await manage.createLicense()
       await manage.suspend(key)
       const keys = await publicKey()
-      const token: string = (await post("/validate", { license_key: key })).body.data.signed_payload
-      expect(payloadOf(token)).toMatchObject({ status: "suspended", valid: false, code: "license_suspended", expires: null })
-      expect((await verifyToken(token, keys)).ok).toBe(true)
+      const data = (await post("/validate", { license_key: key, fingerprint: "fp-9", nonce: "n-1" })).body.data
+      expect(data.valid).toBe(false)
+      expect(data.signed_payload).toBeNull()
+      const token: string = data.signed_refusal
+      const payload = payloadOf(token)
+      expect(Object.keys(payload)).toEqual(["v", "typ", "kid", "key", "lid", "status", "code", "fp", "nonce", "iat"])
+      expect(payload).toMatchObject({
+        v: 1, typ: "refusal", kid: keys.kid, key, lid: id, status: "suspended", code: "license_suspended", fp: "fp-9", nonce: "n-1"
+      })
+      expect((await verifyToken(token, keys, { type: "refusal" })).ok).toBe(true)
+      expect(verifiesWithNodeCrypto(token, keys)).toBe(true)
+      // A client that asks for a license token is told it is not one.
+      expect(await verifyToken(token, keys, { type: "license" })).toMatchObject({ ok: false, reason: "wrong_type" })
 
-      const forged = Buffer.from(payloadText(token).replace('"valid":false', '"valid":true')).toString("base64url")
+      const forged = Buffer.from(payloadText(token).replace('"code":"license_suspended"', '"code":"valid"')).toString("base64url")
       const tampered = `${forged}.${token.split(".")[1]}`
       expect(await verifyToken(tampered, keys)).toEqual({ ok: false, reason: "bad_signature" })
       expect(verifiesWithNodeCrypto(tampered, keys)).toBe(false)

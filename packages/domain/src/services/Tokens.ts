@@ -1,6 +1,7 @@
 /**
- * The signed things a client takes offline (CONTRACT §5): validate's `signed_payload` and the machine
- * `certificate` of activate and heartbeat, each signed fresh with the current key.
+ * The signed things a client takes offline (CONTRACT §5): validate's `signed_payload` (a license token, only for a
+ * valid answer) or `signed_refusal` (for a refusal, which never entitles), and the machine `certificate` of
+ * activate and heartbeat, each signed fresh with the current key.
  */
 import { Context, Effect, Layer } from "effect"
 import type { License, Machine } from "../model.js"
@@ -8,16 +9,31 @@ import { Signer } from "../signing/Signer.js"
 import * as Token from "../signing/Token.js"
 import type { ValidateResult } from "./Licensing.js"
 
+/** What the client sent to validate that its signed answer repeats. */
+export interface SentToValidate {
+  readonly fingerprint: string | null
+  readonly nonce: string | number | null
+}
+
 export interface TokensOptions {
   /** Offline TTL of validate's payload in seconds (default 7 days). */
   readonly offlineTtlSeconds?: number | undefined
 }
 
 export class Tokens extends Context.Service<Tokens, {
-  /** Validate's `signed_payload`: what validation found, the fingerprint and nonce sent, `exp`. */
+  /**
+   * Validate's signed answer: a license token (`signedPayload`) when validation says valid, else a refusal token
+   * (`signedRefusal`) and no license token, so that a client caching any signed payload cannot cache a refusal
+   * as an entitlement.
+   */
+  readonly validationTokens: (
+    result: ValidateResult,
+    sent: SentToValidate
+  ) => Effect.Effect<{ readonly signedPayload: string | null; readonly signedRefusal: string | null }>
+  /** A license token: what validation found, the fingerprint and nonce sent, `exp`. */
   readonly licensePayload: (
     result: ValidateResult,
-    sent: { readonly fingerprint: string | null; readonly nonce: string | number | null }
+    sent: SentToValidate
   ) => Effect.Effect<string>
   /** A machine's `certificate`: valid until its lease ends (floating) or 30 days, never past expiry + grace. */
   readonly machineCertificate: (license: License, machine: Machine, now: number) => Effect.Effect<string>
@@ -27,25 +43,42 @@ export class Tokens extends Context.Service<Tokens, {
       Tokens,
       Effect.gen(function*() {
         const signer = yield* Signer
+        const licensePayload = (result: ValidateResult, sent: SentToValidate) =>
+          signer.signToken(
+            Token.license({
+              licenseKey: result.license.key,
+              licenseId: result.license.id,
+              productId: result.license.productId,
+              status: result.validation.status,
+              valid: result.validation.valid,
+              code: result.validation.code,
+              expiresAt: result.license.expiresAt,
+              graceDays: result.license.graceDays,
+              maxActivations: result.license.maxActivations,
+              fingerprint: sent.fingerprint,
+              nonce: sent.nonce,
+              issuedAt: result.now,
+              ...(options.offlineTtlSeconds === undefined ? {} : { ttlSeconds: options.offlineTtlSeconds })
+            })
+          )
+        const refusal = (result: ValidateResult, sent: SentToValidate) =>
+          signer.signToken(
+            Token.refusal({
+              licenseKey: result.license.key,
+              licenseId: result.license.id,
+              status: result.validation.status,
+              code: result.validation.code,
+              fingerprint: sent.fingerprint,
+              nonce: sent.nonce,
+              issuedAt: result.now
+            })
+          )
         return Tokens.of({
-          licensePayload: (result, sent) =>
-            signer.signToken(
-              Token.license({
-                licenseKey: result.license.key,
-                licenseId: result.license.id,
-                productId: result.license.productId,
-                status: result.validation.status,
-                valid: result.validation.valid,
-                code: result.validation.code,
-                expiresAt: result.license.expiresAt,
-                graceDays: result.license.graceDays,
-                maxActivations: result.license.maxActivations,
-                fingerprint: sent.fingerprint,
-                nonce: sent.nonce,
-                issuedAt: result.now,
-                ...(options.offlineTtlSeconds === undefined ? {} : { ttlSeconds: options.offlineTtlSeconds })
-              })
-            ),
+          validationTokens: (result, sent) =>
+            result.validation.valid
+              ? Effect.map(licensePayload(result, sent), (signedPayload) => ({ signedPayload, signedRefusal: null }))
+              : Effect.map(refusal(result, sent), (signedRefusal) => ({ signedPayload: null, signedRefusal })),
+          licensePayload,
           machineCertificate: (license, machine, now) =>
             signer.signToken(
               Token.machine({

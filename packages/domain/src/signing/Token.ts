@@ -16,6 +16,7 @@ import type {
   DownloadPayload,
   LicensePayload,
   MachinePayload,
+  RefusalPayload,
   TokenPayload
 } from "../verify/payloads.js"
 
@@ -26,6 +27,7 @@ export type {
   MachinePayload,
   PayloadOf,
   PublishedKey,
+  RefusalPayload,
   TokenPayload,
   TokenType
 } from "../verify/payloads.js"
@@ -108,6 +110,32 @@ export const license = (input: LicenseClaimsInput): Claims<LicensePayload> => {
     exp: iat + (input.ttlSeconds ?? LICENSE_TTL_SECONDS)
   }
 }
+
+/** The facts of a refused validation that its `signed_refusal` states. */
+export interface RefusalClaimsInput {
+  readonly licenseKey: string
+  readonly licenseId: number
+  readonly status: string
+  readonly code: string
+  /** The fingerprint sent to validate, or null. */
+  readonly fingerprint: string | null
+  readonly nonce: string | number | null
+  /** Epoch milliseconds. */
+  readonly issuedAt: number
+}
+
+/** The claims of validate's `signed_refusal` (CONTRACT §5), keys in the wire order. */
+export const refusal = (input: RefusalClaimsInput): Claims<RefusalPayload> => ({
+  v: 1,
+  typ: "refusal",
+  key: input.licenseKey,
+  lid: input.licenseId,
+  status: input.status,
+  code: input.code,
+  fp: input.fingerprint,
+  nonce: input.nonce,
+  iat: unixSeconds(input.issuedAt)
+})
 
 /** Input of {@link machineCertificateExp}; all times unix seconds. */
 export interface MachineExpInput {
@@ -243,6 +271,10 @@ export const payloadJson = (claims: Claims, kid: string): string => {
       },"max":${s(claims.max)},"fp":${s(claims.fp)},"nonce":${s(claims.nonce)},"iat":${s(claims.iat)},"exp":${
         s(claims.exp)
       }}`
+    case "refusal":
+      return `${head},"key":${s(claims.key)},"lid":${s(claims.lid)},"status":${s(claims.status)},"code":${
+        s(claims.code)
+      },"fp":${s(claims.fp)},"nonce":${s(claims.nonce)},"iat":${s(claims.iat)}}`
     case "machine":
       return `${head},"key":${s(claims.key)},"lid":${s(claims.lid)},"pid":${s(claims.pid)},"mid":${
         s(claims.mid)

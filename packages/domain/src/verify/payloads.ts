@@ -1,5 +1,5 @@
 /**
- * The payloads of the four signed token types (CONTRACT.md §5), with the field names and the
+ * The payloads of the five signed token types (CONTRACT.md §5), with the field names and the
  * key order they have on the wire. Times named `iat`/`exp` are unix seconds; `expires` and
  * `generated_at` are ISO 8601 strings.
  *
@@ -7,8 +7,11 @@
  */
 
 /** The `typ` of each token type. */
-export const tokenTypes = ["license", "machine", "crl", "download"] as const
+export const tokenTypes = ["license", "refusal", "machine", "crl", "download"] as const
 export type TokenType = (typeof tokenTypes)[number]
+
+/** The token types that carry no `exp`: a CRL (its age is judged by the client) and a refusal (it entitles nothing). */
+export const tokenTypesWithoutExp: ReadonlyArray<TokenType> = ["crl", "refusal"]
 
 /** Payload of validate's `signed_payload` (`typ: "license"`). */
 export interface LicensePayload {
@@ -29,6 +32,23 @@ export interface LicensePayload {
   readonly nonce: string | number | null
   readonly iat: number
   readonly exp: number
+}
+
+/**
+ * Payload of validate's `signed_refusal` (`typ: "refusal"`): proof that the server refused, with why. It never
+ * entitles: it has no `exp`, no expiry and no seat limit, and a verifier asked for a license token rejects it.
+ */
+export interface RefusalPayload {
+  readonly v: 1
+  readonly typ: "refusal"
+  readonly kid: string
+  readonly key: string
+  readonly lid: number
+  readonly status: string
+  readonly code: string
+  readonly fp: string | null
+  readonly nonce: string | number | null
+  readonly iat: number
 }
 
 /** Payload of a machine `certificate` (`typ: "machine"`). */
@@ -77,7 +97,7 @@ export interface DownloadPayload {
 }
 
 /** Any token payload. */
-export type TokenPayload = LicensePayload | MachinePayload | CrlPayload | DownloadPayload
+export type TokenPayload = LicensePayload | RefusalPayload | MachinePayload | CrlPayload | DownloadPayload
 
 /** The payload type of a token type. */
 export type PayloadOf<T extends TokenType> = Extract<TokenPayload, { readonly typ: T }>

@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import { base64UrlDecode, utf8Decode, utf8Encode } from "./encoding.js"
-import { type TokenPayload, tokenTypes } from "./payloads.js"
+import { type TokenPayload, tokenTypes, tokenTypesWithoutExp } from "./payloads.js"
 
 /** Why a token was refused. */
 export type VerifyFailure =
@@ -67,13 +67,14 @@ export interface DecodedToken {
 }
 
 const TYPES: ReadonlySet<string> = new Set(tokenTypes)
+const EXPIRELESS: ReadonlySet<string> = new Set(tokenTypesWithoutExp)
 
 const isSeconds = (u: unknown): u is number => typeof u === "number" && Number.isSafeInteger(u)
 
 /**
  * Splits and decodes a compact token. Returns `undefined` unless it is two canonical base64url
  * parts, the first a UTF-8 JSON object with `v: 1`, a known `typ`, a string `kid`, an integer
- * `iat` (and `exp`, for every type but `crl`), the second 64 bytes.
+ * `iat` (and `exp`, for every type but those of `tokenTypesWithoutExp`), the second 64 bytes.
  */
 export const decodeToken = (token: unknown): DecodedToken | undefined => {
   if (typeof token !== "string") return undefined
@@ -96,7 +97,7 @@ export const decodeToken = (token: unknown): DecodedToken | undefined => {
   if (p["v"] !== 1 || typeof p["typ"] !== "string" || !TYPES.has(p["typ"]) || typeof p["kid"] !== "string") {
     return undefined
   }
-  if (!isSeconds(p["iat"]) || (p["typ"] !== "crl" && !isSeconds(p["exp"]))) return undefined
+  if (!isSeconds(p["iat"]) || (!EXPIRELESS.has(p["typ"]) && !isSeconds(p["exp"]))) return undefined
   // The first part is base64url, hence ASCII: its UTF-8 bytes are its ASCII bytes.
   return { message: utf8Encode(head), payload: p as unknown as TokenPayload, signature }
 }

@@ -53,7 +53,14 @@ export const ValidateResponse = Schema.Struct({
   needs_activation: Schema.Boolean.annotate({
     description: "True when the fingerprint sent holds no seat and a seat is free for it."
   }),
-  signed_payload: Schema.String.annotate({ description: "A signed `license` token (see `/public-key`)." }),
+  signed_payload: Schema.NullOr(Schema.String).annotate({
+    description: "A signed `license` token (see `/public-key`) when `valid` is true; null for a refusal, so that a " +
+      "client caching signed payloads never caches a refusal as an entitlement."
+  }),
+  signed_refusal: Schema.NullOr(Schema.String).annotate({
+    description: "A signed `refusal` token (the server refused, and why; it never entitles) when `valid` is false; " +
+      "null when valid."
+  }),
   server_time: Time,
   nonce: Schema.optionalKey(Nonce).annotate({ description: "The nonce sent; absent when none was sent." })
 })
@@ -164,8 +171,9 @@ export class ClientGroup extends HttpApiGroup.make("client")
         "checked in this order, the first failure wins: `blacklisted`, `license_terminated`, `license_revoked`, " +
         "`license_suspended`, `license_pending`, `license_expired`, `machine_limit_exceeded` (more machines hold " +
         "a seat than the ceiling allows), then with a fingerprint `machine_revoked`, `fingerprint_not_activated`. " +
-        "`signed_payload` carries the same answer signed for offline use (valid for the offline TTL, 7 days by " +
-        "default), with the fingerprint and nonce sent. `fingerprint: null` and `nonce: null` count as not sent. " +
+        "A valid answer carries `signed_payload`, the same answer signed for offline use (valid for the offline TTL, " +
+        "7 days by default); a refusal carries `signed_refusal` instead, and `signed_payload` is null. Both repeat " +
+        "the fingerprint and nonce sent. `fingerprint: null` and `nonce: null` count as not sent. " +
         "A malformed key is 400 `rest_invalid_param`; an unknown key 404 `license_not_found`."
     })),
     HttpApiEndpoint.post("activate", "/activate", {

@@ -77,7 +77,7 @@ export const makeClientAnswers = Effect.gen(function*() {
     const nonce = payload.nonce ?? null
     return licensing.validate({ licenseKey: payload.license_key, fingerprint, ipAddress }).pipe(
       Effect.flatMap((result) =>
-        Effect.map(tokens.licensePayload(result, { fingerprint, nonce }), (signed) => {
+        Effect.map(tokens.validationTokens(result, { fingerprint, nonce }), (signed) => {
           const { license, validation, now } = result
           const body: ValidateResponse = {
             valid: validation.valid,
@@ -85,7 +85,8 @@ export const makeClientAnswers = Effect.gen(function*() {
             license: licenseToWire({ license, status: validation.status, activationCount: validation.seatsHeld }),
             machine: validation.machine === null ? null : machineToWire(validation.machine),
             needs_activation: validation.needsActivation,
-            signed_payload: signed,
+            signed_payload: signed.signedPayload,
+            signed_refusal: signed.signedRefusal,
             server_time: isoNow(now),
             ...(nonce === null ? {} : { nonce })
           }
