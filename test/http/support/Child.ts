@@ -18,15 +18,24 @@ export interface ServerProcess {
 }
 
 /**
+ * The master key of servers on PostgreSQL in tests: without it each would keep `./data/master.key` in the
+ * directory the tests run from; servers sharing a database must share it anyway.
+ */
+const testMasterKey = Buffer.alloc(32, 11).toString("base64")
+
+/**
  * Starts `lm serve` with `env` on top of this process's environment, minus the store settings (`DATABASE_URL`,
- * `LM_STORAGE`), which only `env` decides.
+ * `LM_STORAGE`), which only `env` decides. On PostgreSQL without master key settings it gets the tests' one.
  */
 export const spawnServer = (env: Readonly<Record<string, string>>): ServerProcess => {
   const { DATABASE_URL: _url, LM_STORAGE: _storage, ...inherited } = process.env
+  const masterKey = env.DATABASE_URL !== undefined && env.LM_MASTER_KEY === undefined && env.LM_MASTER_KEY_FILE === undefined
+    ? { LM_MASTER_KEY: testMasterKey }
+    : {}
   const child = spawn(
     process.execPath,
     ["--experimental-transform-types", "--disable-warning=ExperimentalWarning", "--import", loader, lm, "serve"],
-    { env: { ...inherited, ...env }, stdio: ["ignore", "pipe", "pipe"] }
+    { env: { ...inherited, ...masterKey, ...env }, stdio: ["ignore", "pipe", "pipe"] }
   )
   let output = ""
   child.stdout!.on("data", (chunk: Buffer) => void (output += chunk.toString("utf8")))
