@@ -26,7 +26,8 @@ export interface Ok<Data, Meta> {
 }
 
 /** Wraps a handler's result in the success envelope; `meta` defaults to `{}`. */
-export const ok: {
-  <Data>(data: Data): Ok<Data, {}>
-  <Data, Meta>(data: Data, meta: Meta): Ok<Data, Meta>
-} = (data: unknown, meta: unknown = {}) => ({ success: true as const, data, meta }) as any
+export function ok<Data>(data: Data): Ok<Data, {}>
+export function ok<Data, Meta>(data: Data, meta: Meta): Ok<Data, Meta>
+export function ok<Data, Meta>(data: Data, meta?: Meta): Ok<Data, Meta | {}> {
+  return { success: true, data, meta: meta ?? {} }
+}
