@@ -8,10 +8,14 @@ export default defineConfig({
     // Tests run against the TypeScript sources, so a test run never depends on a stale build.
     alias: [
       { find: /^@lm\/domain\/verify$/, replacement: src("domain", "verify/index.ts") },
+      { find: /^@lm\/domain\/core$/, replacement: src("domain", "core.ts") },
       { find: /^@lm\/domain$/, replacement: src("domain") },
       { find: /^@lm\/storage-memory$/, replacement: src("storage-memory") },
       { find: /^@lm\/storage-pg$/, replacement: src("storage-pg") },
-      { find: /^@lm\/http$/, replacement: src("http") }
+      { find: /^@lm\/http\/api$/, replacement: src("http", "api/index.ts") },
+      { find: /^@lm\/http$/, replacement: src("http") },
+      { find: /^@lm\/client\/node$/, replacement: src("client", "node/index.ts") },
+      { find: /^@lm\/client$/, replacement: src("client") }
     ]
   },
   test: {

@@ -7,9 +7,13 @@ const packages = new URL("../../../packages/", import.meta.url)
 const sources = {
   "@lm/domain": "domain/src/index.ts",
   "@lm/domain/verify": "domain/src/verify/index.ts",
+  "@lm/domain/core": "domain/src/core.ts",
   "@lm/storage-memory": "storage-memory/src/index.ts",
   "@lm/storage-pg": "storage-pg/src/index.ts",
-  "@lm/http": "http/src/index.ts"
+  "@lm/http": "http/src/index.ts",
+  "@lm/http/api": "http/src/api/index.ts",
+  "@lm/client": "client/src/index.ts",
+  "@lm/client/node": "client/src/node/index.ts"
 }
 
 registerHooks({

@@ -3,7 +3,7 @@
  * consumer secret as password, a scope check by method, then the `restRequestValid` guard chain.
  */
 import { Context } from "effect"
-import { Model } from "@lm/domain"
+import { Model } from "@lm/domain/core"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { Forbidden, ServiceUnavailable, TooManyRequests, Unauthorized } from "../domain/ApiErrors.js"
 

@@ -5,7 +5,7 @@
  * the machine's address is always the one the server saw.
  */
 import { Schema } from "effect"
-import { Model, Validation } from "@lm/domain"
+import { Model, Validation } from "@lm/domain/core"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, UnprocessableEntity } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"

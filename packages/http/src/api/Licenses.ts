@@ -3,7 +3,7 @@
  * revoke, reinstate and terminate. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
-import { License, Model } from "@lm/domain"
+import { License, Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.js"
 import { strictPayloadOptions } from "./ParseOptions.js"

@@ -3,7 +3,7 @@
  * (reason `admin`) and revoking it. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
-import { Model } from "@lm/domain"
+import { Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.js"
 import { NoFields } from "./Licenses.js"

@@ -4,7 +4,8 @@
  * its result to one of these functions.
  */
 import { Schema, SchemaTransformation } from "effect"
-import { License, Machine, Model, Services, Token } from "@lm/domain"
+import { isoTime, License, type Machine, Model } from "@lm/domain/core"
+import type { Services } from "@lm/domain"
 
 /** A time as the API writes it. */
 export const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
@@ -17,7 +18,7 @@ const Json = Model.Meta
 export const ShortText = Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" }))
 
 /** Epoch milliseconds as ISO 8601 with `Z` (the domain's formatter, which keeps the times in use). */
-export const iso = Token.isoTime
+export const iso = isoTime
 /** The current time as ISO 8601 with `Z`: never the same twice, so not kept. */
 export const isoNow = (millis: number): string => new Date(millis).toISOString()
 export const isoOrNull = (millis: number | null): string | null => (millis === null ? null : iso(millis))

@@ -1,0 +1,13 @@
+/**
+ * `@lm/domain/core` — the model, the pure rules and the contract's errors, without the services, the signer or
+ * anything else that needs node: modules. The HTTP API definition imports the domain through this entry, so
+ * that the definition (and the typed client derived from it, `@lm/client`) loads in browsers, Deno and Bun.
+ *
+ * @since 0.1.0
+ */
+export * as Errors from "./errors.js"
+export * as License from "./license.js"
+export * as Machine from "./machine.js"
+export * as Model from "./model.js"
+export * as Validation from "./validation.js"
+export { isoTime } from "./time.js"
