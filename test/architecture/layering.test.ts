@@ -4,7 +4,7 @@
  * imports nothing but @noble/ed25519.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
-import { join, relative } from "node:path"
+import { dirname, join, relative } from "node:path"
 import { describe, expect, it } from "vitest"
 
 const root = join(import.meta.dirname, "..", "..")
@@ -16,8 +16,10 @@ const sources = (dir: string): Array<string> =>
   })
 
 /** Every module specifier a file imports or re-exports (static and dynamic). */
-const importsOf = (file: string): Array<string> => {
-  const text = readFileSync(file, "utf8")
+const importsOf = (file: string, options: { readonly runtimeOnly?: boolean } = {}): Array<string> => {
+  const source = readFileSync(file, "utf8")
+  // `import type` is erased at compile time: it loads nothing at run time.
+  const text = options.runtimeOnly === true ? source.replace(/(?:import|export)\s+type\s[^;]*?from\s*["'][^"']+["']/g, "") : source
   const found = new Set<string>()
   for (const match of text.matchAll(/(?:import|export)\s[^"';]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|import\s+["']([^"']+)["']/g)) {
     found.add(match[1] ?? match[2] ?? match[3]!)
@@ -48,5 +50,31 @@ describe("layering", () => {
     for (const pkg of ["packages/storage-memory/src", "packages/storage-pg/src"]) {
       expect(offending(pkg, (s) => !s.startsWith("@lm/http"))).toEqual([])
     }
+  })
+
+  it("the client's main entry reaches no node: module, through the API definition and the domain alike", () => {
+    const entries: Record<string, string> = {
+      "@lm/client": "packages/client/src/index.ts",
+      "@lm/http/api": "packages/http/src/api/index.ts",
+      "@lm/domain/core": "packages/domain/src/core.ts",
+      "@lm/domain/verify": "packages/domain/src/verify/index.ts"
+    }
+    const seen = new Set<string>()
+    const reached: Array<string> = []
+    const visit = (file: string) => {
+      if (seen.has(file)) return
+      seen.add(file)
+      for (const specifier of importsOf(file, { runtimeOnly: true })) {
+        if (specifier.startsWith(".")) visit(join(dirname(file), specifier.replace(/\.js$/, ".ts")))
+        else if (specifier.startsWith("@lm/")) {
+          const entry = entries[specifier]
+          if (entry === undefined) reached.push(`${relative(root, file)} imports ${specifier}, which is not a browser-safe entry`)
+          else visit(join(root, entry))
+        } else if (specifier.startsWith("node:")) reached.push(`${relative(root, file)} imports ${specifier}`)
+      }
+    }
+    visit(join(root, entries["@lm/client"]!))
+    expect(seen).toContain(join(root, "packages/http/src/api/Api.ts"))
+    expect(reached).toEqual([])
   })
 })
