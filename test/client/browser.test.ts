@@ -1,0 +1,106 @@
+/**
+ * Issue 18: `@lm/client` inside headless Chromium (Debian's package, driven by playwright-core). The SDK's main
+ * entry is bundled for the browser, a page activates and validates against the real server, keeps its proof
+ * in `localStorage`, and after a reload with the server out of reach still answers entitlement offline (and
+ * refuses a tampered token).
+ */
+import type { Browser } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type * as Sdk from "@lm/client"
+import { bundleSdk, launchChromium, type PageServer, servePage } from "./support/browser.js"
+import { createLicense, startServer, type TestServer } from "./support/server.js"
+
+let server: TestServer
+let pageServer: PageServer
+let browser: Browser
+
+beforeAll(async () => {
+  const [lm, sdk] = await Promise.all([startServer("browser"), bundleSdk()])
+  server = lm
+  pageServer = await servePage(sdk, server.origin)
+  browser = await launchChromium()
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await pageServer?.close()
+  await server?.stop()
+}, 60_000)
+
+describe("@lm/client in Chromium", () => {
+  it("validates against the server, then answers entitlement offline from localStorage", async () => {
+    const key = await createLicense(server, { max_activations: 1 })
+    const context = await browser.newContext()
+    try {
+      const page = await context.newPage()
+      await page.goto(pageServer.origin)
+      await page.waitForFunction(() => "lm" in globalThis)
+      const online = await page.evaluate(async ({ key, origin }) => {
+        const lm = (globalThis as unknown as { lm: typeof Sdk }).lm
+        const app = lm.createLicensedApp({
+          baseUrl: origin,
+          licenseKey: key.toLowerCase(),
+          fingerprint: "browser-device-1",
+          storage: lm.localStorageStorage()
+        })
+        const machine = await app.activate()
+        const validation = await app.validate()
+        const unknown = await lm.createClient({ baseUrl: origin }).validate({ license_key: "ZZZZ-ZZZZ-ZZZZ-ZZZZ" })
+          .then(() => "resolved", (e: unknown) => e instanceof lm.LmError ? `${e.code} ${e.status}` : String(e))
+        return {
+          machine: machine.fingerprint,
+          valid: validation.valid,
+          entitlement: await app.entitlement(),
+          stored: Object.keys(localStorage),
+          unknown
+        }
+      }, { key, origin: pageServer.origin })
+      expect(online).toMatchObject({
+        machine: "browser-device-1",
+        valid: true,
+        entitlement: { entitled: true, license: { key, fp: "browser-device-1", valid: true } },
+        stored: [`lm:state:${key}`],
+        unknown: "license_not_found 404"
+      })
+
+      // Offline: the server is out of reach; a reloaded page checks from localStorage alone.
+      pageServer.offline = true
+      await page.reload()
+      await page.waitForFunction(() => "lm" in globalThis)
+      const offline = await page.evaluate(async ({ key, origin }) => {
+        const lm = (globalThis as unknown as { lm: typeof Sdk }).lm
+        const app = lm.createLicensedApp({
+          baseUrl: origin,
+          licenseKey: key,
+          fingerprint: "browser-device-1",
+          storage: lm.localStorageStorage()
+        })
+        const reachable = await app.validate().then(() => "online", (e: unknown) => e instanceof lm.LmError ? e.code : String(e))
+        const entitled = await app.entitlement()
+        const otherDevice = await lm.createLicensedApp({
+          baseUrl: origin,
+          licenseKey: key,
+          fingerprint: "browser-device-2",
+          storage: lm.localStorageStorage()
+        }).entitlement()
+        // Tamper with the stored token: one character of its signed part.
+        const stateKey = `lm:state:${key}`
+        const state = JSON.parse(localStorage.getItem(stateKey)!)
+        const token = state.licenseToken as string
+        const flipped = token.slice(0, 10) + (token[10] === "A" ? "B" : "A") + token.slice(11)
+        localStorage.setItem(stateKey, JSON.stringify({ ...state, licenseToken: flipped }))
+        const tampered = await app.entitlement()
+        return { reachable, entitled: entitled.entitled, otherDevice, tampered }
+      }, { key, origin: pageServer.origin })
+      expect(offline).toEqual({
+        reachable: "network_error",
+        entitled: true,
+        otherDevice: { entitled: false, reason: "fingerprint_mismatch" },
+        tampered: { entitled: false, reason: expect.stringMatching(/^(bad_signature|malformed_token)$/) }
+      })
+    } finally {
+      pageServer.offline = false
+      await context.close()
+    }
+  })
+})
