@@ -1,0 +1,48 @@
+// A licensed "desktop app" on @lm/client: activates this machine, validates online, beats while it runs, checks
+// its entitlement offline, and frees its seat on Ctrl-C. Run: LM_URL=http://127.0.0.1:8080 LM_LICENSE_KEY=... node examples/licensed-app.ts
+import { homedir } from "node:os"
+import { join } from "node:path"
+import { createLicensedApp, LmError } from "@lm/client"
+import { fileStorage, machineFingerprint } from "@lm/client/node"
+
+const app = createLicensedApp({
+  baseUrl: process.env.LM_URL ?? "http://127.0.0.1:8080",
+  licenseKey: process.env.LM_LICENSE_KEY ?? "",
+  fingerprint: await machineFingerprint({ productId: "example-app" }),
+  storage: fileStorage(process.env.LM_STATE_FILE ?? join(homedir(), ".example-app", "license.json")),
+  device: { name: "example-app", platform: process.platform, app_version: "1.0.0" }
+})
+
+try {
+  const machine = await app.activate()
+  console.log(`activated machine ${machine.id}`)
+  const validation = await app.validate()
+  console.log(`validated: ${validation.code}`)
+} catch (error) {
+  // Offline (or refused): the proof kept from the last run decides.
+  console.log(`online check failed: ${error instanceof LmError ? error.code : String(error)}`)
+}
+
+const entitlement = await app.entitlement()
+if (!entitlement.entitled) {
+  console.log(`not entitled: ${entitlement.reason}`)
+  process.exit(1)
+}
+console.log(`entitled offline until ${new Date(entitlement.offlineUntil * 1000).toISOString()}`)
+
+const heartbeat = app.startHeartbeat({
+  onBeat: () => console.log("heartbeat ok"),
+  onStop: (stop) => {
+    if (stop.reason === "refused") {
+      console.log(`license stopped: ${stop.code}`)
+      process.exit(1)
+    }
+  }
+})
+
+process.once("SIGINT", async () => {
+  heartbeat.stop()
+  await app.shutdown()
+  console.log("deactivated")
+  process.exit(0)
+})
