@@ -198,10 +198,14 @@ describe("licensed-application helpers", () => {
     const key = await createLicense(server)
     const { app: base } = appFor(key)
     await base.activate()
-    let failures = 2
+    // A network failure, then a rate limit (which passes, after its retry_after at least), then the server.
+    const failures = [new LmError("network_error", 0, "down"), new LmError("rest_rate_limited", 429, "slow down", { status: 429, retry_after: 0 })]
     const flaky: LmClient = {
       ...client,
-      heartbeat: (input) => failures-- > 0 ? Promise.reject(new LmError("network_error", 0, "down")) : client.heartbeat(input)
+      heartbeat: (input) => {
+        const failure = failures.shift()
+        return failure === undefined ? client.heartbeat(input) : Promise.reject(failure)
+      }
     }
     const app = createLicensedApp({ baseUrl: server.origin, licenseKey: key, fingerprint: base.fingerprint, client: flaky })
     const delays: Array<number> = []

@@ -57,7 +57,7 @@ export type HeartbeatStop =
 export interface HeartbeatOptions {
   /** Milliseconds between beats (default: half the time the server allows until the next one). */
   readonly intervalMs?: number
-  /** First retry delay after a failure that may pass (network, 429, 5xx), doubled per failure (default 1 000). */
+  /** First retry delay after a failure that may pass (network, 408, 429, 5xx), doubled per failure (default 1 000). */
   readonly minBackoffMs?: number
   /** Longest retry delay (default 60 000). */
   readonly maxBackoffMs?: number
@@ -102,8 +102,11 @@ export interface LicensedApp {
   shutdown(): Promise<void>
 }
 
-/** Refusal codes after which another beat cannot succeed: the loop stops. */
-const finalHeartbeatStatuses: ReadonlySet<number> = new Set([403, 404, 409])
+/**
+ * Whether another beat cannot succeed after this failure, so the loop stops: every 4xx refusal (the seat is
+ * gone, the machine or license is refused, or the request itself is wrong) but 408 and 429, which pass.
+ */
+const isFinal = (error: LmError): boolean => error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429
 
 const randomNonce = (): string => {
   const bytes = crypto.getRandomValues(new Uint8Array(16))
@@ -252,7 +255,7 @@ export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
       } catch (cause) {
         if (!running) return
         const error = cause instanceof LmError ? cause : new LmError("network_error", 0, String(cause))
-        if (finalHeartbeatStatuses.has(error.status)) return end({ reason: "refused", code: error.code, error })
+        if (isFinal(error)) return end({ reason: "refused", code: error.code, error })
         failures += 1
         const retryAfter = typeof error.data["retry_after"] === "number" ? error.data["retry_after"] * 1000 : 0
         const backoff = Math.min(maxBackoff, minBackoff * 2 ** (failures - 1))
