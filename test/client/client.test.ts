@@ -17,6 +17,7 @@ import {
   memoryStorage,
   type Storage
 } from "@lm/client"
+import { adminKey } from "../../packages/http/test/support/App.js"
 import { eventually } from "../support/eventually.js"
 import { createLicense, startServer, type TestServer } from "./support/server.js"
 
@@ -123,7 +124,6 @@ describe("the typed Effect client (derived from the API definition)", () => {
       const listed = yield* api.licenses.get({ params: { key: created.data.license_key } })
       return { health: health.data.status, max: listed.data.max_activations }
     })
-    const { adminKey } = await import("../../packages/http/test/support/App.js")
     const result = await Effect.runPromise(program.pipe(Effect.provide(LmApi.layer({ baseUrl: server.origin, credentials: adminKey }))))
     expect(result).toEqual({ health: "ok", max: 3 })
   })
@@ -148,7 +148,10 @@ describe("licensed-application helpers", () => {
     await app.activate()
     const tamper = (change: (answer: Awaited<ReturnType<LmClient["validate"]>>) => object): LmClient => ({
       ...client,
-      validate: async (input) => ({ ...(await client.validate(input)), ...change(await client.validate(input)) }) as never
+      validate: async (input) => {
+        const answer = await client.validate(input)
+        return { ...answer, ...change(answer) }
+      }
     })
     const replayed = createLicensedApp({ baseUrl: server.origin, licenseKey: key, fingerprint: app.fingerprint, client: tamper(() => ({ nonce: "an-old-nonce" })) })
     await expect(replayed.validate()).rejects.toMatchObject({ code: "verification_failed" })
