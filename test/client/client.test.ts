@@ -356,10 +356,11 @@ describe("offline entitlement, case by case", () => {
   })
 
   it("key rotation: tokens of the old and the new key both verify while both are published", async () => {
-    const key = await createLicense(server, { max_activations: 2 })
+    const key = await createLicense(server, { max_activations: 3 })
     const before = appFor(key)
     await online(before.app)
-    const oldKid = (await client.publicKeys()).kid
+    const beforeRotation = await client.publicKeys()
+    const oldKid = beforeRotation.kid
     expect(await server.cli("signing-keys", "rotate")).toMatch(/new current signing key/)
     // The running server re-reads its key ring every 10 s.
     const newKid = await eventually(async () => {
@@ -376,6 +377,17 @@ describe("offline entitlement, case by case", () => {
       JSON.parse(Buffer.from((JSON.parse(storage.entries.get(`state:${key}`)!).licenseToken as string).split(".")[0]!, "base64url").toString()).kid
     )
     expect(kids).toEqual([oldKid, newKid])
+
+    // A key list fetched just before the rotation (a cache on the way): validate fetches the keys again.
+    let stale = true
+    const cached: LmClient = {
+      ...client,
+      publicKeys: () => (stale ? ((stale = false), Promise.resolve(beforeRotation)) : client.publicKeys())
+    }
+    const late = appFor(key, { client: cached })
+    await late.app.activate()
+    expect(await late.app.validate()).toMatchObject({ valid: true })
+    expect(await reason(late.app)).toBe("entitled")
   }, 60_000)
 })
 

@@ -179,7 +179,7 @@ export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
   }
 
   const validate = async (): Promise<Validation> => {
-    const keys = await fetchKeys()
+    let keys = await fetchKeys()
     const nonce = randomNonce()
     const response = await client.validate({ license_key: licenseKey, fingerprint, nonce })
     if (response.nonce !== nonce) throw fail("the answer does not echo the nonce sent")
@@ -188,7 +188,12 @@ export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
     if (response.valid) {
       const token = response.signed_payload
       if (token === null) throw fail("a valid answer without a signed payload")
-      const verified = await verifyToken(token, keys, { type: "license", now, driftSeconds: drift })
+      let verified = await verifyToken(token, keys, { type: "license", now, driftSeconds: drift })
+      if (!verified.ok && verified.reason === "unknown_kid") {
+        // The server rotated its key between the two requests: its new key is published by now.
+        keys = await fetchKeys()
+        verified = await verifyToken(token, keys, { type: "license", now, driftSeconds: drift })
+      }
       if (!verified.ok) throw fail(`the signed payload does not verify (${verified.reason})`)
       const p = verified.payload
       if (p.nonce !== nonce || p.fp !== fingerprint || p.key !== licenseKey || p.valid !== true) {
