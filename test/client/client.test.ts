@@ -344,6 +344,30 @@ describe("offline entitlement, case by case", () => {
     expect(await reason(b.app)).toBe("fingerprint_mismatch")
   })
 
+  it("a missing or foreign part of the stored proof is named", async () => {
+    const key = await createLicense(server)
+    const other = await createLicense(server)
+    const { app, storage } = appFor(key)
+    await online(app)
+    const stateKey = `state:${key}`
+    const saved = JSON.parse(storage.entries.get(stateKey)!)
+    const check = async (state: object) => {
+      storage.entries.set(stateKey, JSON.stringify(state))
+      return reason(app)
+    }
+    const { crl: _crl, ...withoutCrl } = saved
+    expect(await check(withoutCrl)).toBe("crl_missing")
+    expect(await check({ ...saved, crl: saved.licenseToken })).toBe("crl_invalid")
+    expect(await check({ ...saved, keys: [] })).toBe("no_public_keys")
+    expect(await check({ ...saved, keys: saved.keys.map((k: { kid: string }) => ({ ...k, kid: "0000000000000000" })) })).toBe("unknown_kid")
+    expect(await check({ ...saved, licenseToken: "not-a-token" })).toBe("malformed_token")
+    // The proof of another license, kept under this license's name.
+    const { app: otherApp, storage: otherStorage } = appFor(other, { fingerprint: app.fingerprint })
+    await online(otherApp)
+    expect(await check(JSON.parse(otherStorage.entries.get(`state:${other}`)!))).toBe("key_mismatch")
+    expect(await check(saved)).toBe("entitled")
+  })
+
   it("a refusal token never entitles, even stored in place of a license token", async () => {
     const key = await createLicense(server)
     const { app, storage } = appFor(key)
