@@ -4,7 +4,7 @@
  * served by a loopback static server that also passes `/api/...` through to the lm server (one origin: the
  * browser test does not depend on CORS), and Debian's Chromium driven by playwright-core.
  */
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
@@ -48,21 +48,21 @@ export const bundleSdk = async (): Promise<string> => {
 /** The page's origin server: `/` the page, `/sdk.js` the bundle, `/api/...` passed through to `upstream`. */
 export interface PageServer {
   readonly origin: string
-  /** While true, `/api/...` answers nothing (the connection is dropped): the page is offline. */
-  offline: boolean
   readonly close: () => Promise<void>
 }
 
 export const servePage = async (sdk: string, upstream: string): Promise<PageServer> => {
+  // The bundle and the page, written to a temporary folder and served from it.
   const dir = mkdtempSync(join(tmpdir(), "lm-browser-"))
   writeFileSync(join(dir, "sdk.js"), sdk)
-  const page = `<!doctype html><meta charset="utf-8"><title>lm client</title><script type="module" src="/sdk.js"></script>`
+  writeFileSync(
+    join(dir, "index.html"),
+    `<!doctype html><meta charset="utf-8"><title>lm client</title><script type="module" src="/sdk.js"></script>`
+  )
   const target = new URL(upstream)
-  const state = { offline: false }
   const server: Server = createServer((req, res) => {
     const url = req.url ?? "/"
     if (url.startsWith("/api/")) {
-      if (state.offline) return void req.socket.destroy()
       const forward = request(
         { host: target.hostname, port: target.port, path: url, method: req.method, headers: { ...req.headers, host: target.host } },
         (answer) => {
@@ -75,11 +75,11 @@ export const servePage = async (sdk: string, upstream: string): Promise<PageServ
     }
     if (url === "/sdk.js") {
       res.writeHead(200, { "content-type": "text/javascript; charset=utf-8" })
-      return void res.end(sdk)
+      return void res.end(readFileSync(join(dir, "sdk.js")))
     }
     if (url === "/" || url.startsWith("/?")) {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" })
-      return void res.end(page)
+      return void res.end(readFileSync(join(dir, "index.html")))
     }
     res.writeHead(404).end()
   })
@@ -87,14 +87,9 @@ export const servePage = async (sdk: string, upstream: string): Promise<PageServ
   const { port } = server.address() as AddressInfo
   return {
     origin: `http://127.0.0.1:${port}`,
-    get offline() {
-      return state.offline
-    },
-    set offline(value: boolean) {
-      state.offline = value
-    },
     close: () => {
       server.closeAllConnections()
+      rmSync(dir, { recursive: true, force: true })
       return new Promise((resolve) => server.close(() => resolve()))
     }
   }
