@@ -5,8 +5,8 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Config, Effect, Layer, Option, Redacted, Result } from "effect"
-import { ApiKeys, Engine, Ports, Secrets } from "@lm/domain"
+import { Config, Context, Effect, Exit, Layer, Option, Redacted, Result, Scope } from "effect"
+import { ActivityRecorder, ApiKeys, Engine, Ports, Secrets, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 import { Api } from "../api/Api.js"
@@ -192,6 +192,42 @@ export const bootstrapKeyLayer = Layer.effectDiscard(
   })
 )
 
+/**
+ * How long closing the engine (flushing the event log, closing the store) may take on SIGTERM, after the server
+ * has finished its requests: a store that does not answer must not keep the process from exiting.
+ */
+export const engineCloseTimeoutMillis = 5000
+
+/**
+ * The engine, whose closing is given up after `ms` (it goes on, detached, until the process exits): then one
+ * line says so, with the count of events not written.
+ */
+const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>, ms: number) =>
+  Layer.effectContext(Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(engine, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
+    yield* Effect.addFinalizer((exit) =>
+      Effect.gen(function*() {
+        const closing = yield* Effect.forkDetach(Scope.close(scope, exit))
+        // Waited for with a timer, not by interrupting the wait: this runs while the process's main fiber is
+        // being interrupted (SIGTERM), so an interruptible wait would end at once.
+        const closed = yield* Effect.callback<boolean>((resume) => {
+          const timer = setTimeout(() => resume(Effect.succeed(false)), ms)
+          closing.addObserver(() => {
+            clearTimeout(timer)
+            resume(Effect.succeed(true))
+          })
+        })
+        if (closed) return
+        const pending = yield* Context.get(context, ActivityRecorder).pending
+        yield* Effect.logWarning(
+          `shutdown: the store did not answer within ${ms / 1000} s; ${Services.unwrittenMessage(pending)}`
+        )
+      })
+    )
+    return context
+  }))
+
 /** The whole server on a store choice, listening on `listen`. */
 export const serverLayer = (choice: StoreChoice, listen: Listen, options: Engine.Options = {}) =>
   serverLayerOn(storeLayer(choice), { storage: storeName(choice), description: describeStore(choice) }, listen, options)
@@ -207,7 +243,7 @@ export const serverLayerOn = <E, R>(
     // Below the server: it closes after the server has finished its requests in flight.
     Layer.provideMerge(FastPath.layer),
     Layer.provideMerge(bootstrapKeyLayer),
-    Layer.provideMerge(Engine.layer(store, options))
+    Layer.provideMerge(closingWithin(Engine.layer(store, options), engineCloseTimeoutMillis))
   )
 
 /** The store as the start-up line names it (never the password of a URL). */

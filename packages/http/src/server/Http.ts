@@ -10,6 +10,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { Server as NetServer } from "node:net"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Effect, Layer, Option } from "effect"
@@ -83,14 +84,28 @@ export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, Authentication
   Layer.provide(RestRequestValid.layerBundled())
 )
 
+/** How long after SIGTERM idle keep-alive connections stay open, so that a request already on its way is answered. */
+export const drainGraceMillis = 1000
+
 /**
  * Node's HTTP server as `NodeHttpServer` serves it (listening, request, `Expect: 100-continue` and upgrade
- * handling, graceful shutdown), with `fastPath` offered every request before NodeHttpServer's handler: the
- * server's `request` listener is ours, and calls the handler `NodeHttpServer` registered for the requests the
- * fast path leaves. (Serving with `NodeHttpServer.makeHandler` alone would answer `100 Continue` before
- * routing, not when the body is first read: NodeHttpServer's 100-continue handling is its own.)
+ * handling), with our own `request` listener in front of NodeHttpServer's handler: it offers each request to
+ * `fastPath` first (when given) and calls the handler `NodeHttpServer` registered for the requests the fast path
+ * leaves. (Serving with `NodeHttpServer.makeHandler` alone would answer `100 Continue` before routing, not when
+ * the body is first read: NodeHttpServer's 100-continue handling is its own.)
+ *
+ * Shutdown (CONTRACT §13, SIGTERM) is ours, before NodeHttpServer's: the server stops listening; from then on
+ * every answer, those in flight included, carries `Connection: close` (Node closes the socket after it); for
+ * {@link drainGraceMillis} open connections are still served (a client that had just sent a request on a
+ * kept-alive connection gets its answer, not a reset), then idle ones are closed; requests in flight finish. It
+ * ends when the last connection has closed, or after `drainTimeoutMillis` (what still runs is then interrupted).
  */
-const layerNodeServer = (server: Server, fastPath: FastPathService, options: NodeHttpServer.Options) =>
+const layerNodeServer = (
+  server: Server,
+  fastPath: FastPathService | undefined,
+  options: NodeHttpServer.Options,
+  drainTimeoutMillis: number
+) =>
   Layer.effect(
     HttpServer.HttpServer,
     Effect.map(NodeHttpServer.make(() => server, options), (node) =>
@@ -105,14 +120,42 @@ const layerNodeServer = (server: Server, fastPath: FastPathService, options: Nod
               return yield* Effect.die(new Error(`fast path: NodeHttpServer registered ${added.length} request listeners, expected 1`))
             }
             const handler = added[0] as (request: IncomingMessage, response: ServerResponse) => void
+            // The latest response of each open connection: the ones still to be written get `Connection: close`
+            // when draining starts.
+            const latest = new Map<Duplex, ServerResponse>()
+            server.on("connection", (socket: Duplex) => socket.once("close", () => latest.delete(socket)))
+            let draining = false
             const offer = (request: IncomingMessage, response: ServerResponse) => {
-              if (!fastPath.handle(request, response)) handler(request, response)
+              if (draining) response.shouldKeepAlive = false
+              else latest.set(request.socket, response)
+              if (fastPath === undefined || !fastPath.handle(request, response)) handler(request, response)
             }
             server.off("request", handler).on("request", offer)
-            // When serving stops, NodeHttpServer's handler is put back first (finalizers run last in, first
-            // out); its shutdown then lets requests in flight finish (later ones on open connections go through
-            // the Effect stack, with the same answers) and removes it. The fast path's layer closes after.
-            yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", offer).on("request", handler)))
+            const drain = Effect.callback<void>((resume) => {
+              draining = true
+              for (const response of latest.values()) {
+                if (!response.headersSent) response.shouldKeepAlive = false
+              }
+              let done = false
+              const finish = () => {
+                if (done) return
+                done = true
+                clearTimeout(grace)
+                clearTimeout(limit)
+                resume(Effect.void)
+              }
+              // Stops listening without `http.Server#close`'s immediate closing of idle connections; called back
+              // once every connection has closed.
+              if (server.listening) NetServer.prototype.close.call(server, finish)
+              else finish()
+              const grace = setTimeout(() => server.closeIdleConnections(), drainGraceMillis)
+              const limit = setTimeout(finish, drainTimeoutMillis)
+            })
+            // Runs before NodeHttpServer's own shutdown (finalizers run last in, first out), which then finds the
+            // server closed and removes its handler; the fast path's layer closes after.
+            yield* Effect.addFinalizer(() =>
+              Effect.andThen(drain, Effect.sync(() => server.off("request", offer).on("request", handler)))
+            )
           })
       }))
   )
@@ -120,8 +163,9 @@ const layerNodeServer = (server: Server, fastPath: FastPathService, options: Nod
 /**
  * Serves `routes` with Node's HTTP server on `listen.host`:`listen.port` (port 0 picks a free port; read the
  * bound address from `HttpServer.HttpServer`). Request bodies are read up to `HttpSettings.maxBodyBytes`.
- * Closing the layer's scope (SIGTERM under `NodeRuntime.runMain`) stops accepting connections and lets
- * requests in flight finish (up to `gracefulShutdownSeconds`, default 20). Logs the API base URL once listening.
+ * Closing the layer's scope (SIGTERM under `NodeRuntime.runMain`) drains the server (see `layerNodeServer`):
+ * no new connections, `Connection: close` on every answer, idle connections closed after 1 s, requests in
+ * flight finished (up to `gracefulShutdownSeconds`, default 20). Logs the API base URL once listening.
  * When a {@link FastPath} is provided and `HttpSettings.fastPath` is on, it answers the hot client writes in
  * front of the router; provide it below this layer, so that it closes after the server has finished its
  * requests in flight.
@@ -134,11 +178,8 @@ export const layerServer = <E, R>(
     const settings = yield* HttpSettings
     const fastPath = settings.fastPath ? Option.getOrUndefined(yield* Effect.serviceOption(FastPath)) : undefined
     const served = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true })
-    const options: NodeHttpServer.Options = {
-      host: listen.host,
-      port: listen.port,
-      gracefulShutdownTimeout: `${listen.gracefulShutdownSeconds ?? 20} seconds`
-    }
+    const drainTimeoutMillis = (listen.gracefulShutdownSeconds ?? 20) * 1000
+    const options: NodeHttpServer.Options = { host: listen.host, port: listen.port, gracefulShutdownTimeout: `${drainTimeoutMillis} millis` }
     const logListening = Layer.effectDiscard(Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const base = apiBase(HttpServer.formatAddress(server.address), settings)
@@ -147,14 +188,10 @@ export const layerServer = <E, R>(
     }))
     return logListening.pipe(
       Layer.provideMerge(served),
-      Layer.provideMerge(
-        fastPath === undefined
-          ? NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), options)
-          : Layer.mergeAll(
-            layerNodeServer(createServer().on("clientError", answerClientError), fastPath, options),
-            NodeHttpServer.layerHttpServices
-          )
-      ),
+      Layer.provideMerge(Layer.mergeAll(
+        layerNodeServer(createServer().on("clientError", answerClientError), fastPath, options, drainTimeoutMillis),
+        NodeHttpServer.layerHttpServices
+      )),
       Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.maxBodyBytes)))
     )
   }))
