@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import { Server as NetServer } from "node:net"
+import { Server as NetServer, type Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Effect, Layer, Option } from "effect"
@@ -23,7 +23,7 @@ import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
 import { RestRequestValid } from "./Guards.js"
 import { makeRouteTable, mountAt, requestEnvelope } from "./Routing.js"
-import { apiBase, HttpSettings, type Listen } from "./Settings.js"
+import { apiBase, HttpSettings, type Listen, type Settings } from "./Settings.js"
 
 /** The OpenAPI document of an API as served under `restRoot` (paths include `restRoot`). */
 export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.Constraint>(
@@ -52,28 +52,76 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
     )
   }))
 
+/** How Node's parser refusals and timeouts are answered: status, reason phrase, code, message. */
+const clientErrorAnswer = (code: string | undefined) => {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return [413, "Payload Too Large", "rest_payload_too_large", "The request line or headers are too large."] as const
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return [408, "Request Timeout", "rest_request_timeout", "The request did not arrive in time."] as const
+    default:
+      return [400, "Bad Request", "rest_invalid_param", "The request could not be parsed as HTTP."] as const
+  }
+}
+
 /**
  * Requests Node's parser rejects before any route sees them (a request line or headers over its limit, a
- * malformed request) are answered in the envelope too, with a request id, instead of Node's bare status line.
+ * malformed request) and requests that did not arrive within the headers or body timeout (CONTRACT §12: 408
+ * `rest_request_timeout`) are answered in the envelope too, with a request id and `Connection: close`, instead
+ * of Node's bare status line. A connection whose answer has already begun is closed without one.
  */
-export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
-  if (!socket.writable || (error as { readonly code?: string }).code === "ECONNRESET") {
+export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex, answering = false): void => {
+  if (answering || !socket.writable || error.code === "ECONNRESET") {
     socket.destroy()
     return
   }
-  const tooLarge = error.code === "HPE_HEADER_OVERFLOW"
-  const status = tooLarge ? 413 : 400
-  const body = JSON.stringify({
-    success: false,
-    code: tooLarge ? "rest_payload_too_large" : "rest_invalid_param",
-    message: tooLarge ? "The request line or headers are too large." : "The request could not be parsed as HTTP.",
-    data: { status }
-  })
+  const [status, reason, code, message] = clientErrorAnswer(error.code)
+  const body = JSON.stringify({ success: false, code, message, data: { status } })
   socket.end(
-    `HTTP/1.1 ${status} ${tooLarge ? "Payload Too Large" : "Bad Request"}\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\n` +
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`
   )
+}
+
+/**
+ * Closes at once a connection over the per-address cap (`maxConnectionsPerIp`, counted by the TCP peer's
+ * address, never a header); Node's `maxConnections` closes one over the server's cap the same way. A closed
+ * connection is cheaper than an answer for a client that holds too many already.
+ */
+const limitConnections = (server: Server, settings: Pick<Settings, "maxConnections" | "maxConnectionsPerIp">) => {
+  server.maxConnections = settings.maxConnections
+  const open = new Map<string, number>()
+  server.on("connection", (socket: Socket) => {
+    const address = socket.remoteAddress ?? ""
+    const count = (open.get(address) ?? 0) + 1
+    if (count > settings.maxConnectionsPerIp) {
+      socket.destroy()
+      return
+    }
+    open.set(address, count)
+    socket.once("close", () => {
+      const left = (open.get(address) ?? 1) - 1
+      if (left === 0) open.delete(address)
+      else open.set(address, left)
+    })
+  })
+}
+
+/**
+ * Node's HTTP server with the request timeouts of `settings` (checked every quarter of the shorter one, at most
+ * every second) and the connection caps.
+ */
+const makeNodeServer = (settings: Settings): Server => {
+  const headersTimeout = settings.headersTimeoutSeconds * 1000
+  const requestTimeout = headersTimeout + settings.bodyTimeoutSeconds * 1000
+  const server = createServer({
+    headersTimeout,
+    requestTimeout,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(Math.min(headersTimeout, settings.bodyTimeoutSeconds * 1000) / 4))
+  })
+  limitConnections(server, settings)
+  return server
 }
 
 /**
@@ -121,13 +169,17 @@ const layerNodeServer = (
             }
             const handler = added[0] as (request: IncomingMessage, response: ServerResponse) => void
             // The latest response of each open connection: the ones still to be written get `Connection: close`
-            // when draining starts.
+            // when draining starts; one already begun is not followed by a 408 or 400 (`answerClientError`).
             const latest = new Map<Duplex, ServerResponse>()
             server.on("connection", (socket: Duplex) => socket.once("close", () => latest.delete(socket)))
+            server.on("clientError", (error: Error, socket: Duplex) => {
+              const response = latest.get(socket)
+              answerClientError(error, socket, response !== undefined && response.headersSent && !response.writableFinished)
+            })
             let draining = false
             const offer = (request: IncomingMessage, response: ServerResponse) => {
               if (draining) response.shouldKeepAlive = false
-              else latest.set(request.socket, response)
+              latest.set(request.socket, response)
               if (fastPath === undefined || !fastPath.handle(request, response)) handler(request, response)
             }
             server.off("request", handler).on("request", offer)
@@ -189,7 +241,7 @@ export const layerServer = <E, R>(
     return logListening.pipe(
       Layer.provideMerge(served),
       Layer.provideMerge(Layer.mergeAll(
-        layerNodeServer(createServer().on("clientError", answerClientError), fastPath, options, drainTimeoutMillis),
+        layerNodeServer(makeNodeServer(settings), fastPath, options, drainTimeoutMillis),
         NodeHttpServer.layerHttpServices
       )),
       Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.maxBodyBytes)))

@@ -24,6 +24,14 @@ export interface Settings {
    * in front of the Effect HTTP stack (see `FastPath.ts`); off sends every request through the stack.
    */
   readonly fastPath: boolean
+  /** `LM_MAX_CONNECTIONS` (default 1024): open connections at most; one more is closed at once. */
+  readonly maxConnections: number
+  /** `LM_MAX_CONNECTIONS_PER_IP` (default 64): open connections at most from one socket address. */
+  readonly maxConnectionsPerIp: number
+  /** `LM_HEADERS_TIMEOUT_SECONDS` (default 10): time for a request's line and headers to arrive. */
+  readonly headersTimeoutSeconds: number
+  /** `LM_BODY_TIMEOUT_SECONDS` (default 10): further time for its body (the whole request gets both). */
+  readonly bodyTimeoutSeconds: number
 }
 
 /** Where the server listens. */
@@ -79,6 +87,16 @@ const readSetting = <A>(name: string, read: () => A): Effect.Effect<A, InvalidSe
     catch: (error) => new InvalidSetting({ name, message: `${name}: ${error instanceof Error ? error.message : error}` })
   })
 
+/** An integer setting of at least 1, `fallback` when unset. */
+const positiveInt = (name: string, fallback: number) =>
+  Effect.flatMap(Config.String(name).pipe(Config.withDefault("")), (text) =>
+    readSetting(name, () => {
+      if (text.trim() === "") return fallback
+      const value = Number(text)
+      if (!Number.isInteger(value) || value < 1) throw new Error(`expected a whole number of at least 1, got ${text}`)
+      return value
+    }))
+
 /** The adapter's settings as a service. */
 export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/http/HttpSettings") {
   /** Settings with every default, overridden by `overrides`. */
@@ -89,6 +107,10 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     maxBodyBytes: defaultMaxBodyBytes,
     version,
     fastPath: true,
+    maxConnections: 1024,
+    maxConnectionsPerIp: 64,
+    headersTimeoutSeconds: 10,
+    bodyTimeoutSeconds: 10,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -97,7 +119,10 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   static readonly layer = (overrides: Partial<Settings> = {}): Layer.Layer<HttpSettings> =>
     Layer.succeed(HttpSettings, HttpSettings.make(overrides))
 
-  /** The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`. */
+  /**
+   * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
+   * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`.
+   */
   static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
     const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
     const trustProxy = yield* Config.String("LM_TRUST_PROXY").pipe(Config.withDefault(""))
@@ -109,7 +134,21 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
       () => allowed.trim() === "" ? undefined : parseIpAllowList(allowed)
     )
     const fastPath = yield* readSetting("LM_HTTP_FAST_PATH", () => parseSwitch(fastPathSetting, true))
-    return HttpSettings.make({ restRoot, trustProxyHops, adminAllowedIps, fastPath })
+    const defaults = HttpSettings.make()
+    const maxConnections = yield* positiveInt("LM_MAX_CONNECTIONS", defaults.maxConnections)
+    const maxConnectionsPerIp = yield* positiveInt("LM_MAX_CONNECTIONS_PER_IP", defaults.maxConnectionsPerIp)
+    const headersTimeoutSeconds = yield* positiveInt("LM_HEADERS_TIMEOUT_SECONDS", defaults.headersTimeoutSeconds)
+    const bodyTimeoutSeconds = yield* positiveInt("LM_BODY_TIMEOUT_SECONDS", defaults.bodyTimeoutSeconds)
+    return HttpSettings.make({
+      restRoot,
+      trustProxyHops,
+      adminAllowedIps,
+      fastPath,
+      maxConnections,
+      maxConnectionsPerIp,
+      headersTimeoutSeconds,
+      bodyTimeoutSeconds
+    })
   })
 
   /** The settings read from the environment. */
