@@ -10,6 +10,8 @@
  */
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { createServer as createHttpsServer } from "node:https"
+import type { TLSSocket } from "node:tls"
 import { Server as NetServer, type Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -22,8 +24,9 @@ import { AuthenticationLive } from "./Authentication.js"
 import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
 import { RestRequestValid } from "./Guards.js"
-import { makeRouteTable, mountAt, requestEnvelope } from "./Routing.js"
-import { apiBase, HttpSettings, type Listen, type Settings } from "./Settings.js"
+import { forwardedHttps } from "./ClientIp.js"
+import { makeRouteTable, mountAt, requestEnvelope, requestIdFor } from "./Routing.js"
+import { apiBase, HttpSettings, InvalidSetting, type Listen, type Settings } from "./Settings.js"
 
 /** The OpenAPI document of an API as served under `restRoot` (paths include `restRoot`). */
 export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.Constraint>(
@@ -108,20 +111,55 @@ const limitConnections = (server: Server, settings: Pick<Settings, "maxConnectio
   })
 }
 
+/** `Strict-Transport-Security` on every answer over TLS: browsers keep to HTTPS for a year. */
+export const hstsHeader = "max-age=31536000"
+
 /**
- * Node's HTTP server with the request timeouts of `settings` (checked every quarter of the shorter one, at most
- * every second) and the connection caps.
+ * Node's HTTP server, or HTTPS server with `settings.tls`, with the request timeouts of `settings` (checked
+ * every quarter of the shorter one, at most every second) and the connection caps. A certificate and key Node
+ * cannot use refuse the start.
  */
-const makeNodeServer = (settings: Settings): Server => {
-  const headersTimeout = settings.headersTimeoutSeconds * 1000
-  const requestTimeout = headersTimeout + settings.bodyTimeoutSeconds * 1000
-  const server = createServer({
-    headersTimeout,
-    requestTimeout,
-    connectionsCheckingInterval: Math.min(1000, Math.ceil(Math.min(headersTimeout, settings.bodyTimeoutSeconds * 1000) / 4))
+const makeNodeServer = (settings: Settings): Effect.Effect<Server, InvalidSetting> =>
+  Effect.try({
+    try: () => {
+      const headersTimeout = settings.headersTimeoutSeconds * 1000
+      const requestTimeout = headersTimeout + settings.bodyTimeoutSeconds * 1000
+      const options = {
+        headersTimeout,
+        requestTimeout,
+        connectionsCheckingInterval: Math.min(1000, Math.ceil(Math.min(headersTimeout, settings.bodyTimeoutSeconds * 1000) / 4))
+      }
+      // An HTTPS server is an HTTP server over TLS sockets: the same requests, responses and events.
+      const server: Server = settings.tls === undefined
+        ? createServer(options)
+        : createHttpsServer({ ...options, cert: settings.tls.cert, key: settings.tls.key })
+      limitConnections(server, settings)
+      return server
+    },
+    catch: (error) =>
+      new InvalidSetting({
+        name: "LM_TLS_CERT",
+        message: `LM_TLS_CERT, LM_TLS_KEY: not a certificate and key the server can use (${error instanceof Error ? error.message : error})`
+      })
   })
-  limitConnections(server, settings)
-  return server
+
+/** A header sent once (a repeated one is read as absent). */
+const singleHeader = (value: string | Array<string> | undefined): string | undefined => typeof value === "string" ? value : undefined
+
+/** The 403 of `LM_FORCE_HTTPS` to a request that did not arrive over TLS. */
+const refuseHttp = (request: IncomingMessage, response: ServerResponse) => {
+  const body = JSON.stringify({
+    success: false,
+    code: "rest_forbidden",
+    message: "HTTPS is required: send the request over https://.",
+    data: { status: 403 }
+  })
+  response.writeHead(403, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    "x-request-id": requestIdFor(singleHeader(request.headers["x-request-id"]))
+  })
+  response.end(body)
 }
 
 /**
@@ -152,7 +190,8 @@ const layerNodeServer = (
   server: Server,
   fastPath: FastPathService | undefined,
   options: NodeHttpServer.Options,
-  drainTimeoutMillis: number
+  drainTimeoutMillis: number,
+  settings: Settings
 ) =>
   Layer.effect(
     HttpServer.HttpServer,
@@ -171,15 +210,24 @@ const layerNodeServer = (
             // The latest response of each open connection: the ones still to be written get `Connection: close`
             // when draining starts; one already begun is not followed by a 408 or 400 (`answerClientError`).
             const latest = new Map<Duplex, ServerResponse>()
-            server.on("connection", (socket: Duplex) => socket.once("close", () => latest.delete(socket)))
+            const forget = (socket: Duplex) => () => latest.delete(socket)
             server.on("clientError", (error: Error, socket: Duplex) => {
               const response = latest.get(socket)
               answerClientError(error, socket, response !== undefined && response.headersSent && !response.writableFinished)
             })
             let draining = false
+            const tls = settings.tls !== undefined
+            const { forceHttps, trustProxyHops } = settings
             const offer = (request: IncomingMessage, response: ServerResponse) => {
               if (draining) response.shouldKeepAlive = false
-              latest.set(request.socket, response)
+              const socket = request.socket
+              if (!latest.has(socket)) socket.once("close", forget(socket))
+              latest.set(socket, response)
+              const overTls = tls && (socket as TLSSocket).encrypted === true
+              if (overTls) response.setHeader("strict-transport-security", hstsHeader)
+              else if (forceHttps && !forwardedHttps(singleHeader(request.headers["x-forwarded-proto"]), trustProxyHops)) {
+                return refuseHttp(request, response)
+              }
               if (fastPath === undefined || !fastPath.handle(request, response)) handler(request, response)
             }
             server.off("request", handler).on("request", offer)
@@ -234,14 +282,15 @@ export const layerServer = <E, R>(
     const options: NodeHttpServer.Options = { host: listen.host, port: listen.port, gracefulShutdownTimeout: `${drainTimeoutMillis} millis` }
     const logListening = Layer.effectDiscard(Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
-      const base = apiBase(HttpServer.formatAddress(server.address), settings)
+      const origin = HttpServer.formatAddress(server.address)
+      const base = apiBase(settings.tls === undefined ? origin : origin.replace(/^http:/, "https:"), settings)
       yield* Effect.logInfo(`Listening on ${base}${listen.logExtra === undefined ? "" : ` (${listen.logExtra})`}`)
       yield* Effect.addFinalizer(() => Effect.logInfo("Shutting down: no new connections; finishing requests in flight"))
     }))
     return logListening.pipe(
       Layer.provideMerge(served),
       Layer.provideMerge(Layer.mergeAll(
-        layerNodeServer(makeNodeServer(settings), fastPath, options, drainTimeoutMillis),
+        layerNodeServer(yield* makeNodeServer(settings), fastPath, options, drainTimeoutMillis, settings),
         NodeHttpServer.layerHttpServices
       )),
       Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.maxBodyBytes)))

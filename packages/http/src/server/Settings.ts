@@ -2,6 +2,7 @@
  * The HTTP adapter's settings (CONTRACT §2, §13), read from the environment by {@link HttpSettings.fromEnv}
  * or given directly (tests, embedders) with {@link HttpSettings.layer}.
  */
+import * as fs from "node:fs"
 import { Config, Context, Data, Effect, Layer } from "effect"
 import { apiPath } from "../api/Api.js"
 import { version } from "../version.js"
@@ -32,6 +33,13 @@ export interface Settings {
   readonly headersTimeoutSeconds: number
   /** `LM_BODY_TIMEOUT_SECONDS` (default 10): further time for its body (the whole request gets both). */
   readonly bodyTimeoutSeconds: number
+  /** `LM_TLS_CERT`, `LM_TLS_KEY`: the PEM texts of the files they name; the server then speaks HTTPS itself. */
+  readonly tls: { readonly cert: string; readonly key: string } | undefined
+  /**
+   * `LM_FORCE_HTTPS`: refuse (403 `rest_forbidden`) every request that did not arrive over TLS, directly or, with
+   * `LM_TRUST_PROXY`, per `X-Forwarded-Proto: https`.
+   */
+  readonly forceHttps: boolean
 }
 
 /** Where the server listens. */
@@ -87,6 +95,16 @@ const readSetting = <A>(name: string, read: () => A): Effect.Effect<A, InvalidSe
     catch: (error) => new InvalidSetting({ name, message: `${name}: ${error instanceof Error ? error.message : error}` })
   })
 
+/** The text of a PEM file a setting names. */
+const readPemFile = (name: string, file: string) =>
+  readSetting(name, () => {
+    try {
+      return fs.readFileSync(file, "utf8")
+    } catch (error) {
+      throw new Error(`cannot read the PEM file ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`)
+    }
+  })
+
 /** An integer setting of at least 1, `fallback` when unset. */
 const positiveInt = (name: string, fallback: number) =>
   Effect.flatMap(Config.String(name).pipe(Config.withDefault("")), (text) =>
@@ -111,6 +129,8 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     maxConnectionsPerIp: 64,
     headersTimeoutSeconds: 10,
     bodyTimeoutSeconds: 10,
+    tls: undefined,
+    forceHttps: false,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -121,7 +141,8 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
 
   /**
    * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
-   * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`.
+   * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
+   * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`.
    */
   static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
     const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
@@ -139,7 +160,22 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     const maxConnectionsPerIp = yield* positiveInt("LM_MAX_CONNECTIONS_PER_IP", defaults.maxConnectionsPerIp)
     const headersTimeoutSeconds = yield* positiveInt("LM_HEADERS_TIMEOUT_SECONDS", defaults.headersTimeoutSeconds)
     const bodyTimeoutSeconds = yield* positiveInt("LM_BODY_TIMEOUT_SECONDS", defaults.bodyTimeoutSeconds)
+    const certFile = yield* Config.String("LM_TLS_CERT").pipe(Config.withDefault(""))
+    const keyFile = yield* Config.String("LM_TLS_KEY").pipe(Config.withDefault(""))
+    if ((certFile === "") !== (keyFile === "")) {
+      return yield* new InvalidSetting({
+        name: certFile === "" ? "LM_TLS_CERT" : "LM_TLS_KEY",
+        message: "LM_TLS_CERT and LM_TLS_KEY go together: set both (PEM files) to serve HTTPS, or neither"
+      })
+    }
+    const tls = certFile === ""
+      ? undefined
+      : { cert: yield* readPemFile("LM_TLS_CERT", certFile), key: yield* readPemFile("LM_TLS_KEY", keyFile) }
+    const forceHttpsSetting = yield* Config.String("LM_FORCE_HTTPS").pipe(Config.withDefault(""))
+    const forceHttps = yield* readSetting("LM_FORCE_HTTPS", () => parseSwitch(forceHttpsSetting, false))
     return HttpSettings.make({
+      tls,
+      forceHttps,
       restRoot,
       trustProxyHops,
       adminAllowedIps,
