@@ -55,6 +55,9 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
     )
   }))
 
+/** `Strict-Transport-Security` on every answer over TLS: browsers keep to HTTPS for a year. */
+export const hstsHeader = "max-age=31536000"
+
 /** How Node's parser refusals and timeouts are answered: status, reason phrase, code, message. */
 const clientErrorAnswer = (code: string | undefined) => {
   switch (code) {
@@ -80,10 +83,11 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
   }
   const [status, reason, code, message] = clientErrorAnswer(error.code)
   const body = JSON.stringify({ success: false, code, message, data: { status } })
+  const hsts = (socket as Partial<TLSSocket>).encrypted === true ? `strict-transport-security: ${hstsHeader}\r\n` : ""
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\n` +
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `x-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`
+      `x-request-id: ${randomUUID()}\r\n${hsts}connection: close\r\n\r\n${body}`
   )
 }
 
@@ -110,9 +114,6 @@ const limitConnections = (server: Server, settings: Pick<Settings, "maxConnectio
     })
   })
 }
-
-/** `Strict-Transport-Security` on every answer over TLS: browsers keep to HTTPS for a year. */
-export const hstsHeader = "max-age=31536000"
 
 /**
  * Node's HTTP server, or HTTPS server with `settings.tls`, with the request timeouts of `settings` (checked
@@ -236,11 +237,19 @@ const layerNodeServer = (
               for (const response of latest.values()) {
                 if (!response.headersSent) response.shouldKeepAlive = false
               }
+              // After the grace, idle connections are closed, again as answers begun before the signal finish.
+              let idle: ReturnType<typeof setInterval> | undefined
+              const grace = setTimeout(() => {
+                server.closeIdleConnections()
+                idle = setInterval(() => server.closeIdleConnections(), 250)
+              }, drainGraceMillis)
+              const limit = setTimeout(() => finish(), drainTimeoutMillis)
               let done = false
               const finish = () => {
                 if (done) return
                 done = true
                 clearTimeout(grace)
+                clearInterval(idle)
                 clearTimeout(limit)
                 resume(Effect.void)
               }
@@ -248,8 +257,6 @@ const layerNodeServer = (
               // once every connection has closed.
               if (server.listening) NetServer.prototype.close.call(server, finish)
               else finish()
-              const grace = setTimeout(() => server.closeIdleConnections(), drainGraceMillis)
-              const limit = setTimeout(finish, drainTimeoutMillis)
             })
             // Runs before NodeHttpServer's own shutdown (finalizers run last in, first out), which then finds the
             // server closed and removes its handler; the fast path's layer closes after.
