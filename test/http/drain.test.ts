@@ -107,7 +107,8 @@ it("on SIGTERM: Connection: close on every answer, in-flight requests finish, id
 const url = process.env.DATABASE_URL
 
 describe.skipIf(url === undefined || url === "")("with PostgreSQL behind a proxy", () => {
-  it("SIGTERM with a store that stopped answering exits within the bound and says how many events were not written", async () => {
+  /** The server on a fresh database reached through a proxy, with a license validated once (so cached). */
+  const startProxied = async () => {
     const database = `lm_drain_${process.pid}_${Date.now()}`
     await Effect.runPromise(admin(url!, `CREATE DATABASE ${database}`))
     cleanups.push(() => Effect.runPromise(admin(url!, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)))
@@ -117,20 +118,37 @@ describe.skipIf(url === undefined || url === "")("with PostgreSQL behind a proxy
     const throughProxy = new URL(databaseUrl(url!, database))
     throughProxy.hostname = "127.0.0.1"
     throughProxy.port = String(proxy.port)
-
     const { apiBase } = await start({ DATABASE_URL: throughProxy.toString() })
     const key = await newLicense(apiBase)
     const validate = () =>
       fetch(`${apiBase}/validate`, { method: "POST", headers: { ...json, connection: "close" }, body: JSON.stringify({ license_key: key }) })
     expect((await validate()).status).toBe(200)
+    return { proxy, validate }
+  }
 
-    // Validations are answered from the cache and their events buffered: the store now takes none of them.
-    proxy.freeze()
-    for (let i = 0; i < 3; i++) expect((await validate()).status).toBe(200)
+  /**
+   * Validations, each an event buffered whatever its answer (from the cache while the store is frozen; 503 once
+   * the link is cut and the cache dropped); then SIGTERM: exit 0 within the bound.
+   */
+  const validateThenStop = async (validate: () => Promise<Response>, statuses: ReadonlyArray<number>) => {
+    for (let i = 0; i < 3; i++) expect(statuses).toContain((await validate()).status)
     server!.child.kill("SIGTERM")
     // The bound: 1 s of drain, 5 s for the flush and the store's close, and slack for a loaded machine.
     expect(await exitWithin(server!, 20_000)).toBe(0)
     const [, count] = server!.output().match(/(\d+) events not written/) ?? []
     expect(Number(count), server!.output()).toBeGreaterThanOrEqual(3)
+  }
+
+  it("SIGTERM with a store that stopped answering exits within the bound and says how many events were not written", async () => {
+    const { proxy, validate } = await startProxied()
+    proxy.freeze()
+    await validateThenStop(validate, [200])
+    expect(server!.output()).toMatch(/the store did not answer within 5 s/)
+  }, 120_000)
+
+  it("SIGTERM with a store that refuses connections exits and says how many events were not written", async () => {
+    const { proxy, validate } = await startProxied()
+    await proxy.cut()
+    await validateThenStop(validate, [200, 503])
   }, 120_000)
 })
