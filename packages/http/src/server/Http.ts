@@ -268,8 +268,9 @@ const layerNodeServer = (
   )
 
 /**
- * Serves `routes` with Node's HTTP server on `listen.host`:`listen.port` (port 0 picks a free port; read the
- * bound address from `HttpServer.HttpServer`). Request bodies are read up to `HttpSettings.maxBodyBytes`.
+ * Serves `routes` with Node's HTTP server (HTTPS with `HttpSettings.tls`; `forceHttps` refuses plain HTTP) on
+ * `listen.host`:`listen.port` (port 0 picks a free port; read the bound address from `HttpServer.HttpServer`),
+ * with `HttpSettings`' connection caps and headers and body timeouts (408). Request bodies are read up to `HttpSettings.maxBodyBytes`.
  * Closing the layer's scope (SIGTERM under `NodeRuntime.runMain`) drains the server (see `layerNodeServer`):
  * no new connections, `Connection: close` on every answer, idle connections closed after 1 s, requests in
  * flight finished (up to `gracefulShutdownSeconds`, default 20). Logs the API base URL once listening.
