@@ -25,6 +25,7 @@ import { SigningKeys } from "./services/SigningKeys.js"
 import { Sweeper } from "./services/Sweeper.js"
 import { Tokens } from "./services/Tokens.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./services/ValidationCache.js"
+import { WebhookSender, Webhooks, WebhookSettings, type WebhookSettingsShape } from "./services/Webhooks.js"
 import type * as Ports from "./ports.js"
 import { Random } from "./random.js"
 import { MasterKey } from "./secrets.js"
@@ -59,15 +60,41 @@ export interface Options {
   readonly eventRetentionDays?: number | undefined
   /** How the event log is buffered before it is written (see `ActivityRecorder`). */
   readonly activity?: ActivityRecorderOptions | undefined
+  /** Webhooks: their HTTP client, reach, retries and how often the outbox is read (see {@link WebhookOptions}). */
+  readonly webhooks?: WebhookOptions | undefined
   /** Size and age bounds of the validation cache. */
   readonly validationCache?: ValidationCacheOptions | undefined
 }
+
+/** Settings of webhook delivery. */
+export interface WebhookOptions extends Partial<WebhookSettingsShape> {
+  /**
+   * The HTTP client of deliveries (the bundled server's: undici, forbidden addresses refused at connect time).
+   * Without it, deliveries are queued and every attempt fails, saying no client is configured.
+   */
+  readonly sender?: (typeof WebhookSender)["Service"] | undefined
+  /** Milliseconds between reads of the outbox and the delivery queue (default 500); 0 turns delivery off. */
+  readonly pollMillis?: number | undefined
+}
+
+/** How often delivery looks for new events and due deliveries when not told. */
+export const defaultWebhookPollMillis = 500
 
 /** The sweep interval when none is given. */
 export const defaultSweepIntervalSeconds = 30
 
 /** The event log's retention when none is given. */
 export const defaultEventRetentionDays = 90
+
+/** The webhook client and settings given, over the defaults. */
+const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
+  const { sender, pollMillis: _, ...settings } = options ?? {}
+  const defined = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined))
+  return Layer.mergeAll(
+    Layer.succeed(WebhookSettings, { ...WebhookSettings.defaultValue(), ...defined }),
+    sender === undefined ? Layer.empty : Layer.succeed(WebhookSender, sender)
+  )
+}
 
 /**
  * The domain's services on the ports, without signing, the cache or the sweep: what a test on a throw-away
@@ -91,9 +118,11 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   const core = Layer.mergeAll(
     services({ activity: options.activity }),
     Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
-    RevocationList.layer()
+    RevocationList.layer(),
+    Webhooks.layer
   ).pipe(
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
+    Layer.provideMerge(webhookSettingsLayer(options.webhooks)),
     Layer.provideMerge(options.masterKey === undefined ? MasterKey.layerEphemeral : MasterKey.layer(options.masterKey)),
     Layer.provideMerge(Random.layerCrypto),
     Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),
@@ -105,8 +134,10 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   )
   const interval = options.sweepIntervalSeconds ?? defaultSweepIntervalSeconds
   const retentionDays = options.eventRetentionDays ?? defaultEventRetentionDays
+  const webhookPoll = options.webhooks?.pollMillis ?? defaultWebhookPollMillis
   const background = Layer.mergeAll(
     interval > 0 ? Sweeper.layerBackground(`${interval} seconds`) : Layer.empty,
+    webhookPoll > 0 ? Webhooks.layerBackground(`${webhookPoll} millis`) : Layer.empty,
     retentionDays > 0 ? EventRetention.layerBackground({ days: retentionDays }) : Layer.empty
   )
   // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with
