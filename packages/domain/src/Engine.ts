@@ -66,14 +66,17 @@ export interface Options {
   readonly validationCache?: ValidationCacheOptions | undefined
 }
 
+type WebhookSettingsGiven = { readonly [K in keyof WebhookSettingsShape]?: WebhookSettingsShape[K] | undefined }
+
 /** Settings of webhook delivery. */
-export interface WebhookOptions extends Partial<WebhookSettingsShape> {
+export interface WebhookOptions extends WebhookSettingsGiven {
   /**
    * The HTTP client of deliveries (the bundled server's: undici, forbidden addresses refused at connect time).
-   * Without it, deliveries are queued and every attempt fails, saying no client is configured.
+   * Without it nothing is delivered in the background: events wait in the outbox for an engine that has one
+   * (`Webhooks.ping` reports that no client is configured).
    */
   readonly sender?: (typeof WebhookSender)["Service"] | undefined
-  /** Milliseconds between reads of the outbox and the delivery queue (default 500); 0 turns delivery off. */
+  /** Milliseconds between reads of the outbox and the delivery queue (default 500); 0 turns background delivery off. */
   readonly pollMillis?: number | undefined
 }
 
@@ -111,8 +114,9 @@ export const services = (options: { readonly activity?: ActivityRecorderOptions 
  * key) with a node:crypto signer,
  * signed tokens and the CRL, cryptographic randomness, the blacklist, the seat-change group commit, the
  * validation cache in front of the store, and (unless `sweepIntervalSeconds` is 0) the background sweep and
- * (unless `eventRetentionDays` is 0) the event log's retention. Opening the layer opens the store; closing it
- * stops the sweep and the retention, flushes the event log and closes the store, in that order.
+ * (unless `eventRetentionDays` is 0) the event log's retention, and webhooks (delivered in the background when
+ * `webhooks.sender` is given). Opening the layer opens the store; closing it stops the sweep, the retention and
+ * delivery, flushes the event log and closes the store, in that order.
  */
 export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Options = {}) => {
   const core = Layer.mergeAll(
@@ -137,7 +141,7 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   const webhookPoll = options.webhooks?.pollMillis ?? defaultWebhookPollMillis
   const background = Layer.mergeAll(
     interval > 0 ? Sweeper.layerBackground(`${interval} seconds`) : Layer.empty,
-    webhookPoll > 0 ? Webhooks.layerBackground(`${webhookPoll} millis`) : Layer.empty,
+    webhookPoll > 0 && options.webhooks?.sender !== undefined ? Webhooks.layerBackground(`${webhookPoll} millis`) : Layer.empty,
     retentionDays > 0 ? EventRetention.layerBackground({ days: retentionDays }) : Layer.empty
   )
   // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with
