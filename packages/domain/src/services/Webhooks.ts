@@ -48,14 +48,19 @@ export const WebhookSender = Context.Reference<{
 export interface WebhookSettingsShape extends WebhookReach {
   /** Seconds to wait after each failed attempt (`LM_WEBHOOK_RETRY_SCHEDULE`); spent: `failed`. */
   readonly retrySchedule: ReadonlyArray<number>
-  /** How long a worker holds a claimed delivery; a crashed worker's claims come back after it. */
+  /** How long one attempt may take in all (the sender enforces it). */
+  readonly attemptTimeoutMillis: number
+  /**
+   * How long a worker holds a claimed delivery: longer than an attempt may take, so that no two workers hold one
+   * delivery at once; a crashed worker's claims come back after it.
+   */
   readonly leaseMillis: number
   /** Deliveries (and events) claimed at once, and deliveries sent at once. */
   readonly batch: number
 }
 
 export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@lm/domain/WebhookSettings", {
-  defaultValue: () => ({ allowInsecure: false, allowPrivate: false, retrySchedule: defaultRetrySchedule, leaseMillis: 60_000, batch: 32 })
+  defaultValue: () => ({ allowInsecure: false, allowPrivate: false, retrySchedule: defaultRetrySchedule, attemptTimeoutMillis: 10_000, leaseMillis: 60_000, batch: 32 })
 })
 
 /** What a webhook create sets; PUT may set any of them and `status`. */

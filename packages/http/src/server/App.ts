@@ -106,13 +106,18 @@ export const masterKeyFromEnv = (choice: StoreChoice) =>
 
 /**
  * The webhook settings from the environment: `LM_WEBHOOK_ALLOW_INSECURE` (http URLs), `LM_WEBHOOK_ALLOW_PRIVATE`
- * (loopback, private and link-local addresses), `LM_WEBHOOK_RETRY_SCHEDULE` (seconds, comma separated).
+ * (loopback, private and link-local addresses), `LM_WEBHOOK_RETRY_SCHEDULE` (seconds, comma separated),
+ * `LM_WEBHOOK_TIMEOUT` (seconds an attempt may take, default 10; a worker's claim on a delivery lasts twice that
+ * plus 5 s, after which a crashed worker's deliveries are attempted again).
  */
 export const webhookOptionsFromEnv = Effect.gen(function*() {
   const insecure = yield* Config.String("LM_WEBHOOK_ALLOW_INSECURE").pipe(Config.withDefault(""))
   const privateAddresses = yield* Config.String("LM_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(""))
   const schedule = yield* Config.String("LM_WEBHOOK_RETRY_SCHEDULE").pipe(Config.option)
+  const timeout = yield* Config.Int("LM_WEBHOOK_TIMEOUT").pipe(Config.option)
   return {
+    attemptTimeoutMillis: Option.isSome(timeout) ? Math.max(1, timeout.value) * 1000 : undefined,
+    leaseMillis: Option.isSome(timeout) ? (Math.max(1, timeout.value) * 2 + 5) * 1000 : undefined,
     allowInsecure: yield* readSetting("LM_WEBHOOK_ALLOW_INSECURE", () => parseSwitch(insecure, false)),
     allowPrivate: yield* readSetting("LM_WEBHOOK_ALLOW_PRIVATE", () => parseSwitch(privateAddresses, false)),
     retrySchedule: Option.isNone(schedule)

@@ -58,8 +58,8 @@ const excerptOf = async (body: AsyncIterable<Uint8Array> & { destroy: () => unkn
 export const make = (options: WebhookSenderOptions) =>
   Effect.gen(function*() {
     const reach = { allowInsecure: options.allowInsecure, allowPrivate: options.allowPrivate }
-    const connectTimeout = options.connectTimeoutMs ?? 5_000
     const total = options.totalTimeoutMs ?? 10_000
+    const connectTimeout = options.connectTimeoutMs ?? Math.min(5_000, total)
     const lookup = guardedLookup(options.lookup ?? (dns.lookup as unknown as LookupFunction), reach)
     const connect = buildConnector({ timeout: connectTimeout, lookup })
     const agent = yield* Effect.acquireRelease(
@@ -114,6 +114,7 @@ export const withSender = (engineOptions: Engine.Options, senderOptions: Partial
     make({
       allowInsecure: engineOptions.webhooks?.allowInsecure ?? false,
       allowPrivate: engineOptions.webhooks?.allowPrivate ?? false,
+      totalTimeoutMs: engineOptions.webhooks?.attemptTimeoutMillis,
       ...senderOptions
     }),
     (sender): Engine.Options => ({ ...engineOptions, webhooks: { ...engineOptions.webhooks, sender } })
