@@ -237,7 +237,8 @@ export class WebhookDeliveryQueue extends Context.Service<WebhookDeliveryQueue, 
   readonly dispatch: (eventIds: ReadonlyArray<number>, deliveries: ReadonlyArray<WebhookDeliveryDraft>) => Op<void>
   /**
    * Claims up to `limit` `pending` deliveries of `active` webhooks whose next attempt is due at `now` and that no
-   * one holds (no lock, or a lock that lapsed by `now`), setting their lock to `lockedUntil`; one atomic step. Answers them in due order (then id).
+   * one holds (no lock, or a lock that lapsed by `now`), setting their lock to `lockedUntil`; one atomic step. Which of the due ones are taken when more than `limit`
+   * are due is the store's choice (the oldest due first where an index allows); the answer is in due order (then id).
    */
   readonly claimDue: (now: number, lockedUntil: number, limit: number) => Op<ReadonlyArray<WebhookDelivery>>
   /** Writes every field of a delivery. */

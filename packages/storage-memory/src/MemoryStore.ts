@@ -568,14 +568,17 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     claimDue: (now, lockedUntil, limit) =>
       db.inTransaction((tx) =>
         Effect.gen(function*() {
-          const due = [...deliveries.inGroup(db.overlayOf(tx, deliveries), "pending", 0)]
-            .filter((d) =>
+          // The first `limit` due ones in id order (lazily: the pending group may be long), answered in due order.
+          const due: Array<Model.WebhookDelivery> = []
+          for (const d of deliveries.inGroup(db.overlayOf(tx, deliveries), "pending", 0)) {
+            if (due.length >= limit) break
+            if (
               d.nextAttemptAt !== null && d.nextAttemptAt <= now && (d.lockedUntil === null || d.lockedUntil <= now) &&
               webhooks.get(db.overlayOf(tx, webhooks), d.webhookId)?.status === "active" &&
               !db.lockedByOther(tx, lockName(deliveries, d.id))
-            )
-            .sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.id - b.id)
-            .slice(0, Math.max(0, limit))
+            ) due.push(d)
+          }
+          due.sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.id - b.id)
           const claimed: Array<Model.WebhookDelivery> = []
           for (const d of due) claimed.push(yield* replace(tx, deliveries, d, (latest) => ({ ...latest, lockedUntil })))
           return claimed

@@ -55,12 +55,14 @@ export interface WebhookSettingsShape extends WebhookReach {
    * delivery at once; a crashed worker's claims come back after it.
    */
   readonly leaseMillis: number
-  /** Deliveries (and events) claimed at once, and deliveries sent at once. */
+  /** Deliveries claimed at once, and sent at once. */
   readonly batch: number
+  /** Outbox events fanned out per transaction. */
+  readonly dispatchBatch: number
 }
 
 export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@lm/domain/WebhookSettings", {
-  defaultValue: () => ({ allowInsecure: false, allowPrivate: false, retrySchedule: defaultRetrySchedule, attemptTimeoutMillis: 10_000, leaseMillis: 60_000, batch: 32 })
+  defaultValue: () => ({ allowInsecure: false, allowPrivate: false, retrySchedule: defaultRetrySchedule, attemptTimeoutMillis: 10_000, leaseMillis: 60_000, batch: 16, dispatchBatch: 500 })
 })
 
 /** What a webhook create sets; PUT may set any of them and `status`. */
@@ -207,7 +209,7 @@ export class Webhooks extends Context.Service<Webhooks, {
       })
 
       const dispatchOnce = Effect.gen(function*() {
-        const { batch } = yield* settings
+        const { dispatchBatch: batch } = yield* settings
         let total = 0
         while (true) {
           const handled = yield* store.transaction(
@@ -225,31 +227,51 @@ export class Webhooks extends Context.Service<Webhooks, {
         }
       }).pipe(Effect.withSpan("Webhooks.dispatchOnce"))
 
+      /** The webhooks of a batch of deliveries, each read once with its secret opened once. */
+      const webhooksOf = (deliveries: ReadonlyArray<WebhookDelivery>) =>
+        Effect.gen(function*() {
+          const out = new Map<number, { readonly webhook: Webhook; readonly secret: string | SealedSecretUnreadable } | undefined>()
+          for (const id of new Set(deliveries.map((d) => d.webhookId))) {
+            const webhook = yield* repo.findById(id)
+            if (webhook === undefined) {
+              out.set(id, undefined)
+              continue
+            }
+            const opened = master.open(webhook.sealedSecret, secretPurpose)
+            out.set(id, { webhook, secret: opened._tag === "Success" ? opened.success : opened.failure })
+          }
+          return out
+        })
+
       /** One attempt of a claimed delivery, recorded; the webhook's failing streak follows it. */
-      const attempt = (delivery: WebhookDelivery) =>
+      const attempt = (
+        delivery: WebhookDelivery,
+        found: { readonly webhook: Webhook; readonly secret: string | SealedSecretUnreadable } | undefined
+      ) =>
         Effect.gen(function*() {
           const { retrySchedule } = yield* settings
-          const webhook = yield* repo.findById(delivery.webhookId)
           const event: StoredEvent | undefined = yield* outbox.findById(delivery.eventId)
           const outcome: AttemptOutcome = yield* Effect.gen(function*() {
-            if (webhook === undefined || event === undefined) return { _tag: "Failed", error: "the webhook or its event is gone" } as const
-            const opened = master.open(webhook.sealedSecret, secretPurpose)
-            if (opened._tag === "Failure") return { _tag: "Failed", error: opened.failure.message } as const
+            if (found === undefined || event === undefined) return { _tag: "Failed", error: "the webhook or its event is gone" } as const
+            if (typeof found.secret !== "string") return { _tag: "Failed", error: found.secret.message } as const
             const now = yield* Clock.currentTimeMillis
             const body = deliveryBody(event)
             const { send } = yield* sender
             return yield* send({
-              url: webhook.url,
+              url: found.webhook.url,
               body,
-              headers: deliveryHeaders(opened.success, now, body, { type: event.type, deliveryId: String(delivery.id) })
+              headers: deliveryHeaders(found.secret, now, body, { type: event.type, deliveryId: String(delivery.id) })
             })
           })
           const now = yield* Clock.currentTimeMillis
           yield* queue.update(afterAttempt(delivery, outcome, now, retrySchedule))
+          const success = delivered(outcome)
+          // A success on a webhook that was not failing changes nothing: the common case needs no second read.
+          if (found === undefined || (success && found.webhook.failingSince === null)) return
           // Re-read: other deliveries of the same webhook may have moved it meanwhile.
           const latest = yield* repo.findById(delivery.webhookId)
           if (latest === undefined) return
-          const next = webhookAfterAttempt(latest, delivered(outcome), now)
+          const next = webhookAfterAttempt(latest, success, now)
           if (next === latest) return
           yield* repo.update(next)
           if (next.status === "disabled" && latest.status !== "disabled") {
@@ -263,7 +285,11 @@ export class Webhooks extends Context.Service<Webhooks, {
         while (true) {
           const now = yield* Clock.currentTimeMillis
           const claimed = yield* queue.claimDue(now, now + leaseMillis, batch)
-          yield* Effect.forEach(claimed, attempt, { concurrency: batch, discard: true })
+          const webhooks = yield* webhooksOf(claimed)
+          yield* Effect.forEach(claimed, (delivery) => attempt(delivery, webhooks.get(delivery.webhookId)), {
+            concurrency: batch,
+            discard: true
+          })
           total += claimed.length
           if (claimed.length < batch) return total
         }
