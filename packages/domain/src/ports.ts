@@ -20,7 +20,12 @@ import type {
   MachineDraft,
   MachineStatus,
   SortDirection,
-  StoredSigningKey
+  StoredEvent,
+  StoredSigningKey,
+  Webhook,
+  WebhookDelivery,
+  WebhookDeliveryDraft,
+  WebhookDraft
 } from "./model.js"
 
 type Op<A, E = never> = Effect.Effect<A, E | StorageUnavailable>
@@ -196,10 +201,52 @@ export class SigningKeyRepository extends Context.Service<SigningKeyRepository, 
 export class EventOutbox extends Context.Service<EventOutbox, {
   readonly append: (events: ReadonlyArray<DomainEvent>) => Op<void>
   /** Events in the order written, after the given id (for delivery and tests). */
-  readonly readAfter: (afterId: number, limit: number) => Op<ReadonlyArray<DomainEvent & { readonly id: number }>>
+  readonly readAfter: (afterId: number, limit: number) => Op<ReadonlyArray<StoredEvent>>
+  /** One committed event by id (what a webhook delivery sends). */
+  readonly findById: (id: number) => Op<StoredEvent | undefined>
   /** A number that grows whenever a revocation-relevant event is appended (the CRL's `seq`). */
   readonly revocationSeq: Op<number>
 }>()("@lm/domain/EventOutbox") {}
+
+/** Registered webhooks (CONTRACT §11); the secret arrives and leaves sealed. */
+export class WebhookRepository extends Context.Service<WebhookRepository, {
+  readonly insert: (draft: WebhookDraft) => Op<Webhook>
+  readonly findById: (id: number) => Op<Webhook | undefined>
+  /** Oldest first. */
+  readonly list: (page: PageRequest) => Op<Page<Webhook>>
+  /** The webhooks in `active` status, in id order (the ones events fan out to). */
+  readonly listActive: Op<ReadonlyArray<Webhook>>
+  readonly update: (webhook: Webhook) => Op<Webhook>
+  /** Deletes the webhook and its deliveries; false when there is none. */
+  readonly delete: (id: number) => Op<boolean>
+}>()("@lm/domain/WebhookRepository") {}
+
+/**
+ * The webhook delivery queue. Outbox events are fanned out once each: a dispatcher claims events no dispatcher has
+ * handled yet (never by id order, which does not follow commit order on PostgreSQL), and in the same transaction
+ * writes their deliveries and marks them handled. Workers claim due deliveries for a lease, so several processes
+ * share the work, none sends a delivery while another holds it, and a crashed worker's claims lapse.
+ */
+export class WebhookDeliveryQueue extends Context.Service<WebhookDeliveryQueue, {
+  /**
+   * Claims up to `limit` committed outbox events not yet dispatched, oldest first, skipping events other
+   * transactions hold (FOR UPDATE SKIP LOCKED). Only inside a transaction.
+   */
+  readonly claimUndispatched: (limit: number) => Op<ReadonlyArray<StoredEvent>>
+  /** Marks the events dispatched and inserts their deliveries (inside the claiming transaction). */
+  readonly dispatch: (eventIds: ReadonlyArray<number>, deliveries: ReadonlyArray<WebhookDeliveryDraft>) => Op<void>
+  /**
+   * Claims up to `limit` `pending` deliveries of `active` webhooks whose next attempt is due at `now` and that no
+   * one holds (no lock, or a lock that lapsed by `now`), setting their lock to `lockedUntil`; one atomic step. Which of the due ones are taken when more than `limit`
+   * are due is the store's choice (the oldest due first where an index allows); the answer is in due order (then id).
+   */
+  readonly claimDue: (now: number, lockedUntil: number, limit: number) => Op<ReadonlyArray<WebhookDelivery>>
+  /** Writes every field of a delivery. */
+  readonly update: (delivery: WebhookDelivery) => Op<WebhookDelivery>
+  readonly findById: (webhookId: number, id: number) => Op<WebhookDelivery | undefined>
+  /** A webhook's deliveries, newest first. */
+  readonly list: (webhookId: number, page: PageRequest) => Op<Page<WebhookDelivery>>
+}>()("@lm/domain/WebhookDeliveryQueue") {}
 
 /**
  * The event log (analytics): every client call and refusal, written in batches. A store holds an entry until
@@ -242,3 +289,5 @@ export type StorePorts =
   | SigningKeyRepository
   | EventOutbox
   | ActivityLog
+  | WebhookRepository
+  | WebhookDeliveryQueue

@@ -17,6 +17,7 @@ import { LicensesGroup } from "./Licenses.js"
 import { MachinesGroup } from "./Machines.js"
 import { parseOptions } from "./ParseOptions.js"
 import { SystemGroup } from "./System.js"
+import { WebhooksGroup } from "./Webhooks.js"
 
 /** The path of the API under `{rest_root}`. */
 export const apiPath = "/lm/v1"
@@ -31,6 +32,7 @@ export class Api extends HttpApi.make("lm")
   .add(MachinesGroup)
   .add(GeneratorsGroup)
   .add(ApiKeysGroup)
+  .add(WebhooksGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)

@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Config, Context, Effect, Exit, Layer, Option, Redacted, Result, Scope } from "effect"
-import { ActivityRecorder, ApiKeys, Engine, Ports, Secrets, Services } from "@lm/domain"
+import { ActivityRecorder, ApiKeys, Engine, Ports, Secrets, Services, Webhook } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 import { Api } from "../api/Api.js"
@@ -16,9 +16,11 @@ import { ClientHandlers } from "./handlers/Client.js"
 import { GeneratorsHandlers } from "./handlers/Generators.js"
 import { LicensesHandlers } from "./handlers/Licenses.js"
 import { MachinesHandlers } from "./handlers/Machines.js"
+import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
-import { HttpSettings, type Listen } from "./Settings.js"
+import { HttpSettings, type Listen, parseSwitch, readSetting } from "./Settings.js"
+import * as WebhookSender from "./WebhookSender.js"
 import { StorageHealth, SystemHandlers } from "./System.js"
 
 /** Which store the server runs on. */
@@ -102,8 +104,31 @@ export const masterKeyFromEnv = (choice: StoreChoice) =>
     return yield* readKeyFile(keyFile)
   })
 
+/**
+ * The webhook settings from the environment: `LM_WEBHOOK_ALLOW_INSECURE` (http URLs), `LM_WEBHOOK_ALLOW_PRIVATE`
+ * (loopback, private and link-local addresses), `LM_WEBHOOK_RETRY_SCHEDULE` (seconds, comma separated),
+ * `LM_WEBHOOK_TIMEOUT` (seconds an attempt may take, default 10; a worker's claim on a delivery lasts twice that
+ * plus 5 s, after which a crashed worker's deliveries are attempted again).
+ */
+export const webhookOptionsFromEnv = Effect.gen(function*() {
+  const insecure = yield* Config.String("LM_WEBHOOK_ALLOW_INSECURE").pipe(Config.withDefault(""))
+  const privateAddresses = yield* Config.String("LM_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(""))
+  const schedule = yield* Config.String("LM_WEBHOOK_RETRY_SCHEDULE").pipe(Config.option)
+  const timeout = yield* Config.Int("LM_WEBHOOK_TIMEOUT").pipe(Config.option)
+  return {
+    attemptTimeoutMillis: Option.isSome(timeout) ? Math.max(1, timeout.value) * 1000 : undefined,
+    leaseMillis: Option.isSome(timeout) ? (Math.max(1, timeout.value) * 2 + 5) * 1000 : undefined,
+    allowInsecure: yield* readSetting("LM_WEBHOOK_ALLOW_INSECURE", () => parseSwitch(insecure, false)),
+    allowPrivate: yield* readSetting("LM_WEBHOOK_ALLOW_PRIVATE", () => parseSwitch(privateAddresses, false)),
+    retrySchedule: Option.isNone(schedule)
+      ? undefined
+      : yield* readSetting("LM_WEBHOOK_RETRY_SCHEDULE", () => Result.getOrThrowWith(Webhook.parseRetrySchedule(schedule.value), (m) => new Error(m)))
+  } satisfies Engine.WebhookOptions
+})
+
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
- * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS` (see `Engine.Options`). */
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, the webhook settings (see
+ * `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
@@ -112,7 +137,9 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(Engine.defaultSweepIntervalSeconds))
   const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
   const eventRetentionDays = yield* Config.Int("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
+  const webhooks = yield* webhookOptionsFromEnv
   return {
+    webhooks,
     masterKey,
     signingKey: Option.getOrUndefined(signingKey),
     offlineTtlSeconds: Option.getOrUndefined(offline),
@@ -152,7 +179,8 @@ export const routesLayer = (storage: string) => {
     LicensesHandlers,
     MachinesHandlers,
     GeneratorsHandlers,
-    ApiKeysHandlers
+    ApiKeysHandlers,
+    WebhooksHandlers
   ).pipe(
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),
@@ -232,19 +260,27 @@ const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>,
 export const serverLayer = (choice: StoreChoice, listen: Listen, options: Engine.Options = {}) =>
   serverLayerOn(storeLayer(choice), { storage: storeName(choice), description: describeStore(choice) }, listen, options)
 
-/** The whole server on any store layer (tests use throw-away stores). */
+/**
+ * The whole server on any store layer (tests use throw-away stores). Webhooks are delivered with the undici
+ * sender unless `options.webhooks.sender` gives another one; `sender` tunes the undici one.
+ */
 export const serverLayerOn = <E, R>(
   store: Layer.Layer<Engine.StorePorts, E, R>,
   names: { readonly storage: string; readonly description: string },
   listen: Listen,
-  options: Engine.Options = {}
+  options: Engine.Options = {},
+  sender: Partial<WebhookSender.WebhookSenderOptions> = {}
 ) =>
-  layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
-    // Below the server: it closes after the server has finished its requests in flight.
-    Layer.provideMerge(FastPath.layer),
-    Layer.provideMerge(bootstrapKeyLayer),
-    Layer.provideMerge(closingWithin(Engine.layer(store, options), engineCloseTimeoutMillis))
-  )
+  Layer.unwrap(Effect.map(
+    options.webhooks?.sender === undefined ? WebhookSender.withSender(options, sender) : Effect.succeed(options),
+    (engineOptions) =>
+      layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
+        // Below the server: it closes after the server has finished its requests in flight.
+        Layer.provideMerge(FastPath.layer),
+        Layer.provideMerge(bootstrapKeyLayer),
+        Layer.provideMerge(closingWithin(Engine.layer(store, engineOptions), engineCloseTimeoutMillis))
+      )
+  ))
 
 /** The store as the start-up line names it (never the password of a URL). */
 export const describeStore = (choice: StoreChoice): string => {

@@ -89,7 +89,7 @@ export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
   readonly message: string
 }> {}
 
-const readSetting = <A>(name: string, read: () => A): Effect.Effect<A, InvalidSetting> =>
+export const readSetting = <A>(name: string, read: () => A): Effect.Effect<A, InvalidSetting> =>
   Effect.try({
     try: read,
     catch: (error) => new InvalidSetting({ name, message: `${name}: ${error instanceof Error ? error.message : error}` })
