@@ -21,6 +21,9 @@ import { SystemGroup } from "./System.js"
 /** The path of the API under `{rest_root}`. */
 export const apiPath = "/lm/v1"
 
+/** The path of the OpenAPI document under `{rest_root}`: served beside the API (it is not one of its endpoints). */
+export const openApiPath = `${apiPath}/openapi.json` as const
+
 export { parseOptions, strictPayloadOptions } from "./ParseOptions.js"
 
 /** The lm/v1 API. */

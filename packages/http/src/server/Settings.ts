@@ -24,6 +24,11 @@ export interface Settings {
    * in front of the Effect HTTP stack (see `FastPath.ts`); off sends every request through the stack.
    */
   readonly fastPath: boolean
+  /**
+   * `LM_CORS_ORIGINS`: the browser origins allowed cross-origin (see `Cors.ts`). Unset (undefined): public routes
+   * allow any origin (`*`), management routes none; set: both allow exactly these.
+   */
+  readonly corsOrigins: ReadonlyArray<string> | undefined
 }
 
 /** Where the server listens. */
@@ -58,6 +63,32 @@ export const parseTrustProxy = (value: string): number => {
   return hops
 }
 
+/**
+ * `LM_CORS_ORIGINS`: a comma list of origins (`https://app.example.com`, `http://localhost:5173`), compared as
+ * browsers send them (scheme, host, port; lower case, no path); empty is unset. `*` is refused: it is what unset
+ * means for public routes, and management routes never allow it.
+ */
+export const parseCorsOrigins = (value: string): ReadonlyArray<string> | undefined => {
+  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  if (entries.length === 0) return undefined
+  return entries.map((entry) => {
+    if (entry === "*") throw new Error("* is not an origin; leave the setting unset to allow any origin on public routes")
+    let url: URL | undefined
+    try {
+      url = new URL(entry)
+    } catch {
+      url = undefined
+    }
+    const plain = url !== undefined && url.pathname === "/" && url.search === "" && url.hash === "" &&
+      url.username === "" && url.password === "" && !entry.endsWith("#") && !entry.endsWith("?")
+    const origin = url?.origin
+    if (!plain || origin === undefined || origin === "null") {
+      throw new Error(`expected origins such as https://app.example.com (scheme, host and port only), got ${entry}`)
+    }
+    return origin
+  })
+}
+
 /** A boolean setting: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; empty is `fallback`. */
 export const parseSwitch = (value: string, fallback: boolean): boolean => {
   const text = value.trim().toLowerCase()
@@ -89,6 +120,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     maxBodyBytes: defaultMaxBodyBytes,
     version,
     fastPath: true,
+    corsOrigins: undefined,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -97,7 +129,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   static readonly layer = (overrides: Partial<Settings> = {}): Layer.Layer<HttpSettings> =>
     Layer.succeed(HttpSettings, HttpSettings.make(overrides))
 
-  /** The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`. */
+  /** The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`, `LM_CORS_ORIGINS`. */
   static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
     const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
     const trustProxy = yield* Config.String("LM_TRUST_PROXY").pipe(Config.withDefault(""))
@@ -109,7 +141,9 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
       () => allowed.trim() === "" ? undefined : parseIpAllowList(allowed)
     )
     const fastPath = yield* readSetting("LM_HTTP_FAST_PATH", () => parseSwitch(fastPathSetting, true))
-    return HttpSettings.make({ restRoot, trustProxyHops, adminAllowedIps, fastPath })
+    const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
+    const corsOrigins = yield* readSetting("LM_CORS_ORIGINS", () => parseCorsOrigins(corsSetting))
+    return HttpSettings.make({ restRoot, trustProxyHops, adminAllowedIps, fastPath, corsOrigins })
   })
 
   /** The settings read from the environment. */
