@@ -244,6 +244,8 @@ const corpus = (trustProxy: boolean): ReadonlyArray<Case> => {
   post("validate bad request id", "/validate", { license_key: key }, { ...json, "x-request-id": "has spaces in it" })
   post("validate long request id", "/validate", { license_key: key }, { ...json, "x-request-id": "r".repeat(129) })
   post("validate empty request id", "/validate", { license_key: key }, { ...json, "x-request-id": "" })
+  post("validate duplicated key", "/validate", `{"license_key":"${key}","license_key":"${key}"}`)
+  post("activate duplicated nested key", "/activate", `{"license_key":"${key}","fingerprint":"d","meta":{"a\\u0022":1,"a\\"":2}}`)
   post("validate from a browser", "/validate", { license_key: key }, { ...json, origin: "https://app.example.com" })
   post("validate unknown key from a browser", "/validate", { license_key: "NONE-0000-0000-0001" }, { ...json, origin: "https://app.example.com" })
   post("validate from another origin", "/validate", { license_key: key }, { ...json, origin: "https://other.example.org" })

@@ -3,6 +3,7 @@
  * - answers 413 `rest_payload_too_large` before reading a body whose `Content-Length` is over the limit;
  * - reads an empty body (or none) on a POST/PUT/PATCH/DELETE as `{}`;
  * - turns HttpApi's bare 415 into 415 `rest_unsupported_media_type`;
+ * - refuses a key repeated in an object of the body with 400 `rest_invalid_json` (CONTRACT §14);
  * - turns decode failures into 400 `rest_invalid_json` (the body is not JSON) or 400 `rest_invalid_param`
  *   with `data.params` naming each bad field;
  * - writes envelope errors and domain errors (anything with a string `code` and a numeric `status`) as the
@@ -17,6 +18,7 @@ import { HttpApiError } from "effect/http-api"
 import { ErrorEnvelope } from "../api/ErrorEnvelope.js"
 import * as ApiErrors from "../domain/ApiErrors.js"
 import * as InvalidParams from "../domain/InvalidParams.js"
+import { duplicateKey } from "./JsonKeys.js"
 import { envelope, errorResponse } from "./Responses.js"
 import { payloadTooLarge } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
@@ -115,12 +117,21 @@ const tooDeep = () =>
     params: { body: `must not nest arrays or objects more than ${MAX_BODY_DEPTH} levels deep` }
   })
 
+/** The 400 `rest_invalid_json` for a body whose object repeats a key (CONTRACT §14), naming the key. */
+const duplicatedKey = (text: string): HttpServerResponse.HttpServerResponse | undefined => {
+  const key = duplicateKey(text)
+  return key === undefined
+    ? undefined
+    : envelope(400, "rest_invalid_json", `The request body repeats the key ${JSON.stringify(key)} in one object; each key may appear once.`)
+}
+
 /**
- * The 400 for a body text refused before it is decoded (nested too deeply, a NUL or an unpaired surrogate in a
- * string), or `undefined` when the decoder may have it. The fast path (`FastPath.ts`) calls it too.
+ * The 400 for a body text refused before it is decoded (nested too deeply, a key repeated in an object, a NUL
+ * or an unpaired surrogate in a string), or `undefined` when the decoder may have it. The fast path
+ * (`FastPath.ts`) calls it too.
  */
 export const refuseBodyText = (text: string): HttpServerResponse.HttpServerResponse | undefined =>
-  nestsDeeperThan(text, MAX_BODY_DEPTH) ? tooDeep() : badTextInBody(text)
+  nestsDeeperThan(text, MAX_BODY_DEPTH) ? tooDeep() : duplicatedKey(text) ?? badTextInBody(text)
 
 /** The same refusal for a NUL in the path or query (`%00`). */
 const badTextInUrl = (url: string): HttpServerResponse.HttpServerResponse | undefined =>
