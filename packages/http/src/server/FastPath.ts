@@ -17,8 +17,8 @@
  *   the same order, the JSON text).
  *
  * It only takes a request it can answer identically, and decides before reading a byte of the body: method
- * POST over HTTP/1.x, the exact path (no query string), a JSON content type, a `Content-Length` from 1 to the
- * body limit, no `Transfer-Encoding`, no `Expect`. Anything else (other methods, HEAD/OPTIONS, chunked or
+ * POST over HTTP/1.x, the exact path (no query string), a JSON content type (UTF-8, or no charset), a
+ * `Content-Length` from 1 to the body limit, no `Transfer-Encoding`, no `Expect`. Anything else (other methods, HEAD/OPTIONS, chunked or
  * empty or oversized bodies, other content types, HTTP/2) goes to the Effect stack untouched. The test
  * `packages/http/test/fast-path.test.ts` runs the same requests through both paths and compares the answers.
  *
@@ -41,7 +41,7 @@ import {
   makeClientPipeline
 } from "./ClientPipeline.js"
 import { makeCorsPolicy } from "./Cors.js"
-import { invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
+import { foreignCharset, invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
 import { internalError, requestIdFor } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
 
@@ -228,6 +228,8 @@ const make = Effect.gen(function*() {
     const headers = request.headers
     const contentType = headers["content-type"]
     if (contentType === undefined || mediaType(contentType) !== "application/json") return false
+    // Another charset than UTF-8: the envelope middleware's 415.
+    if (foreignCharset(contentType) !== undefined) return false
     const length = headers["content-length"]
     if (length === undefined || headers["transfer-encoding"] !== undefined || headers.expect !== undefined) return false
     const declared = Number(length)
