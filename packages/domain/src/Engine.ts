@@ -54,8 +54,9 @@ export interface Options {
    */
   readonly seatBatchWorkers?: number | undefined
   /**
-   * Days the event log keeps an entry (default 90); older entries are deleted in the background, in small
-   * batches, every hour (see `Services.EventRetention`). 0 keeps every entry.
+   * Days the event log keeps an entry (default 90; fractions allowed); older entries are deleted in the
+   * background, in small batches, every hour or every tenth of the window when that is shorter (see
+   * `Services.EventRetention`). 0 keeps every entry.
    */
   readonly eventRetentionDays?: number | undefined
   /** How the event log is buffered before it is written (see `ActivityRecorder`). */

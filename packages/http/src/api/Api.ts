@@ -22,6 +22,9 @@ import { WebhooksGroup } from "./Webhooks.js"
 /** The path of the API under `{rest_root}`. */
 export const apiPath = "/lm/v1"
 
+/** The path of the OpenAPI document under `{rest_root}`: served beside the API (it is not one of its endpoints). */
+export const openApiPath = `${apiPath}/openapi.json` as const
+
 export { parseOptions, strictPayloadOptions } from "./ParseOptions.js"
 
 /** The lm/v1 API. */

@@ -136,7 +136,8 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   const blacklist = yield* Config.String("LM_BLACKLIST").pipe(Config.withDefault(""))
   const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(Engine.defaultSweepIntervalSeconds))
   const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
-  const eventRetentionDays = yield* Config.Int("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
+  // A number of days, fractions allowed (0.01 is 14.4 minutes: short windows for tests and benches).
+  const eventRetentionDays = yield* Config.Number("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
   const webhooks = yield* webhookOptionsFromEnv
   return {
     webhooks,

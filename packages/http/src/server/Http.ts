@@ -19,8 +19,9 @@ import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
-import { apiPath } from "../api/Api.js"
+import { openApiPath } from "../api/Api.js"
 import { AuthenticationLive } from "./Authentication.js"
+import { makeCorsPolicy } from "./Cors.js"
 import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
 import { RestRequestValid } from "./Guards.js"
@@ -41,16 +42,20 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
  */
 export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
   Layer.unwrap(Effect.gen(function*() {
-    const { maxBodyBytes, restRoot } = yield* HttpSettings
+    const { corsOrigins, maxBodyBytes, restRoot } = yield* HttpSettings
     const table = makeRouteTable()
     // Built on the first request, then kept.
     let document: HttpServerResponse.HttpServerResponse | undefined
     const openApiRoute = HttpRouter.add(
       "GET",
-      `${apiPath}/openapi.json`,
+      openApiPath,
       Effect.sync(() => document ??= HttpServerResponse.jsonUnsafe(openApiDocument(api, restRoot)))
     )
-    return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, requestEnvelope({ table, maxBodyBytes })).pipe(
+    return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, requestEnvelope({
+      table,
+      maxBodyBytes,
+      cors: makeCorsPolicy({ restRoot, corsOrigins })
+    })).pipe(
       Layer.provide(mountAt(restRoot, table))
     )
   }))

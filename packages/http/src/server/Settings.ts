@@ -40,6 +40,11 @@ export interface Settings {
    * `LM_TRUST_PROXY`, per `X-Forwarded-Proto: https`.
    */
   readonly forceHttps: boolean
+  /**
+   * `LM_CORS_ORIGINS`: the browser origins allowed cross-origin (see `Cors.ts`). Unset (undefined): public routes
+   * allow any origin (`*`), management routes none; set: both allow exactly these.
+   */
+  readonly corsOrigins: ReadonlyArray<string> | undefined
 }
 
 /** Where the server listens. */
@@ -72,6 +77,32 @@ export const parseTrustProxy = (value: string): number => {
   const hops = Number(text)
   if (!Number.isInteger(hops) || hops < 0) throw new Error(`expected true, false or a number of proxies, got ${value}`)
   return hops
+}
+
+/**
+ * `LM_CORS_ORIGINS`: a comma list of origins (`https://app.example.com`, `http://localhost:5173`), compared as
+ * browsers send them (scheme, host, port; lower case, no path); empty is unset. `*` is refused: it is what unset
+ * means for public routes, and management routes never allow it.
+ */
+export const parseCorsOrigins = (value: string): ReadonlyArray<string> | undefined => {
+  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  if (entries.length === 0) return undefined
+  return entries.map((entry) => {
+    if (entry === "*") throw new Error("* is not an origin; leave the setting unset to allow any origin on public routes")
+    let url: URL | undefined
+    try {
+      url = new URL(entry)
+    } catch {
+      url = undefined
+    }
+    const plain = url !== undefined && url.pathname === "/" && url.search === "" && url.hash === "" &&
+      url.username === "" && url.password === "" && !entry.endsWith("#") && !entry.endsWith("?")
+    const origin = url?.origin
+    if (!plain || origin === undefined || origin === "null") {
+      throw new Error(`expected origins such as https://app.example.com (scheme, host and port only), got ${entry}`)
+    }
+    return origin
+  })
 }
 
 /** A boolean setting: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; empty is `fallback`. */
@@ -131,6 +162,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     bodyTimeoutSeconds: 10,
     tls: undefined,
     forceHttps: false,
+    corsOrigins: undefined,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -142,7 +174,8 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   /**
    * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
    * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
-   * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`.
+   * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`,
+   * `LM_CORS_ORIGINS`.
    */
   static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
     const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
@@ -173,8 +206,11 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
       : { cert: yield* readPemFile("LM_TLS_CERT", certFile), key: yield* readPemFile("LM_TLS_KEY", keyFile) }
     const forceHttpsSetting = yield* Config.String("LM_FORCE_HTTPS").pipe(Config.withDefault(""))
     const forceHttps = yield* readSetting("LM_FORCE_HTTPS", () => parseSwitch(forceHttpsSetting, false))
+    const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
+    const corsOrigins = yield* readSetting("LM_CORS_ORIGINS", () => parseCorsOrigins(corsSetting))
     return HttpSettings.make({
       tls,
+      corsOrigins,
       forceHttps,
       restRoot,
       trustProxyHops,
