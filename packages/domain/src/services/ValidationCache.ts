@@ -6,6 +6,9 @@
  * - a load only fills the cache when no invalidation of that license happened while it was loading;
  * - changes committed by other processes arrive through the store's `LicenseChangeFeed` (PostgreSQL
  *   LISTEN/NOTIFY), and a feed interruption clears everything;
+ * - the cache serves only while that feed is known to be alive (see {@link feedAlive}): a feed that went silent
+ *   (a black-holed link delivers nothing and reports no error) sends every validation to the store, which answers
+ *   or fails (503) on its own;
  * - entries older than `maxAgeMillis` are reloaded anyway, and the cache holds at most `maxEntries`.
  * Reads under a lock (`lockLicense`, `lockLicenses`, `listActive`, `findByFingerprint`, `listForSeatChanges`, and
  * any read inside a transaction) always go to the store.
@@ -19,7 +22,26 @@ export interface ValidationCacheOptions {
   readonly maxEntries?: number | undefined
   /** An entry is reloaded after this long even without a change (default 60 s). */
   readonly maxAgeMillis?: number | undefined
+  /**
+   * How long the change feed may be silent before the cache stops serving (default
+   * {@link defaultFeedStaleMillis}); see {@link feedAlive}.
+   */
+  readonly feedStaleMillis?: number | undefined
 }
+
+/**
+ * The default bound on the change feed's silence: 2 s, four heartbeats (`Ports.feedHeartbeatMillis`), so that a
+ * late heartbeat or two on a busy pool does not yet send validations to the store.
+ */
+export const defaultFeedStaleMillis = 2_000
+
+/**
+ * The rule of the feed's liveness: the cache may serve at `now` only when every change other processes committed
+ * up to `staleMillis` before `now` is known to have been reported (`aliveAsOf`, the feed's last heartbeat).
+ * So a revocation on another server stops being hidden by this one's cache within `staleMillis` (plus the
+ * heartbeat's own trip), whether the feed delivers it or falls silent.
+ */
+export const feedAlive = (aliveAsOf: number, now: number, staleMillis: number): boolean => now - aliveAsOf <= staleMillis
 
 /** The licenses touched by the current transaction, re-invalidated when it ends. */
 class TouchedLicenses extends Context.Service<TouchedLicenses, Set<number>>()("@lm/domain/ValidationCache/TouchedLicenses") {}
@@ -46,6 +68,9 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       const feed = yield* LicenseChangeFeed
       const maxEntries = options.maxEntries ?? 200_000
       const maxAge = options.maxAgeMillis ?? 60_000
+      const feedStale = options.feedStaleMillis ?? defaultFeedStaleMillis
+      /** Every change committed before this time has been reported; a feed without heartbeats is always alive. */
+      let aliveAsOf = feed.heartbeats ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY
 
       const byKey = new Map<string, Entry>()
       const keyOfId = new Map<number, string>()
@@ -67,7 +92,14 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
         keyOfId.clear()
       }
 
-      yield* feed.subscribe((change) => (change === "all" ? invalidateAll() : invalidate(change)))
+      yield* feed.subscribe((change) => {
+        if (typeof change === "number") invalidate(change)
+        else if (change === "all") invalidateAll()
+        else aliveAsOf = Math.max(aliveAsOf, change.aliveAsOf)
+      })
+
+      /** Whether the cache may serve now: one clock read and a compare, no round trip. */
+      const serving = (now: number) => feedAlive(aliveAsOf, now, feedStale)
 
       const touch = (licenseId: number) =>
         Effect.map(Effect.serviceOption(TouchedLicenses), (touched) => {
@@ -83,6 +115,13 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
 
       const entryFor = Effect.fnUntraced(function*(key: string) {
         const now = yield* Clock.currentTimeMillis
+        if (!serving(now)) {
+          // Changes committed elsewhere may not have reached this process: nothing kept may be served (dropping it
+          // all also keeps loads in flight from storing), and this load is not kept either.
+          if (byKey.size > 0) invalidateAll()
+          const license = yield* licenses.findByKey(key)
+          return license === undefined ? undefined : { license, loadedAt: now, fingerprints: new Map() }
+        }
         const cached = byKey.get(key)
         if (cached !== undefined && fresh(cached, now)) return cached
         // An entry past its age makes way for the reload (else the reload, seeing the key taken, would not be
@@ -147,7 +186,7 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
               return yield* machines.listForValidation(licenseId, fingerprint)
             }
             const key = keyOfId.get(licenseId)
-            const entry = key === undefined ? undefined : byKey.get(key)
+            const entry = key === undefined || !serving(yield* Clock.currentTimeMillis) ? undefined : byKey.get(key)
             if (entry === undefined) return yield* machines.listForValidation(licenseId, fingerprint)
             const active = entry.active ?? (yield* fill(entry, machines.listActive(licenseId), (list) => {
               entry.active = list
