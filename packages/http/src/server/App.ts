@@ -6,7 +6,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Config, Effect, Layer, Option, Redacted, Result } from "effect"
-import { ApiKeys, Engine, Ports, Secrets } from "@lm/domain"
+import { ApiKeys, Engine, Ports, Secrets, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 import { Api } from "../api/Api.js"
@@ -18,7 +18,7 @@ import { LicensesHandlers } from "./handlers/Licenses.js"
 import { MachinesHandlers } from "./handlers/Machines.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
-import { HttpSettings, type Listen } from "./Settings.js"
+import { HttpSettings, InvalidSetting, type Listen } from "./Settings.js"
 import { StorageHealth, SystemHandlers } from "./System.js"
 
 /** Which store the server runs on. */
@@ -103,7 +103,8 @@ export const masterKeyFromEnv = (choice: StoreChoice) =>
   })
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
- * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS` (see `Engine.Options`). */
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS` (see
+ * `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
@@ -112,6 +113,14 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(Engine.defaultSweepIntervalSeconds))
   const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
   const eventRetentionDays = yield* Config.Int("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
+  const feedStaleMillis = yield* Config.Int("LM_FEED_STALE_MS").pipe(Config.withDefault(Services.defaultFeedStaleMillis))
+  // Below two heartbeats every late heartbeat would send validations to the store.
+  if (feedStaleMillis < 2 * Ports.feedHeartbeatMillis) {
+    return yield* new InvalidSetting({
+      name: "LM_FEED_STALE_MS",
+      message: `LM_FEED_STALE_MS: expected at least ${2 * Ports.feedHeartbeatMillis} (two change feed heartbeats), got ${feedStaleMillis}`
+    })
+  }
   return {
     masterKey,
     signingKey: Option.getOrUndefined(signingKey),
@@ -119,7 +128,8 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
     blacklist: blacklist.split(",").filter((e) => e.trim() !== ""),
     sweepIntervalSeconds: sweep,
     seatBatchWorkers: Option.getOrUndefined(seatBatchWorkers),
-    eventRetentionDays
+    eventRetentionDays,
+    validationCache: { feedStaleMillis }
   } satisfies Engine.Options
 })
 
