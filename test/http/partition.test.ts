@@ -1,0 +1,132 @@
+/**
+ * Issue 19, partitions: a server whose link to PostgreSQL is black-holed must not go on answering `valid: true`
+ * from its cache for a license another server revoked. Server A (the bundled server, in process) reaches the
+ * database through a TCP proxy that the test freezes (nothing delivered, nothing closed: a black hole, not a
+ * reset); server B (an engine with its own pool and cache) revokes the license over a direct link. Within the
+ * feed's bound (`LM_FEED_STALE_MS`, 2 s) A stops serving from its cache: its validations go to the frozen store
+ * and answer 503 `service_unavailable` with `Retry-After`, within the store call's bound; after the thaw they
+ * answer `license_revoked`. No answer to a validation sent after the bound is ever `valid: true`.
+ */
+import { Layer, ManagedRuntime, Redacted } from "effect"
+import { Engine, Licenses } from "@lm/domain"
+import { layerPostgresStore } from "@lm/storage-pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { adminAuth } from "../../packages/http/test/support/App.js"
+import { eventually } from "../support/eventually.js"
+import { type ProxiedServer, startProxiedServer } from "./support/ProxiedServer.js"
+
+const url = process.env.DATABASE_URL
+
+/** The default bound on the feed's silence (README: LM_FEED_STALE_MS). */
+const FEED_STALE_MS = 2_000
+/**
+ * After the freeze, A's cache may still serve for the bound, measured from its last heartbeat that came back (sent
+ * up to one heartbeat, 500 ms, before the freeze), plus slack for a loaded machine: a validation sent later than
+ * this must not be served from the cache.
+ */
+const CACHE_SERVES_AT_MOST_MS = FEED_STALE_MS + 1_000
+/**
+ * How long a validation sent to the frozen store may take to answer 503: the 15 s store call timeout plus up to
+ * 5 s that @effect/sql-pg takes to give up the query (README, store outages), plus slack for a loaded machine.
+ */
+const FROZEN_ANSWER_WITHIN_MS = 25_000
+
+/** Processes sharing one store share its master key (the signing seed is sealed with it). */
+const masterKey = Redacted.make(new Uint8Array(32).fill(19))
+
+interface Answer {
+  /** Milliseconds after the freeze that the request was sent. */
+  readonly sentAt: number
+  readonly ms: number
+  readonly status: number
+  readonly retryAfter: string | null
+  readonly body: any
+}
+
+describe.skipIf(url === undefined || url === "")("a server whose link to PostgreSQL is black-holed (DATABASE_URL)", () => {
+  let a: ProxiedServer
+  let b: ManagedRuntime.ManagedRuntime<Licenses, unknown>
+
+  beforeAll(async () => {
+    a = await startProxiedServer(url!, `lm_partition_${process.pid}_${Date.now()}`, Layer.empty, { masterKey })
+    b = ManagedRuntime.make(
+      Engine.layer(layerPostgresStore({ url: a.directUrl }), { masterKey, sweepIntervalSeconds: 0, eventRetentionDays: 0 })
+    )
+  }, 120_000)
+
+  afterAll(async () => {
+    a?.proxy.thaw()
+    await b?.dispose()
+    await a?.close()
+  }, 120_000)
+
+  const validateOnA = async (key: string, since: number): Promise<Answer> => {
+    const sentAt = performance.now()
+    const response = await fetch(`${a.server.apiBase}/validate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ license_key: key }),
+      signal: AbortSignal.timeout(2 * FROZEN_ANSWER_WITHIN_MS)
+    })
+    const body = await response.json()
+    return {
+      sentAt: sentAt - since,
+      ms: performance.now() - sentAt,
+      status: response.status,
+      retryAfter: response.headers.get("retry-after"),
+      body
+    }
+  }
+
+  it("stops serving a revoked license from its cache within the bound: 503 while frozen, license_revoked after", async () => {
+    const created = await fetch(`${a.server.apiBase}/licenses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: adminAuth },
+      body: "{}"
+    })
+    expect(created.status).toBe(201)
+    const key = ((await created.json()) as any).data.license_key as string
+
+    // A's cache holds the license, and its feed is alive: B's changes reach it.
+    const warm = await validateOnA(key, 0)
+    expect(warm.body.data).toMatchObject({ valid: true, code: "valid" })
+    await b.runPromise(Licenses.use((l) => l.suspend(key)))
+    await eventually(async () => expect((await validateOnA(key, 0)).body.data.code).toBe("license_suspended"), { timeout: 2_000 })
+    await b.runPromise(Licenses.use((l) => l.reinstate(key)))
+    await eventually(async () => expect((await validateOnA(key, 0)).body.data.code).toBe("valid"), { timeout: 2_000 })
+
+    a.proxy.freeze()
+    const frozenAt = performance.now()
+    await b.runPromise(Licenses.use((l) => l.revoke(key)))
+
+    // Validations on A every 200 ms for 5 s, each answered in its own time.
+    const pending: Array<Promise<Answer>> = []
+    while (performance.now() - frozenAt < CACHE_SERVES_AT_MOST_MS + 2_000) {
+      pending.push(validateOnA(key, frozenAt))
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    const answers = await Promise.all(pending)
+    const describe = (x: Answer) => `sent ${Math.round(x.sentAt)} ms after the freeze: ${x.status} ${JSON.stringify(x.body)}`
+    const late = answers.filter((x) => x.sentAt > CACHE_SERVES_AT_MOST_MS)
+    expect(late.length).toBeGreaterThan(5)
+    for (const answer of late) {
+      expect(answer.status, describe(answer)).toBe(503)
+      expect(answer.body, describe(answer)).toMatchObject({ success: false, code: "service_unavailable", data: { status: 503 } })
+      expect(answer.retryAfter, describe(answer)).toMatch(/^\d+$/)
+      expect(answer.ms, `${describe(answer)}, after ${Math.round(answer.ms)} ms`).toBeLessThan(FROZEN_ANSWER_WITHIN_MS)
+    }
+    // Before the bound the cache may still serve (that is the bound); nothing else than 200 or 503 is answered.
+    for (const answer of answers) expect([200, 503], describe(answer)).toContain(answer.status)
+
+    // The link delivers again: what was held arrives (B's revocation with it), and A answers license_revoked.
+    a.proxy.thaw()
+    const seen: Array<string> = []
+    await eventually(async () => {
+      const answer = await validateOnA(key, frozenAt)
+      seen.push(answer.status === 200 ? answer.body.data.code : String(answer.status))
+      expect(answer.status).toBe(200)
+      expect(answer.body.data).toMatchObject({ valid: false, code: "license_revoked", signed_payload: null })
+    }, { timeout: 30_000, interval: 200 })
+    expect(seen.filter((s) => s !== "503" && s !== "license_revoked"), `answers after the thaw: ${seen}`).toEqual([])
+  }, 120_000)
+})
