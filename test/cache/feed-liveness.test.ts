@@ -5,7 +5,7 @@
  * is Effect's TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Logger, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { Engine, Errors, Licenses, Licensing, Ports, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
@@ -39,8 +39,14 @@ const probedStore = (probe: Probe) =>
   )
 
 describe("validation cache and the liveness of its change feed", () => {
-  it.effect("serves while the feed's heartbeat is recent, goes to the store once it is silent past the bound", () =>
-    Effect.gen(function*() {
+  it.effect("serves while the feed's heartbeat is recent, goes to the store once it is silent past the bound", () => {
+    const logged: Array<string> = []
+    const logger = Logger.make((entry) => {
+      if (entry.logLevel === "Warn" || entry.logLevel === "Info") {
+        logged.push(`${entry.logLevel}: ${String(Array.isArray(entry.message) ? entry.message[0] : entry.message)}`)
+      }
+    })
+    return Effect.gen(function*() {
       const probe: Probe = { reads: 0, down: false, report: () => {} }
       const shared = yield* Layer.build(MemoryStore.layer)
       const store = Layer.succeedContext(shared)
@@ -81,7 +87,14 @@ describe("validation cache and the liveness of its change feed", () => {
       const reloaded = probe.reads
       for (let i = 0; i < 10; i++) assert.strictEqual(yield* validateOnA, "license_revoked")
       assert.strictEqual(probe.reads, reloaded, "served from the cache once the feed is alive again")
-    }).pipe(Effect.scoped))
+
+      // The operator reads one line when the silence begins and one when it ends, not one per validation.
+      assert.deepStrictEqual(logged.filter((line) => line.includes("change feed")), [
+        "Warn: The store's change feed has been silent for more than 2000 ms: validations read the store until it is heard again",
+        "Info: The store's change feed is heard again: validations are served from the cache"
+      ])
+    }).pipe(Effect.scoped, Effect.provide(Logger.layer([logger])))
+  })
 
   it.effect("a feed that has not yet sent a heartbeat is not alive", () =>
     Effect.gen(function*() {

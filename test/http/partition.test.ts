@@ -5,9 +5,10 @@
  * reset); server B (an engine with its own pool and cache) revokes the license over a direct link. Within the
  * feed's bound (`LM_FEED_STALE_MS`, 2 s) A stops serving from its cache: its validations go to the frozen store
  * and answer 503 `service_unavailable` with `Retry-After`, within the store call's bound; after the thaw they
- * answer `license_revoked`. No answer to a validation sent after the bound is ever `valid: true`.
+ * answer `license_revoked`, and A's cache serves again once its heartbeats come back (one log line each way).
+ * No answer to a validation sent after the bound is ever `valid: true`.
  */
-import { Layer, ManagedRuntime, Redacted } from "effect"
+import { Logger, ManagedRuntime, Redacted } from "effect"
 import { Engine, Licenses } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -46,9 +47,14 @@ interface Answer {
 describe.skipIf(url === undefined || url === "")("a server whose link to PostgreSQL is black-holed (DATABASE_URL)", () => {
   let a: ProxiedServer
   let b: ManagedRuntime.ManagedRuntime<Licenses, unknown>
+  /** Server A's log. */
+  const lines: Array<string> = []
+  const logger = Logger.layer([Logger.make((entry) => {
+    lines.push(Array.isArray(entry.message) ? entry.message.map(String).join(" ") : String(entry.message))
+  })])
 
   beforeAll(async () => {
-    a = await startProxiedServer(url!, `lm_partition_${process.pid}_${Date.now()}`, Layer.empty, { masterKey })
+    a = await startProxiedServer(url!, `lm_partition_${process.pid}_${Date.now()}`, logger, { masterKey })
     b = ManagedRuntime.make(
       Engine.layer(layerPostgresStore({ url: a.directUrl }), { masterKey, sweepIntervalSeconds: 0, eventRetentionDays: 0 })
     )
@@ -128,5 +134,12 @@ describe.skipIf(url === undefined || url === "")("a server whose link to Postgre
       expect(answer.body.data).toMatchObject({ valid: false, code: "license_revoked", signed_payload: null })
     }, { timeout: 30_000, interval: 200 })
     expect(seen.filter((s) => s !== "503" && s !== "license_revoked"), `answers after the thaw: ${seen}`).toEqual([])
+
+    // The feed's heartbeats come back through the thawed link: A serves from its cache again, and says so once.
+    await eventually(async () => {
+      expect((await validateOnA(key, frozenAt)).body.data.code).toBe("license_revoked")
+      expect(lines.filter((line) => line.includes("change feed is heard again"))).toHaveLength(1)
+    }, { timeout: 30_000, interval: 200 })
+    expect(lines.filter((line) => line.includes("change feed has been silent"))).toHaveLength(1)
   }, 120_000)
 })

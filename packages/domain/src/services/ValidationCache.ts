@@ -100,6 +100,8 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
 
       /** Whether the cache may serve now: one clock read and a compare, no round trip. */
       const serving = (now: number) => feedAlive(aliveAsOf, now, feedStale)
+      /** Whether the feed's silence was logged (once it had been heard: not before its first heartbeat). */
+      let silenceLogged = false
 
       const touch = (licenseId: number) =>
         Effect.map(Effect.serviceOption(TouchedLicenses), (touched) => {
@@ -119,8 +121,18 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
           // Changes committed elsewhere may not have reached this process: nothing kept may be served (dropping it
           // all also keeps loads in flight from storing), and this load is not kept either.
           if (byKey.size > 0) invalidateAll()
+          if (!silenceLogged && aliveAsOf > Number.NEGATIVE_INFINITY) {
+            silenceLogged = true
+            yield* Effect.logWarning(
+              `The store's change feed has been silent for more than ${feedStale} ms: validations read the store until it is heard again`
+            )
+          }
           const license = yield* licenses.findByKey(key)
           return license === undefined ? undefined : { license, loadedAt: now, fingerprints: new Map() }
+        }
+        if (silenceLogged) {
+          silenceLogged = false
+          yield* Effect.logInfo("The store's change feed is heard again: validations are served from the cache")
         }
         const cached = byKey.get(key)
         if (cached !== undefined && fresh(cached, now)) return cached
