@@ -15,7 +15,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { License, Machine } from "../model.js"
-import { LicenseChangeFeed, LicenseRepository, MachineRepository, Store } from "../ports.js"
+import { feedHeartbeatMillis, LicenseChangeFeed, LicenseRepository, MachineRepository, Store } from "../ports.js"
 
 export interface ValidationCacheOptions {
   /** Most licenses kept (default 200,000); the oldest entries go first. */
@@ -35,11 +35,15 @@ export interface ValidationCacheOptions {
  */
 export const defaultFeedStaleMillis = 2_000
 
+/** The shortest bound allowed: two heartbeats; below it every late heartbeat would send validations to the store. */
+export const minFeedStaleMillis = 2 * feedHeartbeatMillis
+
 /**
  * The rule of the feed's liveness: the cache may serve at `now` only when every change other processes committed
  * up to `staleMillis` before `now` is known to have been reported (`aliveAsOf`, the feed's last heartbeat).
- * So a revocation on another server stops being hidden by this one's cache within `staleMillis` (plus the
- * heartbeat's own trip), whether the feed delivers it or falls silent.
+ * A heartbeat comes back after every change committed before it was sent, so a revocation committed on another
+ * server is hidden by this one's cache for at most `staleMillis` after its commit, whether the feed delivers it or
+ * falls silent.
  */
 export const feedAlive = (aliveAsOf: number, now: number, staleMillis: number): boolean => now - aliveAsOf <= staleMillis
 

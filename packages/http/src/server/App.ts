@@ -114,11 +114,10 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
   const eventRetentionDays = yield* Config.Int("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
   const feedStaleMillis = yield* Config.Int("LM_FEED_STALE_MS").pipe(Config.withDefault(Services.defaultFeedStaleMillis))
-  // Below two heartbeats every late heartbeat would send validations to the store.
-  if (feedStaleMillis < 2 * Ports.feedHeartbeatMillis) {
+  if (feedStaleMillis < Services.minFeedStaleMillis) {
     return yield* new InvalidSetting({
       name: "LM_FEED_STALE_MS",
-      message: `LM_FEED_STALE_MS: expected at least ${2 * Ports.feedHeartbeatMillis} (two change feed heartbeats), got ${feedStaleMillis}`
+      message: `LM_FEED_STALE_MS: expected at least ${Services.minFeedStaleMillis} (two change feed heartbeats), got ${feedStaleMillis}`
     })
   }
   return {
