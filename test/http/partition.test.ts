@@ -6,11 +6,13 @@
  * feed's bound (`LM_FEED_STALE_MS`, 2 s) A stops serving from its cache: its validations go to the frozen store
  * and answer 503 `service_unavailable` with `Retry-After`, within the store call's bound; after the thaw they
  * answer `license_revoked`, and A's cache serves again once its heartbeats come back (a log line each way).
- * No answer to a validation sent after the bound is ever `valid: true`.
+ * No answer to a validation sent after the bound is ever `valid: true`. With only A's LISTEN connection frozen (the
+ * store answers on the others), A's validations read the store within the bound and answer `license_revoked`.
  */
-import { Logger, ManagedRuntime, Redacted } from "effect"
+import { Effect, Logger, ManagedRuntime, Redacted } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { Engine, Licenses } from "@lm/domain"
-import { layerPostgresStore } from "@lm/storage-pg"
+import { layerPostgres, layerPostgresStore } from "@lm/storage-pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { adminAuth } from "../../packages/http/test/support/App.js"
 import { eventually } from "../support/eventually.js"
@@ -84,7 +86,8 @@ describe.skipIf(url === undefined || url === "")("a server whose link to Postgre
     }
   }
 
-  it("stops serving a revoked license from its cache within the bound: 503 while frozen, license_revoked after", async () => {
+  /** A new license, validated on A (in its cache), with A's feed shown alive: B's changes reach A. */
+  const warmLicense = async (): Promise<string> => {
     const created = await fetch(`${a.server.apiBase}/licenses`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: adminAuth },
@@ -92,27 +95,36 @@ describe.skipIf(url === undefined || url === "")("a server whose link to Postgre
     })
     expect(created.status).toBe(201)
     const key = ((await created.json()) as any).data.license_key as string
-
-    // A's cache holds the license, and its feed is alive: B's changes reach it.
     const warm = await validateOnA(key, 0)
     expect(warm.body.data).toMatchObject({ valid: true, code: "valid" })
     await b.runPromise(Licenses.use((l) => l.suspend(key)))
     await eventually(async () => expect((await validateOnA(key, 0)).body.data.code).toBe("license_suspended"), { timeout: 2_000 })
     await b.runPromise(Licenses.use((l) => l.reinstate(key)))
     await eventually(async () => expect((await validateOnA(key, 0)).body.data.code).toBe("valid"), { timeout: 2_000 })
+    return key
+  }
+
+  /** Validations on A every 200 ms until `untilMs` after `since`, each answered in its own time. */
+  const validationsOnA = async (key: string, since: number, untilMs: number): Promise<Array<Answer>> => {
+    const pending: Array<Promise<Answer>> = []
+    while (performance.now() - since < untilMs) {
+      pending.push(validateOnA(key, since))
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    return Promise.all(pending)
+  }
+
+  const describeAnswer = (x: Answer) => `sent ${Math.round(x.sentAt)} ms after the freeze: ${x.status} ${JSON.stringify(x.body)}`
+
+  it("stops serving a revoked license from its cache within the bound: 503 while frozen, license_revoked after", async () => {
+    const key = await warmLicense()
 
     a.proxy.freeze()
     const frozenAt = performance.now()
     await b.runPromise(Licenses.use((l) => l.revoke(key)))
 
-    // Validations on A every 200 ms for 5 s, each answered in its own time.
-    const pending: Array<Promise<Answer>> = []
-    while (performance.now() - frozenAt < CACHE_SERVES_AT_MOST_MS + 2_000) {
-      pending.push(validateOnA(key, frozenAt))
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
-    const answers = await Promise.all(pending)
-    const describe = (x: Answer) => `sent ${Math.round(x.sentAt)} ms after the freeze: ${x.status} ${JSON.stringify(x.body)}`
+    const answers = await validationsOnA(key, frozenAt, CACHE_SERVES_AT_MOST_MS + 2_000)
+    const describe = describeAnswer
     const late = answers.filter((x) => x.sentAt > CACHE_SERVES_AT_MOST_MS)
     expect(late.length).toBeGreaterThan(5)
     for (const answer of late) {
@@ -144,5 +156,34 @@ describe.skipIf(url === undefined || url === "")("a server whose link to Postgre
     const silent = lines.filter((line) => line.includes("change feed has been silent"))
     expect(silent.length, silent.join("\n")).toBeGreaterThanOrEqual(1)
     expect(silent.length, silent.join("\n")).toBeLessThanOrEqual(2)
+  }, 120_000)
+
+  it("with only its LISTEN connection frozen, reads a revocation from the store within the bound (the store answers)", async () => {
+    const key = await warmLicense()
+    // The connection of A's feed, as PostgreSQL sees it (B listens too, on its own direct link).
+    const listening = await Effect.runPromise(
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        return yield* sql<{ clientPort: number }>`
+          SELECT client_port AS "clientPort" FROM pg_stat_activity
+          WHERE datname = current_database() AND query LIKE 'LISTEN%'`
+      }).pipe(Effect.provide(layerPostgres({ url: a.directUrl, maxConnections: 1 })), Effect.scoped)
+    )
+    const frozen = listening.filter(({ clientPort }) => a.proxy.freezeConnection(clientPort))
+    expect(frozen, JSON.stringify(listening)).toHaveLength(1)
+    const frozenAt = performance.now()
+    const warnings = lines.filter((line) => line.includes("change feed has been silent")).length
+    await b.runPromise(Licenses.use((l) => l.revoke(key)))
+
+    const answers = await validationsOnA(key, frozenAt, CACHE_SERVES_AT_MOST_MS + 1_000)
+    for (const answer of answers) {
+      expect(answer.status, describeAnswer(answer)).toBe(200)
+      if (answer.sentAt > CACHE_SERVES_AT_MOST_MS) {
+        expect(answer.body.data, describeAnswer(answer)).toMatchObject({ valid: false, code: "license_revoked" })
+      }
+    }
+    expect(answers.filter((x) => x.sentAt > CACHE_SERVES_AT_MOST_MS).length).toBeGreaterThan(2)
+    expect(lines.filter((line) => line.includes("change feed has been silent")).length).toBeGreaterThan(warnings)
+    a.proxy.thaw()
   }, 120_000)
 })
