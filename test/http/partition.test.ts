@@ -7,7 +7,8 @@
  * and answer 503 `service_unavailable` with `Retry-After`, within the store call's bound; after the thaw they
  * answer `license_revoked`, and A's cache serves again once its heartbeats come back (a log line each way).
  * No answer to a validation sent after the bound is ever `valid: true`. With only A's LISTEN connection frozen (the
- * store answers on the others), A's validations read the store within the bound and answer `license_revoked`.
+ * store answers on the others), A's validations read the store within the bound and answer `license_revoked`, and
+ * A's feed listens again on another connection, after which its cache serves again.
  */
 import { Effect, Logger, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -184,6 +185,14 @@ describe.skipIf(url === undefined || url === "")("a server whose link to Postgre
     }
     expect(answers.filter((x) => x.sentAt > CACHE_SERVES_AT_MOST_MS).length).toBeGreaterThan(2)
     expect(lines.filter((line) => line.includes("change feed has been silent")).length).toBeGreaterThan(warnings)
+
+    // Its heartbeats are taken by the store and do not come back: the feed listens again on another connection
+    // (storage-pg's relistenAfterMillis, 5 s), and A's cache serves again while the old connection is still frozen.
+    const heard = lines.filter((line) => line.includes("change feed is heard again")).length
+    await eventually(async () => {
+      expect((await validateOnA(key, frozenAt)).body.data.code).toBe("license_revoked")
+      expect(lines.filter((line) => line.includes("change feed is heard again")).length).toBeGreaterThan(heard)
+    }, { timeout: 20_000, interval: 200 })
     a.proxy.thaw()
   }, 120_000)
 })
