@@ -95,7 +95,8 @@ describe.skipIf(url === undefined || url === "")("a server whose link to Postgre
       body: "{}"
     })
     expect(created.status).toBe(201)
-    const key = ((await created.json()) as any).data.license_key as string
+    const { data } = (await created.json()) as { data: { license_key: string } }
+    const key = data.license_key
     const warm = await validateOnA(key, 0)
     expect(warm.body.data).toMatchObject({ valid: true, code: "valid" })
     await b.runPromise(Licenses.use((l) => l.suspend(key)))
