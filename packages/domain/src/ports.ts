@@ -219,10 +219,18 @@ export class ActivityLog extends Context.Service<ActivityLog, {
 
 /**
  * What a change feed reports: the id of a license another process changed, `"all"` when changes may have been
- * missed (e.g. after a reconnect), or `{ aliveAsOf }`: every change committed before that time (epoch ms, on the
- * feed's `Clock`) has been reported — the feed's heartbeat came back through it.
+ * missed (e.g. after a reconnect), or `{ aliveAsOf }`: every change committed before that time
+ * ({@link feedTimeMillis}) has been reported — the feed's heartbeat came back through it.
  */
 export type LicenseChange = number | "all" | { readonly aliveAsOf: number }
+
+/**
+ * The time of the feed's liveness, in which heartbeats are stamped and compared: milliseconds of the `Clock`'s
+ * monotonic time, which a step of the wall clock (NTP) cannot move back. Meaningful within one process only.
+ */
+export const feedTimeMillis: Effect.Effect<number> = Effect.clockWith((clock) =>
+  Effect.succeed(Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n))
+)
 
 /**
  * How often a feed with `heartbeats` sends one through the store (ms). The domain decides how long a feed may stay

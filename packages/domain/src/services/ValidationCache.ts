@@ -15,7 +15,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { License, Machine } from "../model.js"
-import { feedHeartbeatMillis, LicenseChangeFeed, LicenseRepository, MachineRepository, Store } from "../ports.js"
+import { feedHeartbeatMillis, feedTimeMillis, LicenseChangeFeed, LicenseRepository, MachineRepository, Store } from "../ports.js"
 
 export interface ValidationCacheOptions {
   /** Most licenses kept (default 200,000); the oldest entries go first. */
@@ -73,7 +73,10 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       const maxEntries = options.maxEntries ?? 200_000
       const maxAge = options.maxAgeMillis ?? 60_000
       const feedStale = options.feedStaleMillis ?? defaultFeedStaleMillis
-      /** Every change committed before this time has been reported; a feed without heartbeats is always alive. */
+      /**
+       * Every change committed before this time (`feedTimeMillis`) has been reported; a feed without heartbeats is
+       * always alive.
+       */
       let aliveAsOf = feed.heartbeats ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY
 
       const byKey = new Map<string, Entry>()
@@ -103,7 +106,7 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       })
 
       /** Whether the cache may serve now: one clock read and a compare, no round trip. */
-      const serving = (now: number) => feedAlive(aliveAsOf, now, feedStale)
+      const serving = Effect.map(feedTimeMillis, (now) => feedAlive(aliveAsOf, now, feedStale))
       /** Whether the feed's silence was logged (once it had been heard: not before its first heartbeat). */
       let silenceLogged = false
 
@@ -121,7 +124,7 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
 
       const entryFor = Effect.fnUntraced(function*(key: string) {
         const now = yield* Clock.currentTimeMillis
-        if (!serving(now)) {
+        if (!(yield* serving)) {
           // Changes committed elsewhere may not have reached this process: nothing kept may be served (dropping it
           // all also keeps loads in flight from storing), and this load is not kept either.
           if (byKey.size > 0) invalidateAll()
@@ -202,7 +205,7 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
               return yield* machines.listForValidation(licenseId, fingerprint)
             }
             const key = keyOfId.get(licenseId)
-            const entry = key === undefined || !serving(yield* Clock.currentTimeMillis) ? undefined : byKey.get(key)
+            const entry = key === undefined || !(yield* serving) ? undefined : byKey.get(key)
             if (entry === undefined) return yield* machines.listForValidation(licenseId, fingerprint)
             const active = entry.active ?? (yield* fill(entry, machines.listActive(licenseId), (list) => {
               entry.active = list

@@ -15,7 +15,7 @@
  * waits for the link), so the new LISTEN never waits for it.
  */
 import { randomUUID } from "node:crypto"
-import { Cause, Clock, Duration, Effect, Exit, Layer, Queue, Schedule, Scope } from "effect"
+import { Cause, Duration, Effect, Exit, Layer, Queue, Schedule, Scope } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Ports } from "@lm/domain"
 
@@ -49,9 +49,9 @@ export const layerChangeFeed = Layer.effect(
     return {
       heartbeats: true,
       subscribe: (onChange: (change: Ports.LicenseChange) => void) => {
-        // One feed per subscription: only its own heartbeats tell its own clock's time.
+        // One feed per subscription: only its own heartbeats are stamped in this process's time.
         const own = `${heartbeatPrefix}${randomUUID()}:`
-        /** Send times (feed's clock) of the last heartbeat that came back, and of the last one the store took. */
+        /** Send times (`feedTimeMillis`) of the last heartbeat that came back, and of the last one the store took. */
         let lastBack = 0
         let lastTaken = 0
         const report = (payload: string) => {
@@ -67,7 +67,7 @@ export const layerChangeFeed = Layer.effect(
           onChange(Number.isSafeInteger(id) ? id : "all")
         }
         const heartbeat = Effect.gen(function*() {
-          const sentAt = yield* Clock.currentTimeMillis
+          const sentAt = yield* Ports.feedTimeMillis
           yield* sql.notify(licenseChangedChannel, `${own}${sentAt}`)
           lastTaken = Math.max(lastTaken, sentAt)
         }).pipe(
@@ -83,7 +83,7 @@ export const layerChangeFeed = Layer.effect(
           const listening = Effect.gen(function*() {
             const queue = yield* Scope.provide(sql.listen(licenseChangedChannel), scope)
             // A fresh listener has until `relistenAfterMillis` from now to hear its first heartbeat.
-            lastBack = Math.max(lastBack, yield* Clock.currentTimeMillis)
+            lastBack = Math.max(lastBack, yield* Ports.feedTimeMillis)
             // Anything committed before LISTEN took effect may have been missed.
             onChange("all")
             // Heartbeats sent before LISTEN took effect would not come back.
