@@ -50,11 +50,18 @@ interface Answer {
 describe.skipIf(url === undefined || url === "")("a server whose link to PostgreSQL is black-holed (DATABASE_URL)", () => {
   let a: ProxiedServer
   let b: ManagedRuntime.ManagedRuntime<Licenses, unknown>
-  /** Server A's log. */
+  /** Server A's log, and when each line came. */
   const lines: Array<string> = []
+  const lineTimes: Array<number> = []
   const logger = Logger.layer([Logger.make((entry) => {
     lines.push(Array.isArray(entry.message) ? entry.message.map(String).join(" ") : String(entry.message))
+    lineTimes.push(performance.now())
   })])
+  /** The last line about the change feed, and how long ago it came. */
+  const lastFeedLine = () => {
+    const index = lines.findLastIndex((line) => line.includes("change feed"))
+    return index < 0 ? undefined : { line: lines[index]!, ago: performance.now() - lineTimes[index]! }
+  }
 
   beforeAll(async () => {
     a = await startProxiedServer(url!, `lm_partition_${process.pid}_${Date.now()}`, logger, { masterKey })
@@ -103,6 +110,16 @@ describe.skipIf(url === undefined || url === "")("a server whose link to Postgre
     await eventually(async () => expect((await validateOnA(key, 0)).body.data.code).toBe("license_suspended"), { timeout: 2_000 })
     await b.runPromise(Licenses.use((l) => l.reinstate(key)))
     await eventually(async () => expect((await validateOnA(key, 0)).body.data.code).toBe("valid"), { timeout: 2_000 })
+    // After an earlier freeze the feed may take a few seconds to settle (connections given up, reconnects, listening
+    // again): wait until it has been heard for a second without falling silent (a fresh server has no such line).
+    await eventually(async () => {
+      expect((await validateOnA(key, 0)).body.data.code).toBe("valid")
+      const last = lastFeedLine()
+      if (last !== undefined) {
+        expect(last.line).toContain("heard again")
+        expect(last.ago).toBeGreaterThan(1_000)
+      }
+    }, { timeout: 30_000, interval: 200 })
     return key
   }
 
