@@ -265,15 +265,42 @@ export class ActivityLog extends Context.Service<ActivityLog, {
 }>()("@lm/domain/ActivityLog") {}
 
 /**
- * Licenses changed by other processes sharing the store: `subscribe` calls `onChange` with a license id for each
- * change another process commits (or `"all"` when changes may have been missed, e.g. after a reconnect), for as
- * long as its scope lives. Stores that only one process can open (memory, PGlite) need no feed: the default
- * reports nothing.
+ * What a change feed reports: the id of a license another process changed, `"all"` when changes may have been
+ * missed (e.g. after a reconnect), or `{ aliveAsOf }`: every change committed before that time
+ * ({@link feedTimeMillis}) has been reported — the feed's heartbeat came back through it.
+ */
+export type LicenseChange = number | "all" | { readonly aliveAsOf: number }
+
+/**
+ * The time of the feed's liveness, in which heartbeats are stamped and compared: milliseconds of the `Clock`'s
+ * monotonic time, which a step of the wall clock (NTP) cannot move back. Meaningful within one process only.
+ */
+export const feedTimeMillis: Effect.Effect<number> = Effect.clockWith((clock) =>
+  Effect.succeed(Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n))
+)
+
+/**
+ * How often a feed with `heartbeats` sends one through the store (ms). The domain decides how long a feed may stay
+ * silent (`ValidationCache`'s `feedStaleMillis`); this is only the cadence stores report at.
+ */
+export const feedHeartbeatMillis = 500
+
+/**
+ * Licenses changed by other processes sharing the store: `subscribe` calls `onChange` with each
+ * {@link LicenseChange}, for as long as its scope lives.
+ *
+ * A feed from a remote store (PostgreSQL LISTEN/NOTIFY) can go silent without an error: a black-holed link neither
+ * delivers nor fails. Such a feed has `heartbeats: true` and reports `{ aliveAsOf }` about every
+ * {@link feedHeartbeatMillis} while the store answers on it; its silence is then seen, and the validation cache
+ * stops serving. Stores that only one process can open (memory, PGlite) have no remote feed, nothing can change
+ * behind their back: the default feed reports nothing and is always alive (`heartbeats: false`).
  */
 export const LicenseChangeFeed = Context.Reference<{
-  readonly subscribe: (onChange: (licenseId: number | "all") => void) => Effect.Effect<void, never, Scope.Scope>
+  readonly subscribe: (onChange: (change: LicenseChange) => void) => Effect.Effect<void, never, Scope.Scope>
+  /** Whether the feed reports `{ aliveAsOf }` and is alive only while that is recent; false: always alive. */
+  readonly heartbeats: boolean
 }>("@lm/domain/LicenseChangeFeed", {
-  defaultValue: () => ({ subscribe: () => Effect.void })
+  defaultValue: () => ({ subscribe: () => Effect.void, heartbeats: false })
 })
 
 /**

@@ -19,7 +19,7 @@ import { MachinesHandlers } from "./handlers/Machines.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
-import { HttpSettings, type Listen, parseSwitch, readSetting } from "./Settings.js"
+import { HttpSettings, InvalidSetting, type Listen, parseSwitch, readSetting } from "./Settings.js"
 import * as WebhookSender from "./WebhookSender.js"
 import { StorageHealth, SystemHandlers } from "./System.js"
 
@@ -127,7 +127,7 @@ export const webhookOptionsFromEnv = Effect.gen(function*() {
 })
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
- * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, the webhook settings (see
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS`, the webhook settings (see
  * `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
@@ -139,6 +139,13 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   // A number of days, fractions allowed (0.01 is 14.4 minutes: short windows for tests and benches).
   const eventRetentionDays = yield* Config.Number("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
   const webhooks = yield* webhookOptionsFromEnv
+  const feedStaleMillis = yield* Config.Int("LM_FEED_STALE_MS").pipe(Config.withDefault(Services.defaultFeedStaleMillis))
+  if (feedStaleMillis < Services.minFeedStaleMillis) {
+    return yield* new InvalidSetting({
+      name: "LM_FEED_STALE_MS",
+      message: `LM_FEED_STALE_MS: expected at least ${Services.minFeedStaleMillis} (two change feed heartbeats), got ${feedStaleMillis}`
+    })
+  }
   return {
     webhooks,
     masterKey,
@@ -147,7 +154,8 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
     blacklist: blacklist.split(",").filter((e) => e.trim() !== ""),
     sweepIntervalSeconds: sweep,
     seatBatchWorkers: Option.getOrUndefined(seatBatchWorkers),
-    eventRetentionDays
+    eventRetentionDays,
+    validationCache: { feedStaleMillis }
   } satisfies Engine.Options
 })
 
