@@ -8,7 +8,10 @@
  * retention window (`LM_EVENT_RETENTION_DAYS`) is reached: a short run cannot wait days for entries to age.
  *
  * Settings (environment): GROWTH_SECONDS (load per configuration, default 180), GROWTH_SAMPLE_SECONDS (default
- * 10), GROWTH_CONNECTIONS (default 32), GROWTH_CONFIGS (comma list of memory, pglite; default both).
+ * 10), GROWTH_CONNECTIONS (default 32), GROWTH_CONFIGS (comma list of memory, pglite; default both),
+ * GROWTH_RATE (requests per second over all connections, a steady load; default 0: as fast as the server
+ * answers), GROWTH_RETENTION_DAYS (the server's `LM_EVENT_RETENTION_DAYS`, fractions allowed, e.g. 0.002 =
+ * 172.8 s, to see retention bound the log within the run; default: the server's own, 90 days).
  * Prints markdown tables on stdout; nothing is asserted.
  */
 import * as fs from "node:fs"
@@ -35,7 +38,9 @@ const settings = {
   seconds: envNumber("GROWTH_SECONDS", 180),
   sampleSeconds: envNumber("GROWTH_SAMPLE_SECONDS", 10),
   connections: envNumber("GROWTH_CONNECTIONS", 32),
-  configs: (process.env.GROWTH_CONFIGS ?? "memory,pglite").split(",").map((c) => c.trim())
+  configs: (process.env.GROWTH_CONFIGS ?? "memory,pglite").split(",").map((c) => c.trim()),
+  rate: envNumber("GROWTH_RATE", 0),
+  retentionDays: process.env.GROWTH_RETENTION_DAYS
 }
 
 const progress = (line: string) => process.stderr.write(`growth: ${line}\n`)
@@ -69,7 +74,8 @@ const runConfig = async (config: string): Promise<{ readonly samples: ReadonlyAr
     HOST: "127.0.0.1",
     LM_BOOTSTRAP_CONSUMER_KEY: auth.consumerKey,
     LM_BOOTSTRAP_CONSUMER_SECRET: auth.consumerSecret,
-    LM_RATE_LIMIT: "off"
+    LM_RATE_LIMIT: "off",
+    ...(settings.retentionDays === undefined ? {} : { LM_EVENT_RETENTION_DAYS: settings.retentionDays })
   })
   const server = await startListening([lmBin, "serve"], env)
   try {
@@ -102,6 +108,7 @@ const runConfig = async (config: string): Promise<{ readonly samples: ReadonlyAr
       connections: settings.connections,
       duration: settings.seconds,
       timeout: 30,
+      ...(settings.rate > 0 ? { overallRate: settings.rate } : {}),
       setupClient: (client: Client) =>
         client.setRequests([{
           method: "POST",
@@ -140,7 +147,15 @@ const pruneRate = (dataDir: string) =>
     }).pipe(Effect.provide(layerPgliteStore({ dataDir, thread: "main" })), Effect.scoped)
   )
 
-const lines: Array<string> = [`machine: ${machineLine()}`, `load: ${settings.seconds} s of POST /validate (no fingerprint), ${settings.connections} connections, sampled every ${settings.sampleSeconds} s`, ""]
+const lines: Array<string> = [
+  `machine: ${machineLine()}`,
+  `load: ${settings.seconds} s of POST /validate (no fingerprint), ${settings.connections} connections${
+    settings.rate > 0 ? ` at ${settings.rate} req/s` : ""
+  }, sampled every ${settings.sampleSeconds} s${
+    settings.retentionDays === undefined ? "" : `, LM_EVENT_RETENTION_DAYS=${settings.retentionDays}`
+  }`,
+  ""
+]
 for (const config of settings.configs) {
   const { samples, dataDir } = await runConfig(config)
   const first = samples[0]!

@@ -1078,5 +1078,164 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.deepStrictEqual(yield* machines.listActive(license.id), [])
         }))
     })
+
+    describe("webhooks and their deliveries", () => {
+      const webhookDraft = (overrides: Partial<Model.WebhookDraft> = {}): Model.WebhookDraft => ({
+        name: "hook",
+        url: "https://hooks.example.com/lm",
+        events: ["license.created", "machine.activated"],
+        status: "active",
+        sealedSecret: "lm-sealed:v1:00000000:c2VhbGVk",
+        failingSince: null,
+        createdAt: T0,
+        updatedAt: T0,
+        ...overrides
+      })
+      const deliveryDraft = (webhookId: number, eventId: number, overrides: Partial<Model.WebhookDeliveryDraft> = {}): Model.WebhookDeliveryDraft => ({
+        webhookId,
+        eventId,
+        type: "license.created",
+        status: "pending",
+        attempts: 0,
+        responseStatus: null,
+        responseExcerpt: null,
+        lastAttemptAt: null,
+        nextAttemptAt: T0,
+        lockedUntil: null,
+        createdAt: T0,
+        ...overrides
+      })
+
+      test("webhooks round-trip every field; list, listActive, update and delete (with their deliveries)", () =>
+        Effect.gen(function*() {
+          const repo = yield* Ports.WebhookRepository
+          const queue = yield* Ports.WebhookDeliveryQueue
+          const store = yield* Ports.Store
+          const outbox = yield* Ports.EventOutbox
+          const a = yield* repo.insert(webhookDraft({ events: ["*"], failingSince: T0 - DAY }))
+          const b = yield* repo.insert(webhookDraft({ name: "second", status: "disabled" }))
+          assert.isTrue(isPositiveInt(a.id) && b.id > a.id)
+          assert.deepStrictEqual(a, { ...webhookDraft({ events: ["*"], failingSince: T0 - DAY }), id: a.id })
+          assert.deepStrictEqual(yield* repo.findById(b.id), b)
+          assert.isUndefined(yield* repo.findById(b.id + 100))
+          const page = yield* repo.list({ page: 1, perPage: 1 })
+          assert.deepStrictEqual([page.items.map((w) => w.id), page.total], [[a.id], 2])
+          assert.deepStrictEqual((yield* repo.listActive).map((w) => w.id), [a.id])
+          const enabled = yield* repo.update({ ...b, status: "active", url: "https://other.example.com/" })
+          assert.deepStrictEqual(yield* repo.findById(b.id), enabled)
+          assert.deepStrictEqual((yield* repo.listActive).map((w) => w.id), [a.id, b.id])
+
+          yield* outbox.append([event("license.created", 1)])
+          yield* store.transaction(Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(10)
+            yield* queue.dispatch(events.map((e) => e.id), [deliveryDraft(a.id, events[0]!.id), deliveryDraft(b.id, events[0]!.id)])
+          }))
+          assert.strictEqual((yield* queue.list(a.id, { page: 1, perPage: 10 })).total, 1)
+          assert.isTrue(yield* repo.delete(a.id))
+          assert.isFalse(yield* repo.delete(a.id))
+          assert.isUndefined(yield* repo.findById(a.id))
+          assert.strictEqual((yield* queue.list(a.id, { page: 1, perPage: 10 })).total, 0)
+          assert.strictEqual((yield* queue.list(b.id, { page: 1, perPage: 10 })).total, 1)
+        }))
+
+      test("each committed event is claimed for dispatch until a dispatch commits; a rollback gives it back", () =>
+        Effect.gen(function*() {
+          const store = yield* Ports.Store
+          const outbox = yield* Ports.EventOutbox
+          const queue = yield* Ports.WebhookDeliveryQueue
+          yield* outbox.append([event("license.created", 1, 5), event("machine.activated", 2)])
+          const types = (events: ReadonlyArray<Model.StoredEvent>) => events.map((e) => e.type)
+          const rolledBack = yield* Effect.exit(store.transaction(Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(10)
+            yield* queue.dispatch(events.map((e) => e.id), [])
+            return yield* Effect.fail(new Boom())
+          })))
+          assert.isTrue(Exit.isFailure(rolledBack))
+          const claimed = yield* store.transaction(Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(10)
+            yield* queue.dispatch(events.map((e) => e.id), [])
+            return events
+          }))
+          assert.deepStrictEqual(types(claimed), ["license.created", "machine.activated"])
+          const first = claimed[0]!
+          assert.deepStrictEqual(yield* outbox.findById(first.id), first)
+          assert.deepStrictEqual({ ...first, id: 0 }, { ...event("license.created", 1, 5), id: 0 })
+          assert.deepStrictEqual(yield* store.transaction(queue.claimUndispatched(10)), [])
+          yield* outbox.append([event("license.updated", 3)])
+          assert.deepStrictEqual(types(yield* store.transaction(queue.claimUndispatched(10))), ["license.updated"])
+        }))
+
+      test("concurrent dispatchers never claim one event twice and together claim them all", () =>
+        Effect.gen(function*() {
+          const store = yield* Ports.Store
+          const outbox = yield* Ports.EventOutbox
+          const queue = yield* Ports.WebhookDeliveryQueue
+          yield* outbox.append(Array.from({ length: 50 }, (_, i) => event("license.updated", i + 1)))
+          const seen = yield* Ref.make<ReadonlyArray<number>>([])
+          const dispatcher = store.transaction(Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(10)
+            yield* Effect.yieldNow
+            yield* queue.dispatch(events.map((e) => e.id), [])
+            yield* Ref.update(seen, (ids) => [...ids, ...events.map((e) => e.id)])
+          }))
+          yield* Effect.all(Array.from({ length: 10 }, () => dispatcher), { concurrency: "unbounded" })
+          const ids = yield* Ref.get(seen)
+          assert.strictEqual(new Set(ids).size, ids.length, "an event was claimed twice")
+          assert.strictEqual(ids.length, 50)
+        }))
+
+      test("due deliveries of active webhooks are claimed for a lease, once; the lease lapses; list newest first", () =>
+        Effect.gen(function*() {
+          const repo = yield* Ports.WebhookRepository
+          const queue = yield* Ports.WebhookDeliveryQueue
+          const store = yield* Ports.Store
+          const outbox = yield* Ports.EventOutbox
+          const on = yield* repo.insert(webhookDraft())
+          const off = yield* repo.insert(webhookDraft({ status: "disabled" }))
+          yield* outbox.append([event("license.created", 1), event("license.created", 2), event("license.created", 3)])
+          const [e1, e2, e3]: ReadonlyArray<number> = yield* store.transaction(Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(10)
+            const [x, y, z] = events.map((e) => e.id)
+            yield* queue.dispatch(events.map((e) => e.id), [
+              deliveryDraft(on.id, x!),
+              deliveryDraft(on.id, y!, { nextAttemptAt: T0 + MINUTE }),
+              deliveryDraft(on.id, z!, { status: "delivered", nextAttemptAt: null }),
+              deliveryDraft(off.id, x!)
+            ])
+            return [x!, y!, z!] as const
+          }))
+          const listed = yield* queue.list(on.id, { page: 1, perPage: 10 })
+          assert.deepStrictEqual(listed.items.map((d) => d.eventId), [e3, e2, e1])
+          const claimed = yield* queue.claimDue(T0, T0 + MINUTE, 10)
+          assert.deepStrictEqual(claimed.map((d) => [d.webhookId, d.eventId, d.lockedUntil]), [[on.id, e1, T0 + MINUTE]])
+          assert.deepStrictEqual(yield* queue.claimDue(T0 + 1, T0 + MINUTE, 10), [])
+          // At T0 + MINUTE the lease of the first lapsed and the second fell due.
+          const later = yield* queue.claimDue(T0 + MINUTE, T0 + 2 * MINUTE, 10)
+          assert.deepStrictEqual(later.map((d) => d.eventId), [e1, e2])
+          const done = yield* queue.update({ ...later[0]!, status: "delivered", attempts: 1, responseStatus: 204, responseExcerpt: "", lastAttemptAt: T0 + MINUTE, nextAttemptAt: null, lockedUntil: null })
+          assert.deepStrictEqual(yield* queue.findById(on.id, done.id), done)
+          assert.isUndefined(yield* queue.findById(off.id, done.id))
+          assert.deepStrictEqual(yield* queue.claimDue(T0 + 10 * MINUTE, T0 + 11 * MINUTE, 10).pipe(Effect.map((ds) => ds.map((d) => d.eventId))), [e2])
+          assert.deepStrictEqual(yield* outbox.readAfter(0, 10).pipe(Effect.map((es) => es.length)), 3)
+        }))
+
+      test("concurrent workers never hold one delivery at once", () =>
+        Effect.gen(function*() {
+          const repo = yield* Ports.WebhookRepository
+          const queue = yield* Ports.WebhookDeliveryQueue
+          const store = yield* Ports.Store
+          const outbox = yield* Ports.EventOutbox
+          const hook = yield* repo.insert(webhookDraft())
+          yield* outbox.append(Array.from({ length: 40 }, (_, i) => event("license.created", i + 1)))
+          yield* store.transaction(Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(100)
+            yield* queue.dispatch(events.map((e) => e.id), events.map((e) => deliveryDraft(hook.id, e.id)))
+          }))
+          const claims = yield* Effect.all(Array.from({ length: 8 }, () => queue.claimDue(T0, T0 + MINUTE, 10)), { concurrency: "unbounded" })
+          const ids = claims.flat().map((d) => d.id)
+          assert.strictEqual(new Set(ids).size, ids.length, "a delivery was claimed twice")
+          assert.strictEqual(ids.length, 40)
+        }))
+    })
   })
 }

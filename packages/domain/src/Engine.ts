@@ -25,6 +25,7 @@ import { SigningKeys } from "./services/SigningKeys.js"
 import { Sweeper } from "./services/Sweeper.js"
 import { Tokens } from "./services/Tokens.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./services/ValidationCache.js"
+import { WebhookSender, Webhooks, WebhookSettings, type WebhookSettingsShape } from "./services/Webhooks.js"
 import type * as Ports from "./ports.js"
 import { Random } from "./random.js"
 import { MasterKey } from "./secrets.js"
@@ -53,21 +54,51 @@ export interface Options {
    */
   readonly seatBatchWorkers?: number | undefined
   /**
-   * Days the event log keeps an entry (default 90); older entries are deleted in the background, in small
-   * batches, every hour (see `Services.EventRetention`). 0 keeps every entry.
+   * Days the event log keeps an entry (default 90; fractions allowed); older entries are deleted in the
+   * background, in small batches, every hour or every tenth of the window when that is shorter (see
+   * `Services.EventRetention`). 0 keeps every entry.
    */
   readonly eventRetentionDays?: number | undefined
   /** How the event log is buffered before it is written (see `ActivityRecorder`). */
   readonly activity?: ActivityRecorderOptions | undefined
+  /** Webhooks: their HTTP client, reach, retries and how often the outbox is read (see {@link WebhookOptions}). */
+  readonly webhooks?: WebhookOptions | undefined
   /** Size and age bounds of the validation cache. */
   readonly validationCache?: ValidationCacheOptions | undefined
 }
+
+type WebhookSettingsGiven = { readonly [K in keyof WebhookSettingsShape]?: WebhookSettingsShape[K] | undefined }
+
+/** Settings of webhook delivery. */
+export interface WebhookOptions extends WebhookSettingsGiven {
+  /**
+   * The HTTP client of deliveries (the bundled server's: undici, forbidden addresses refused at connect time).
+   * Without it nothing is delivered in the background: events wait in the outbox for an engine that has one
+   * (`Webhooks.ping` reports that no client is configured).
+   */
+  readonly sender?: (typeof WebhookSender)["Service"] | undefined
+  /** Milliseconds between reads of the outbox and the delivery queue (default 500); 0 turns background delivery off. */
+  readonly pollMillis?: number | undefined
+}
+
+/** How often delivery looks for new events and due deliveries when not told. */
+export const defaultWebhookPollMillis = 500
 
 /** The sweep interval when none is given. */
 export const defaultSweepIntervalSeconds = 30
 
 /** The event log's retention when none is given. */
 export const defaultEventRetentionDays = 90
+
+/** The webhook client and settings given, over the defaults. */
+const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
+  const { sender, pollMillis: _, ...settings } = options ?? {}
+  const defined = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined))
+  return Layer.mergeAll(
+    Layer.succeed(WebhookSettings, { ...WebhookSettings.defaultValue(), ...defined }),
+    sender === undefined ? Layer.empty : Layer.succeed(WebhookSender, sender)
+  )
+}
 
 /**
  * The domain's services on the ports, without signing, the cache or the sweep: what a test on a throw-away
@@ -84,16 +115,19 @@ export const services = (options: { readonly activity?: ActivityRecorderOptions 
  * key) with a node:crypto signer,
  * signed tokens and the CRL, cryptographic randomness, the blacklist, the seat-change group commit, the
  * validation cache in front of the store, and (unless `sweepIntervalSeconds` is 0) the background sweep and
- * (unless `eventRetentionDays` is 0) the event log's retention. Opening the layer opens the store; closing it
- * stops the sweep and the retention, flushes the event log and closes the store, in that order.
+ * (unless `eventRetentionDays` is 0) the event log's retention, and webhooks (delivered in the background when
+ * `webhooks.sender` is given). Opening the layer opens the store; closing it stops the sweep, the retention and
+ * delivery, flushes the event log and closes the store, in that order.
  */
 export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Options = {}) => {
   const core = Layer.mergeAll(
     services({ activity: options.activity }),
     Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
-    RevocationList.layer()
+    RevocationList.layer(),
+    Webhooks.layer
   ).pipe(
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
+    Layer.provideMerge(webhookSettingsLayer(options.webhooks)),
     Layer.provideMerge(options.masterKey === undefined ? MasterKey.layerEphemeral : MasterKey.layer(options.masterKey)),
     Layer.provideMerge(Random.layerCrypto),
     Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),
@@ -105,8 +139,10 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   )
   const interval = options.sweepIntervalSeconds ?? defaultSweepIntervalSeconds
   const retentionDays = options.eventRetentionDays ?? defaultEventRetentionDays
+  const webhookPoll = options.webhooks?.pollMillis ?? defaultWebhookPollMillis
   const background = Layer.mergeAll(
     interval > 0 ? Sweeper.layerBackground(`${interval} seconds`) : Layer.empty,
+    webhookPoll > 0 && options.webhooks?.sender !== undefined ? Webhooks.layerBackground(`${webhookPoll} millis`) : Layer.empty,
     retentionDays > 0 ? EventRetention.layerBackground({ days: retentionDays }) : Layer.empty
   )
   // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with

@@ -69,6 +69,16 @@ export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKey
   readonly status = 404
 }
 
+export class WebhookNotFound extends Schema.TaggedError<WebhookNotFound>()("WebhookNotFound", {
+  message: Schema.String
+}) {
+  readonly code = "webhook_not_found"
+  readonly status = 404
+}
+export const webhookNotFound = () => new WebhookNotFound({ message: "No webhook has that id." })
+/** A delivery that is not one of that webhook's (the contract has no code of its own for it). */
+export const deliveryNotFound = () => new WebhookNotFound({ message: "That webhook has no delivery with that id." })
+
 export class LicenseExists extends Schema.TaggedError<LicenseExists>()("LicenseExists", {
   message: Schema.String
 }) {
@@ -169,6 +179,7 @@ export type DomainError =
   | MachineNotFound
   | GeneratorNotFound
   | ApiKeyNotFound
+  | WebhookNotFound
   | LicenseExists
   | InvalidTransition
   | LicenseTerminated

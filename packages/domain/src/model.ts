@@ -214,6 +214,79 @@ export const eventTypes = [
 export const EventType = Schema.Literals(eventTypes)
 export type EventType = typeof EventType.Type
 
+/**
+ * The events a webhook may subscribe to: the contract's whole list (CONTRACT §11), the core's {@link eventTypes}
+ * first. `*` subscribes to every one.
+ */
+export const webhookEventTypes = [
+  ...eventTypes,
+  "release.published",
+  "subscription.created",
+  "subscription.updated",
+  "subscription.paused",
+  "subscription.resumed",
+  "subscription.cancelled",
+  "subscription.switched",
+  "subscription.renewed",
+  "subscription.payment_failed",
+  "subscription.expired",
+  "anomaly.detected",
+  "webhook.ping"
+] as const
+export const WebhookEventType = Schema.Literals(webhookEventTypes)
+export type WebhookEventType = typeof WebhookEventType.Type
+
+/** The subscription to every event. */
+export const allWebhookEvents = "*"
+
+/** A webhook's status: a `disabled` one receives nothing until it is re-enabled. */
+export const webhookStatuses = ["active", "disabled"] as const
+export const WebhookStatus = Schema.Literals(webhookStatuses)
+export type WebhookStatus = typeof WebhookStatus.Type
+
+/** A registered webhook. The store keeps its secret sealed with the master key (never in clear). */
+export const Webhook = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  url: Schema.String,
+  /** Event names, or `["*"]`. */
+  events: Schema.Array(Schema.String),
+  status: WebhookStatus,
+  /** The signing secret, sealed with the master key. */
+  sealedSecret: Schema.String,
+  /** Since when every delivery attempt has failed (null after a success); a day of it disables the webhook. */
+  failingSince: Schema.NullOr(Millis),
+  createdAt: Millis,
+  updatedAt: Millis
+})
+export type Webhook = typeof Webhook.Type
+export type WebhookDraft = Omit<Webhook, "id">
+
+/** A delivery's status: `pending` until an attempt succeeds (`delivered`) or the retries run out (`failed`). */
+export const deliveryStatuses = ["pending", "delivered", "failed"] as const
+export const DeliveryStatus = Schema.Literals(deliveryStatuses)
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
+/** One event to deliver to one webhook, with the outcome of its latest attempt. */
+export const WebhookDelivery = Schema.Struct({
+  id: Schema.Int,
+  webhookId: Schema.Int,
+  eventId: Schema.Int,
+  type: Schema.String,
+  status: DeliveryStatus,
+  attempts: Schema.Int,
+  responseStatus: Schema.NullOr(Schema.Int),
+  /** The start of the last response's body (at most 1 KiB), or why the attempt failed without one. */
+  responseExcerpt: Schema.NullOr(Schema.String),
+  lastAttemptAt: Schema.NullOr(Millis),
+  nextAttemptAt: Schema.NullOr(Millis),
+  /** Until when a worker holds the delivery (a crashed worker's claim lapses then). */
+  lockedUntil: Schema.NullOr(Millis),
+  createdAt: Millis
+})
+export type WebhookDelivery = typeof WebhookDelivery.Type
+export type WebhookDeliveryDraft = Omit<WebhookDelivery, "id">
+
 /** A domain event, written to the outbox in the same transaction as the change it describes. */
 export interface DomainEvent {
   readonly type: EventType
@@ -222,6 +295,9 @@ export interface DomainEvent {
   readonly machineId: number | null
   readonly data: Record<string, unknown>
 }
+
+/** An event as the outbox holds it, with its id. */
+export type StoredEvent = DomainEvent & { readonly id: number }
 
 /** What a client call was, for the event log (analytics). */
 export const activityKinds = ["validate", "activate", "deactivate", "heartbeat"] as const

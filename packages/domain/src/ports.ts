@@ -20,7 +20,12 @@ import type {
   MachineDraft,
   MachineStatus,
   SortDirection,
-  StoredSigningKey
+  StoredEvent,
+  StoredSigningKey,
+  Webhook,
+  WebhookDelivery,
+  WebhookDeliveryDraft,
+  WebhookDraft
 } from "./model.js"
 
 type Op<A, E = never> = Effect.Effect<A, E | StorageUnavailable>
@@ -196,10 +201,52 @@ export class SigningKeyRepository extends Context.Service<SigningKeyRepository, 
 export class EventOutbox extends Context.Service<EventOutbox, {
   readonly append: (events: ReadonlyArray<DomainEvent>) => Op<void>
   /** Events in the order written, after the given id (for delivery and tests). */
-  readonly readAfter: (afterId: number, limit: number) => Op<ReadonlyArray<DomainEvent & { readonly id: number }>>
+  readonly readAfter: (afterId: number, limit: number) => Op<ReadonlyArray<StoredEvent>>
+  /** One committed event by id (what a webhook delivery sends). */
+  readonly findById: (id: number) => Op<StoredEvent | undefined>
   /** A number that grows whenever a revocation-relevant event is appended (the CRL's `seq`). */
   readonly revocationSeq: Op<number>
 }>()("@lm/domain/EventOutbox") {}
+
+/** Registered webhooks (CONTRACT §11); the secret arrives and leaves sealed. */
+export class WebhookRepository extends Context.Service<WebhookRepository, {
+  readonly insert: (draft: WebhookDraft) => Op<Webhook>
+  readonly findById: (id: number) => Op<Webhook | undefined>
+  /** Oldest first. */
+  readonly list: (page: PageRequest) => Op<Page<Webhook>>
+  /** The webhooks in `active` status, in id order (the ones events fan out to). */
+  readonly listActive: Op<ReadonlyArray<Webhook>>
+  readonly update: (webhook: Webhook) => Op<Webhook>
+  /** Deletes the webhook and its deliveries; false when there is none. */
+  readonly delete: (id: number) => Op<boolean>
+}>()("@lm/domain/WebhookRepository") {}
+
+/**
+ * The webhook delivery queue. Outbox events are fanned out once each: a dispatcher claims events no dispatcher has
+ * handled yet (never by id order, which does not follow commit order on PostgreSQL), and in the same transaction
+ * writes their deliveries and marks them handled. Workers claim due deliveries for a lease, so several processes
+ * share the work, none sends a delivery while another holds it, and a crashed worker's claims lapse.
+ */
+export class WebhookDeliveryQueue extends Context.Service<WebhookDeliveryQueue, {
+  /**
+   * Claims up to `limit` committed outbox events not yet dispatched, oldest first, skipping events other
+   * transactions hold (FOR UPDATE SKIP LOCKED). Only inside a transaction.
+   */
+  readonly claimUndispatched: (limit: number) => Op<ReadonlyArray<StoredEvent>>
+  /** Marks the events dispatched and inserts their deliveries (inside the claiming transaction). */
+  readonly dispatch: (eventIds: ReadonlyArray<number>, deliveries: ReadonlyArray<WebhookDeliveryDraft>) => Op<void>
+  /**
+   * Claims up to `limit` `pending` deliveries of `active` webhooks whose next attempt is due at `now` and that no
+   * one holds (no lock, or a lock that lapsed by `now`), setting their lock to `lockedUntil`; one atomic step. Which of the due ones are taken when more than `limit`
+   * are due is the store's choice (the oldest due first where an index allows); the answer is in due order (then id).
+   */
+  readonly claimDue: (now: number, lockedUntil: number, limit: number) => Op<ReadonlyArray<WebhookDelivery>>
+  /** Writes every field of a delivery. */
+  readonly update: (delivery: WebhookDelivery) => Op<WebhookDelivery>
+  readonly findById: (webhookId: number, id: number) => Op<WebhookDelivery | undefined>
+  /** A webhook's deliveries, newest first. */
+  readonly list: (webhookId: number, page: PageRequest) => Op<Page<WebhookDelivery>>
+}>()("@lm/domain/WebhookDeliveryQueue") {}
 
 /**
  * The event log (analytics): every client call and refusal, written in batches. A store holds an entry until
@@ -218,15 +265,42 @@ export class ActivityLog extends Context.Service<ActivityLog, {
 }>()("@lm/domain/ActivityLog") {}
 
 /**
- * Licenses changed by other processes sharing the store: `subscribe` calls `onChange` with a license id for each
- * change another process commits (or `"all"` when changes may have been missed, e.g. after a reconnect), for as
- * long as its scope lives. Stores that only one process can open (memory, PGlite) need no feed: the default
- * reports nothing.
+ * What a change feed reports: the id of a license another process changed, `"all"` when changes may have been
+ * missed (e.g. after a reconnect), or `{ aliveAsOf }`: every change committed before that time
+ * ({@link feedTimeMillis}) has been reported — the feed's heartbeat came back through it.
+ */
+export type LicenseChange = number | "all" | { readonly aliveAsOf: number }
+
+/**
+ * The time of the feed's liveness, in which heartbeats are stamped and compared: milliseconds of the `Clock`'s
+ * monotonic time, which a step of the wall clock (NTP) cannot move back. Meaningful within one process only.
+ */
+export const feedTimeMillis: Effect.Effect<number> = Effect.clockWith((clock) =>
+  Effect.succeed(Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n))
+)
+
+/**
+ * How often a feed with `heartbeats` sends one through the store (ms). The domain decides how long a feed may stay
+ * silent (`ValidationCache`'s `feedStaleMillis`); this is only the cadence stores report at.
+ */
+export const feedHeartbeatMillis = 500
+
+/**
+ * Licenses changed by other processes sharing the store: `subscribe` calls `onChange` with each
+ * {@link LicenseChange}, for as long as its scope lives.
+ *
+ * A feed from a remote store (PostgreSQL LISTEN/NOTIFY) can go silent without an error: a black-holed link neither
+ * delivers nor fails. Such a feed has `heartbeats: true` and reports `{ aliveAsOf }` about every
+ * {@link feedHeartbeatMillis} while the store answers on it; its silence is then seen, and the validation cache
+ * stops serving. Stores that only one process can open (memory, PGlite) have no remote feed, nothing can change
+ * behind their back: the default feed reports nothing and is always alive (`heartbeats: false`).
  */
 export const LicenseChangeFeed = Context.Reference<{
-  readonly subscribe: (onChange: (licenseId: number | "all") => void) => Effect.Effect<void, never, Scope.Scope>
+  readonly subscribe: (onChange: (change: LicenseChange) => void) => Effect.Effect<void, never, Scope.Scope>
+  /** Whether the feed reports `{ aliveAsOf }` and is alive only while that is recent; false: always alive. */
+  readonly heartbeats: boolean
 }>("@lm/domain/LicenseChangeFeed", {
-  defaultValue: () => ({ subscribe: () => Effect.void })
+  defaultValue: () => ({ subscribe: () => Effect.void, heartbeats: false })
 })
 
 /**
@@ -242,3 +316,5 @@ export type StorePorts =
   | SigningKeyRepository
   | EventOutbox
   | ActivityLog
+  | WebhookRepository
+  | WebhookDeliveryQueue

@@ -64,7 +64,8 @@ const engine = (probe: Probe, batching: Services.SeatBatchOptions) =>
       Layer.succeed(ActivityRecorder, {
         record: (entry) => Effect.sync(() => void probe.entries.push(entry)),
         flush: Effect.void,
-        dropped: Effect.succeed(0)
+        dropped: Effect.succeed(0),
+        pending: Effect.succeed(0)
       })
     ),
     Layer.provideMerge(probedStore(probe)),

@@ -11,7 +11,7 @@
  * - Writing or deleting an existing row takes that row's lock until the transaction ends (as PostgreSQL's
  *   UPDATE does); `lockLicense` takes it up front. Called outside a transaction, `lockLicense` runs as a
  *   transaction of its own: it waits for the current holder and returns the latest committed row.
- * - `claimFromPool` and `claimExpired` skip rows other transactions hold and must run inside a transaction
+ * - `claimFromPool`, `claimExpired` and `claimUndispatched` skip rows other transactions hold and must run inside a transaction
  *   (outside one they die: a claim that is released at once would hand the same row to two callers).
  * - Ids come from per-table sequences and are never reused. Outbox events get their ids when their
  *   transaction commits, so ids follow commit order.
@@ -32,7 +32,7 @@ interface SigningKeyRow extends Model.StoredSigningKey {
   readonly id: number
 }
 
-type StoredEvent = Model.DomainEvent & { readonly id: number }
+type StoredEvent = Model.StoredEvent
 
 /** Events and activity a transaction wrote, published when it commits. */
 interface Pending {
@@ -93,9 +93,21 @@ export const make = (options: Options = {}): Context.Context<Services> => {
   const generators = db.table<Model.Generator>({ name: "generator", unique: {}, groups: {} })
   const apiKeys = db.table<Model.ApiKey>({ name: "api_key", unique: { hash: (key) => key.consumerKeyHash }, groups: {} })
   const signingKeys = db.table<SigningKeyRow>({ name: "signing_key", unique: { kid: (key) => key.kid }, groups: {} })
+  const webhooks = db.table<Model.Webhook>({
+    name: "webhook",
+    unique: {},
+    groups: { active: (webhook) => (webhook.status === "active" ? 0 : null) }
+  })
+  const deliveries = db.table<Model.WebhookDelivery>({
+    name: "webhook_delivery",
+    unique: { event: (d) => `${d.webhookId}\u0000${d.eventId}` },
+    groups: { webhook: (d) => d.webhookId, pending: (d) => (d.status === "pending" ? 0 : null) }
+  })
   let componentSeq = 0
 
   const committedEvents: Array<StoredEvent> = []
+  /** Ids of committed events no webhook dispatcher has handled yet, in commit order. */
+  const undispatched = new Set<number>()
   let revocationSeq = 0
   /** The event log: the entries from `activityHead` on (the ones before it are gone, and sliced off now and then). */
   let activity: Array<Model.ActivityEntry> = []
@@ -151,7 +163,11 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       const created: Pending = { events: [], revocationBumps: 0, activity: [] }
       pendingOf.set(tx, created)
       tx.onCommit.push(() => {
-        for (const event of created.events) committedEvents.push(frozen({ id: committedEvents.length + 1, ...event }))
+        for (const event of created.events) {
+          const id = committedEvents.length + 1
+          committedEvents.push(frozen({ id, ...event }))
+          undispatched.add(id)
+        }
         revocationSeq += created.revocationBumps
         for (const entry of created.activity) {
           activity.push(entry)
@@ -496,7 +512,86 @@ export const make = (options: Options = {}): Context.Context<Services> => {
         }
         return out
       }),
+    findById: (id) => Effect.sync(() => (Number.isInteger(id) && id >= 1 ? committedEvents[id - 1] : undefined)),
     revocationSeq: read((tx) => revocationSeq + (tx === undefined ? 0 : pendingOf.get(tx)?.revocationBumps ?? 0))
+  })
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Webhooks and their deliveries
+
+  const webhookRepository = Ports.WebhookRepository.of({
+    insert: (draft) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          const row = frozen<Model.Webhook>({ ...draft, id: webhooks.nextId() })
+          return Effect.map(insertRows(tx, webhooks, [row]), () => row)
+        })
+      ),
+    findById: (id) => read((tx) => webhooks.get(db.overlayOf(tx, webhooks), id)),
+    list: (page) => read((tx) => pageOf([...webhooks.all(db.overlayOf(tx, webhooks))].sort(byId), page)),
+    listActive: read((tx) => [...webhooks.inGroup(db.overlayOf(tx, webhooks), "active", 0)]),
+    update: (webhook) => db.inTransaction((tx) => replace(tx, webhooks, webhook)),
+    delete: (id) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          if (!(yield* eraseRow(tx, webhooks, id))) return false
+          for (const delivery of [...deliveries.inGroup(db.overlayOf(tx, deliveries), "webhook", id)]) {
+            yield* eraseRow(tx, deliveries, delivery.id)
+          }
+          return true
+        })
+      )
+  })
+
+  const deliveryQueue = Ports.WebhookDeliveryQueue.of({
+    claimUndispatched: (limit) =>
+      Effect.withFiber((fiber) => {
+        const tx = db.readTx(fiber)
+        if (tx === undefined) return notInTransaction("claimUndispatched")
+        const claimed: Array<StoredEvent> = []
+        for (const id of undispatched) {
+          if (claimed.length >= limit) break
+          if (db.tryLock(tx, `event:${id}`)) claimed.push(committedEvents[id - 1]!)
+        }
+        return Effect.succeed(claimed)
+      }),
+    dispatch: (eventIds, drafts) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          const rows = drafts.map((draft) => frozen<Model.WebhookDelivery>({ ...draft, id: deliveries.nextId() }))
+          yield* insertRows(tx, deliveries, rows)
+          tx.onCommit.push(() => {
+            for (const id of eventIds) undispatched.delete(id)
+          })
+        })
+      ),
+    claimDue: (now, lockedUntil, limit) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          // The first `limit` due ones in id order (lazily: the pending group may be long), answered in due order.
+          const due: Array<Model.WebhookDelivery> = []
+          for (const d of deliveries.inGroup(db.overlayOf(tx, deliveries), "pending", 0)) {
+            if (due.length >= limit) break
+            if (
+              d.nextAttemptAt !== null && d.nextAttemptAt <= now && (d.lockedUntil === null || d.lockedUntil <= now) &&
+              webhooks.get(db.overlayOf(tx, webhooks), d.webhookId)?.status === "active" &&
+              !db.lockedByOther(tx, lockName(deliveries, d.id))
+            ) due.push(d)
+          }
+          due.sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.id - b.id)
+          const claimed: Array<Model.WebhookDelivery> = []
+          for (const d of due) claimed.push(yield* replace(tx, deliveries, d, (latest) => ({ ...latest, lockedUntil })))
+          return claimed
+        })
+      ),
+    update: (delivery) => db.inTransaction((tx) => replace(tx, deliveries, delivery)),
+    findById: (webhookId, id) =>
+      read((tx) => {
+        const found = deliveries.get(db.overlayOf(tx, deliveries), id)
+        return found?.webhookId === webhookId ? found : undefined
+      }),
+    list: (webhookId, page) =>
+      read((tx) => pageOf([...deliveries.inGroup(db.overlayOf(tx, deliveries), "webhook", webhookId)].sort((a, b) => b.id - a.id), page))
   })
 
   const activityLog = Ports.ActivityLog.of({
@@ -541,7 +636,9 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     Context.add(Ports.ApiKeyRepository, apiKeyRepository),
     Context.add(Ports.SigningKeyRepository, signingKeyRepository),
     Context.add(Ports.EventOutbox, eventOutbox),
-    Context.add(Ports.ActivityLog, activityLog)
+    Context.add(Ports.ActivityLog, activityLog),
+    Context.add(Ports.WebhookRepository, webhookRepository),
+    Context.add(Ports.WebhookDeliveryQueue, deliveryQueue)
   )
 }
 

@@ -9,6 +9,7 @@ import lmMeta from "./migrations/0001_lm_meta.js"
 import licensingSchema from "./migrations/0002_licensing_schema.js"
 import changeNotifications from "./migrations/0003_change_notifications.js"
 import activityTimeBrin from "./migrations/0004_activity_time_brin.js"
+import webhooks from "./migrations/0005_webhooks.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -20,7 +21,8 @@ export const migrations = {
   "0001_lm_meta": lmMeta,
   "0002_licensing_schema": licensingSchema,
   "0003_change_notifications": changeNotifications,
-  "0004_activity_time_brin": activityTimeBrin
+  "0004_activity_time_brin": activityTimeBrin,
+  "0005_webhooks": webhooks
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

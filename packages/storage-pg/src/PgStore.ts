@@ -65,6 +65,11 @@ export interface PgliteOptions {
    * thread that answers requests, or on the caller's own thread (`"main"`: no thread hop per statement).
    */
   readonly thread?: (typeof pgliteThreads)[number] | undefined
+  /**
+   * How often `layerPgliteStore` vacuums and checkpoints the database (default 1 minute; `0` never): PGlite has
+   * neither autovacuum nor a checkpointer (see `LicensingStore.maintainPglite`).
+   */
+  readonly maintenanceEvery?: Duration.Input | undefined
 }
 
 /**

@@ -4,6 +4,7 @@
  * drops the database.
  */
 import { Effect, Layer } from "effect"
+import type { Engine } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { adminKey } from "../../../packages/http/test/support/App.js"
 import { type RunningServer, startServer } from "../../../packages/http/test/support/TestServer.js"
@@ -17,14 +18,20 @@ export interface ProxiedServer {
   readonly proxy: TcpProxy
   /** The PostgreSQL server the proxy forwards to at first. */
   readonly postgres: Target
+  /** The server's database, reached directly (not through the proxy): another server's link. */
+  readonly directUrl: string
   readonly close: () => Promise<void>
 }
 
-/** Starts it on `url`'s server, in a new database named `database`; `logger` replaces the server's logger. */
+/**
+ * Starts it on `url`'s server, in a new database named `database`; `logger` replaces the server's logger, `engine`
+ * adds to its engine's options (the sweep is off).
+ */
 export const startProxiedServer = async (
   url: string,
   database: string,
-  logger: Layer.Layer<never> = Layer.empty
+  logger: Layer.Layer<never> = Layer.empty,
+  engine: Engine.Options = {}
 ): Promise<ProxiedServer> => {
   await Effect.runPromise(admin(url, `CREATE DATABASE ${database}`))
   const target = new URL(url)
@@ -39,7 +46,7 @@ export const startProxiedServer = async (
     layerPostgresStore({ url: throughProxy.toString() }),
     { storage: "postgres", description: "postgres (through a proxy)" },
     { host: "127.0.0.1", port: 0 },
-    { sweepIntervalSeconds: 0 }
+    { ...engine, sweepIntervalSeconds: 0 }
   ).pipe(Layer.provide(HttpSettings.layer({})), Layer.provide(logger))
   const server = await startServer(layer as any)
   const close = async () => {
@@ -48,5 +55,5 @@ export const startProxiedServer = async (
     await proxy.close()
     await Effect.runPromise(admin(url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`))
   }
-  return { server, proxy, postgres, close }
+  return { server, proxy, postgres, directUrl: databaseUrl(url, database), close }
 }

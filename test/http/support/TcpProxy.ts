@@ -2,7 +2,7 @@
  * A TCP proxy between a client and a server (here the bundled server and PostgreSQL) that a test can cut (every
  * connection destroyed, the port closed: new connections are refused at once) and bring back on the same port,
  * or freeze (connections stay open and new ones are accepted, but no byte goes through: a frozen host) and thaw,
- * or switch to another server (e.g. one that refuses every connection with a SQLSTATE).
+ * or freeze one connection only, or switch to another server (e.g. one that refuses every connection with a SQLSTATE).
  */
 import * as net from "node:net"
 
@@ -15,8 +15,13 @@ export interface TcpProxy {
   readonly restore: () => Promise<void>
   /** Holds every byte from now on, in both directions, without closing anything. */
   readonly freeze: () => void
-  /** Delivers what was held and forwards again. */
+  /** Delivers what was held and forwards again (every connection frozen alone too). */
   readonly thaw: () => void
+  /**
+   * Holds every byte of the one connection whose socket to the server has this local port (what the server sees
+   * as the client's port, e.g. `pg_stat_activity.client_port`); false when there is none.
+   */
+  readonly freezeConnection: (upstreamLocalPort: number) => boolean
   /** Destroys every connection and sends the next ones to `target`, on the same port. */
   readonly retarget: (target: Target) => void
   /** Cuts for good. */
@@ -38,10 +43,13 @@ export const startTcpProxy = async (first: Target): Promise<TcpProxy> => {
     socket.once("close", () => sockets.delete(socket))
   }
   let frozen = false
+  /** Upstream sockets frozen one by one. */
+  const frozenUpstreams = new Set<net.Socket>()
+  const upstreams = new Set<net.Socket>()
   let held: Array<[net.Socket, Buffer]> = []
-  const forward = (from: net.Socket, to: net.Socket) =>
+  const forward = (from: net.Socket, to: net.Socket, upstream: net.Socket) =>
     from.on("data", (chunk: Buffer) => {
-      if (frozen) held.push([to, chunk])
+      if (frozen || frozenUpstreams.has(upstream)) held.push([to, chunk])
       else if (!to.destroyed) to.write(chunk)
     })
   const serve = () =>
@@ -49,14 +57,19 @@ export const startTcpProxy = async (first: Target): Promise<TcpProxy> => {
       const upstream = net.connect(target.port, target.host)
       track(client)
       track(upstream)
+      upstreams.add(upstream)
+      upstream.once("close", () => {
+        upstreams.delete(upstream)
+        frozenUpstreams.delete(upstream)
+      })
       const destroyBoth = () => {
         client.destroy()
         upstream.destroy()
       }
       client.on("error", destroyBoth).on("close", destroyBoth)
       upstream.on("error", destroyBoth).on("close", destroyBoth)
-      forward(client, upstream)
-      forward(upstream, client)
+      forward(client, upstream, upstream)
+      forward(upstream, client, upstream)
     })
   const listen = (server: net.Server, port: number) =>
     new Promise<number>((resolve, reject) => {
@@ -88,8 +101,18 @@ export const startTcpProxy = async (first: Target): Promise<TcpProxy> => {
     freeze: () => {
       frozen = true
     },
+    freezeConnection: (upstreamLocalPort) => {
+      for (const upstream of upstreams) {
+        if (upstream.localPort === upstreamLocalPort) {
+          frozenUpstreams.add(upstream)
+          return true
+        }
+      }
+      return false
+    },
     thaw: () => {
       frozen = false
+      frozenUpstreams.clear()
       const pending = held
       held = []
       for (const [to, chunk] of pending) if (!to.destroyed) to.write(chunk)

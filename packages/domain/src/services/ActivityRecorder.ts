@@ -22,6 +22,10 @@ export interface ActivityRecorderOptions {
   readonly maxBuffered?: number
 }
 
+/** The line logged when the event log closes with entries the store did not take. */
+export const unwrittenMessage = (count: number): string =>
+  `event log: ${count} events not written: the store did not take them before shutdown`
+
 /** The bound of the buffer when none is given. */
 export const defaultMaxBuffered = 100_000
 
@@ -32,6 +36,8 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
   readonly flush: Effect.Effect<void>
   /** How many entries were dropped, oldest first, because the buffer was full (since the layer opened). */
   readonly dropped: Effect.Effect<number>
+  /** How many entries are not written yet (buffered, or in a write still running). */
+  readonly pending: Effect.Effect<number>
 }>()("@lm/domain/ActivityRecorder") {
   static readonly layer = (options: ActivityRecorderOptions = {}) =>
     Layer.effect(
@@ -42,6 +48,9 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         const maxBuffered = Math.max(1, options.maxBuffered ?? defaultMaxBuffered)
         let buffer: Array<ActivityEntry> = []
         const writing = yield* Semaphore.make(1)
+        /** The size of the batch being written, until the store answers. */
+        let inWrite = 0
+        const pending = () => buffer.length + inWrite
 
         /** Dropped since the layer opened, and since the last report. */
         let droppedTotal = 0
@@ -98,7 +107,11 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
             if (buffer.length === 0) return Effect.void
             const batch = buffer
             buffer = []
+            inWrite = batch.length
             return log.record(batch).pipe(
+              Effect.ensuring(Effect.sync(() => {
+                inWrite = 0
+              })),
               Effect.andThen(reportDropped),
               Effect.catch((error) => keep(batch, error.message)),
               Effect.catchCause((cause) => Cause.hasInterrupts(cause) ? Effect.interrupt : writeOneByOne(batch))
@@ -110,7 +123,13 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
           Effect.repeat(Schedule.spaced(`${options.flushEveryMillis ?? 250} millis`)),
           Effect.forkScoped
         )
-        yield* Effect.addFinalizer(() => Effect.andThen(flush, reportDropped))
+        // On close, what the store did not take (it refused, or the caller's bound on closing ran out, see
+        // `pending`) is said in one line.
+        yield* Effect.addFinalizer(() =>
+          Effect.andThen(flush, reportDropped).pipe(
+            Effect.andThen(Effect.suspend(() => pending() === 0 ? Effect.void : Effect.logWarning(unwrittenMessage(pending()))))
+          )
+        )
 
         // A full buffer starts one writer that drains while batches stay full; further calls only buffer, so a
         // burst of calls never piles up writers waiting on each other.
@@ -131,13 +150,13 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
             return Effect.forkDetach(drain).pipe(Effect.asVoid)
           })
 
-        return ActivityRecorder.of({ record, flush, dropped: Effect.sync(() => droppedTotal) })
+        return ActivityRecorder.of({ record, flush, dropped: Effect.sync(() => droppedTotal), pending: Effect.sync(pending) })
       })
     )
 
   /** A recorder that keeps nothing (for embedding without analytics). */
   static readonly layerDiscard = Layer.succeed(
     ActivityRecorder,
-    ActivityRecorder.of({ record: () => Effect.void, flush: Effect.void, dropped: Effect.succeed(0) })
+    ActivityRecorder.of({ record: () => Effect.void, flush: Effect.void, dropped: Effect.succeed(0), pending: Effect.succeed(0) })
   )
 }

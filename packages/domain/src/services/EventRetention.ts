@@ -14,15 +14,22 @@ import { ActivityLog } from "../ports.js"
 const DAY_MILLIS = 86_400_000
 
 export interface EventRetentionOptions {
-  /** Entries older than this many days are deleted. */
+  /** Entries older than this many days are deleted (fractions allowed: 0.5 is 12 hours). */
   readonly days: number
-  /** Time between runs (default 1 hour); a run starts when the layer opens. */
+  /**
+   * Time between runs; a run starts when the layer opens. Default: a tenth of the window, at most 1 hour (so
+   * that an entry outlives the window by at most a tenth of it, and a short window is really kept short).
+   */
   readonly every?: Duration.Input | undefined
   /** Entries deleted per statement (default 1,000). */
   readonly batch?: number | undefined
   /** Pause between two batches of a run (default 100 ms), so a large backlog is deleted at a gentle pace. */
   readonly pause?: Duration.Input | undefined
 }
+
+/** The default time between runs for a window of `days`: a tenth of it, from 1 second to 1 hour. */
+export const defaultEvery = (days: number): Duration.Duration =>
+  Duration.millis(Math.min(3_600_000, Math.max(1_000, Math.round((days * DAY_MILLIS) / 10))))
 
 /** Deletes every entry older than `days` before now, batch by batch; returns how many. */
 export const pruneOnce = (options: EventRetentionOptions): Effect.Effect<number, StorageUnavailable, ActivityLog> =>
@@ -45,7 +52,7 @@ export const layerBackground = (options: EventRetentionOptions): Layer.Layer<nev
     pruneOnce(options).pipe(
       Effect.tap((n) => (n > 0 ? Effect.logInfo(`event log retention deleted ${n} entries older than ${options.days} days`) : Effect.void)),
       Effect.catchCause((cause) => Effect.logWarning("event log retention failed", cause)),
-      Effect.repeat(Schedule.spaced(options.every ?? "1 hour")),
+      Effect.repeat(Schedule.spaced(options.every ?? defaultEvery(options.days))),
       Effect.forkScoped
     )
   )

@@ -6,20 +6,46 @@
  * - a load only fills the cache when no invalidation of that license happened while it was loading;
  * - changes committed by other processes arrive through the store's `LicenseChangeFeed` (PostgreSQL
  *   LISTEN/NOTIFY), and a feed interruption clears everything;
+ * - the cache serves only while that feed is known to be alive (see {@link feedAlive}): a feed that went silent
+ *   (a black-holed link delivers nothing and reports no error) sends every validation to the store, which answers
+ *   or fails (503) on its own;
  * - entries older than `maxAgeMillis` are reloaded anyway, and the cache holds at most `maxEntries`.
  * Reads under a lock (`lockLicense`, `lockLicenses`, `listActive`, `findByFingerprint`, `listForSeatChanges`, and
  * any read inside a transaction) always go to the store.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { License, Machine } from "../model.js"
-import { LicenseChangeFeed, LicenseRepository, MachineRepository, Store } from "../ports.js"
+import { feedHeartbeatMillis, feedTimeMillis, LicenseChangeFeed, LicenseRepository, MachineRepository, Store } from "../ports.js"
 
 export interface ValidationCacheOptions {
   /** Most licenses kept (default 200,000); the oldest entries go first. */
   readonly maxEntries?: number | undefined
   /** An entry is reloaded after this long even without a change (default 60 s). */
   readonly maxAgeMillis?: number | undefined
+  /**
+   * How long the change feed may be silent before the cache stops serving (default
+   * {@link defaultFeedStaleMillis}); see {@link feedAlive}.
+   */
+  readonly feedStaleMillis?: number | undefined
 }
+
+/**
+ * The default bound on the change feed's silence: 2 s, four heartbeats (`Ports.feedHeartbeatMillis`), so that a
+ * late heartbeat or two on a busy pool does not yet send validations to the store.
+ */
+export const defaultFeedStaleMillis = 2_000
+
+/** The shortest bound allowed: two heartbeats; below it every late heartbeat would send validations to the store. */
+export const minFeedStaleMillis = 2 * feedHeartbeatMillis
+
+/**
+ * The rule of the feed's liveness: the cache may serve at `now` only when every change other processes committed
+ * up to `staleMillis` before `now` is known to have been reported (`aliveAsOf`, the feed's last heartbeat).
+ * A heartbeat comes back after every change committed before it was sent, so a revocation committed on another
+ * server is hidden by this one's cache for at most `staleMillis` after its commit, whether the feed delivers it or
+ * falls silent.
+ */
+export const feedAlive = (aliveAsOf: number, now: number, staleMillis: number): boolean => now - aliveAsOf <= staleMillis
 
 /** The licenses touched by the current transaction, re-invalidated when it ends. */
 class TouchedLicenses extends Context.Service<TouchedLicenses, Set<number>>()("@lm/domain/ValidationCache/TouchedLicenses") {}
@@ -46,6 +72,12 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       const feed = yield* LicenseChangeFeed
       const maxEntries = options.maxEntries ?? 200_000
       const maxAge = options.maxAgeMillis ?? 60_000
+      const feedStale = options.feedStaleMillis ?? defaultFeedStaleMillis
+      /**
+       * Every change committed before this time (`feedTimeMillis`) has been reported; a feed without heartbeats is
+       * always alive.
+       */
+      let aliveAsOf = feed.heartbeats ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY
 
       const byKey = new Map<string, Entry>()
       const keyOfId = new Map<number, string>()
@@ -67,7 +99,16 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
         keyOfId.clear()
       }
 
-      yield* feed.subscribe((change) => (change === "all" ? invalidateAll() : invalidate(change)))
+      yield* feed.subscribe((change) => {
+        if (typeof change === "number") invalidate(change)
+        else if (change === "all") invalidateAll()
+        else aliveAsOf = Math.max(aliveAsOf, change.aliveAsOf)
+      })
+
+      /** Whether the cache may serve now: one clock read and a compare, no round trip. */
+      const serving = Effect.map(feedTimeMillis, (now) => feedAlive(aliveAsOf, now, feedStale))
+      /** Whether the feed's silence was logged (once it had been heard: not before its first heartbeat). */
+      let silenceLogged = false
 
       const touch = (licenseId: number) =>
         Effect.map(Effect.serviceOption(TouchedLicenses), (touched) => {
@@ -83,6 +124,23 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
 
       const entryFor = Effect.fnUntraced(function*(key: string) {
         const now = yield* Clock.currentTimeMillis
+        if (!(yield* serving)) {
+          // Changes committed elsewhere may not have reached this process: nothing kept may be served (dropping it
+          // all also keeps loads in flight from storing), and this load is not kept either.
+          if (byKey.size > 0) invalidateAll()
+          if (!silenceLogged && aliveAsOf > Number.NEGATIVE_INFINITY) {
+            silenceLogged = true
+            yield* Effect.logWarning(
+              `The store's change feed has been silent for more than ${feedStale} ms: validations read the store until it is heard again`
+            )
+          }
+          const license = yield* licenses.findByKey(key)
+          return license === undefined ? undefined : { license, loadedAt: now, fingerprints: new Map() }
+        }
+        if (silenceLogged) {
+          silenceLogged = false
+          yield* Effect.logInfo("The store's change feed is heard again: validations are served from the cache")
+        }
         const cached = byKey.get(key)
         if (cached !== undefined && fresh(cached, now)) return cached
         // An entry past its age makes way for the reload (else the reload, seeing the key taken, would not be
@@ -147,7 +205,7 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
               return yield* machines.listForValidation(licenseId, fingerprint)
             }
             const key = keyOfId.get(licenseId)
-            const entry = key === undefined ? undefined : byKey.get(key)
+            const entry = key === undefined || !(yield* serving) ? undefined : byKey.get(key)
             if (entry === undefined) return yield* machines.listForValidation(licenseId, fingerprint)
             const active = entry.active ?? (yield* fill(entry, machines.listActive(licenseId), (list) => {
               entry.active = list

@@ -17,9 +17,13 @@ import { LicensesGroup } from "./Licenses.js"
 import { MachinesGroup } from "./Machines.js"
 import { parseOptions } from "./ParseOptions.js"
 import { SystemGroup } from "./System.js"
+import { WebhooksGroup } from "./Webhooks.js"
 
 /** The path of the API under `{rest_root}`. */
 export const apiPath = "/lm/v1"
+
+/** The path of the OpenAPI document under `{rest_root}`: served beside the API (it is not one of its endpoints). */
+export const openApiPath = `${apiPath}/openapi.json` as const
 
 export { parseOptions, strictPayloadOptions } from "./ParseOptions.js"
 
@@ -31,6 +35,7 @@ export class Api extends HttpApi.make("lm")
   .add(MachinesGroup)
   .add(GeneratorsGroup)
   .add(ApiKeysGroup)
+  .add(WebhooksGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)

@@ -45,12 +45,17 @@ const flags = (args: ReadonlyArray<string>): Map<string, string> => {
   return out
 }
 
-/** Runs a one-off command against the engine on the configured store (no background sweep or retention). */
+/** Runs a one-off command against the engine on the configured store (no background sweep, retention or delivery). */
 const withEngine = <A, E>(program: Effect.Effect<A, E, ApiKeys | SigningKeys>) =>
   Effect.gen(function*() {
     const choice = yield* storeChoiceFromEnv
     const options = yield* engineOptionsFromEnv(choice)
-    return yield* program.pipe(Effect.provide(Engine.layer(storeLayer(choice), { ...options, sweepIntervalSeconds: 0, eventRetentionDays: 0 })))
+    return yield* program.pipe(Effect.provide(Engine.layer(storeLayer(choice), {
+      ...options,
+      sweepIntervalSeconds: 0,
+      eventRetentionDays: 0,
+      webhooks: { ...options.webhooks, pollMillis: 0 }
+    })))
   })
 
 const fail = (message: string) => Effect.andThen(Console.error(message), Effect.sync(() => { process.exitCode = 2 }))

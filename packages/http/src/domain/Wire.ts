@@ -191,6 +191,52 @@ export const apiKeyToWire = (k: Model.ApiKey): ApiKeyWire => ({
   last_access_at: isoOrNull(k.lastAccessAt)
 })
 
+export const WebhookWire = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  url: Schema.String,
+  events: Schema.Array(Schema.String),
+  status: Model.WebhookStatus,
+  created_at: Time
+})
+export type WebhookWire = typeof WebhookWire.Type
+
+export const webhookToWire = (w: Model.Webhook): WebhookWire => ({
+  id: w.id,
+  name: w.name,
+  url: w.url,
+  events: w.events,
+  status: w.status,
+  created_at: iso(w.createdAt)
+})
+
+export const DeliveryWire = Schema.Struct({
+  id: Schema.Int,
+  event_id: Schema.Int,
+  type: Schema.String,
+  status: Model.DeliveryStatus,
+  attempts: Schema.Int,
+  response_status: NullableInt,
+  response_excerpt: Schema.NullOr(Schema.String),
+  last_attempt_at: NullableTime,
+  next_attempt_at: NullableTime,
+  created_at: Time
+})
+export type DeliveryWire = typeof DeliveryWire.Type
+
+export const deliveryToWire = (d: Model.WebhookDelivery): DeliveryWire => ({
+  id: d.id,
+  event_id: d.eventId,
+  type: d.type,
+  status: d.status,
+  attempts: d.attempts,
+  response_status: d.responseStatus,
+  response_excerpt: d.responseExcerpt,
+  last_attempt_at: isoOrNull(d.lastAttemptAt),
+  next_attempt_at: isoOrNull(d.nextAttemptAt),
+  created_at: iso(d.createdAt)
+})
+
 /** The `meta` of a list: total, page, per_page and total_pages (0 when total is 0). */
 export const ListMeta = Schema.Struct({ total: Schema.Int, page: Schema.Int, per_page: Schema.Int, total_pages: Schema.Int })
 export type ListMeta = typeof ListMeta.Type

@@ -5,8 +5,8 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Config, Effect, Layer, Option, Redacted, Result } from "effect"
-import { ApiKeys, Engine, Ports, Secrets } from "@lm/domain"
+import { Config, Context, Effect, Exit, Layer, Option, Redacted, Result, Scope } from "effect"
+import { ActivityRecorder, ApiKeys, Engine, Ports, Secrets, Services, Webhook } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 import { Api } from "../api/Api.js"
@@ -16,9 +16,11 @@ import { ClientHandlers } from "./handlers/Client.js"
 import { GeneratorsHandlers } from "./handlers/Generators.js"
 import { LicensesHandlers } from "./handlers/Licenses.js"
 import { MachinesHandlers } from "./handlers/Machines.js"
+import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
-import { HttpSettings, type Listen } from "./Settings.js"
+import { HttpSettings, InvalidSetting, type Listen, parseSwitch, readSetting } from "./Settings.js"
+import * as WebhookSender from "./WebhookSender.js"
 import { StorageHealth, SystemHandlers } from "./System.js"
 
 /** Which store the server runs on. */
@@ -102,8 +104,31 @@ export const masterKeyFromEnv = (choice: StoreChoice) =>
     return yield* readKeyFile(keyFile)
   })
 
+/**
+ * The webhook settings from the environment: `LM_WEBHOOK_ALLOW_INSECURE` (http URLs), `LM_WEBHOOK_ALLOW_PRIVATE`
+ * (loopback, private and link-local addresses), `LM_WEBHOOK_RETRY_SCHEDULE` (seconds, comma separated),
+ * `LM_WEBHOOK_TIMEOUT` (seconds an attempt may take, default 10; a worker's claim on a delivery lasts twice that
+ * plus 5 s, after which a crashed worker's deliveries are attempted again).
+ */
+export const webhookOptionsFromEnv = Effect.gen(function*() {
+  const insecure = yield* Config.String("LM_WEBHOOK_ALLOW_INSECURE").pipe(Config.withDefault(""))
+  const privateAddresses = yield* Config.String("LM_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(""))
+  const schedule = yield* Config.String("LM_WEBHOOK_RETRY_SCHEDULE").pipe(Config.option)
+  const timeout = yield* Config.Int("LM_WEBHOOK_TIMEOUT").pipe(Config.option)
+  return {
+    attemptTimeoutMillis: Option.isSome(timeout) ? Math.max(1, timeout.value) * 1000 : undefined,
+    leaseMillis: Option.isSome(timeout) ? (Math.max(1, timeout.value) * 2 + 5) * 1000 : undefined,
+    allowInsecure: yield* readSetting("LM_WEBHOOK_ALLOW_INSECURE", () => parseSwitch(insecure, false)),
+    allowPrivate: yield* readSetting("LM_WEBHOOK_ALLOW_PRIVATE", () => parseSwitch(privateAddresses, false)),
+    retrySchedule: Option.isNone(schedule)
+      ? undefined
+      : yield* readSetting("LM_WEBHOOK_RETRY_SCHEDULE", () => Result.getOrThrowWith(Webhook.parseRetrySchedule(schedule.value), (m) => new Error(m)))
+  } satisfies Engine.WebhookOptions
+})
+
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
- * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS` (see `Engine.Options`). */
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS`, the webhook settings (see
+ * `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
@@ -111,15 +136,26 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   const blacklist = yield* Config.String("LM_BLACKLIST").pipe(Config.withDefault(""))
   const sweep = yield* Config.Int("LM_SWEEP_INTERVAL").pipe(Config.withDefault(Engine.defaultSweepIntervalSeconds))
   const seatBatchWorkers = yield* Config.Int("LM_SEAT_BATCH_WORKERS").pipe(Config.option)
-  const eventRetentionDays = yield* Config.Int("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
+  // A number of days, fractions allowed (0.01 is 14.4 minutes: short windows for tests and benches).
+  const eventRetentionDays = yield* Config.Number("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
+  const webhooks = yield* webhookOptionsFromEnv
+  const feedStaleMillis = yield* Config.Int("LM_FEED_STALE_MS").pipe(Config.withDefault(Services.defaultFeedStaleMillis))
+  if (feedStaleMillis < Services.minFeedStaleMillis) {
+    return yield* new InvalidSetting({
+      name: "LM_FEED_STALE_MS",
+      message: `LM_FEED_STALE_MS: expected at least ${Services.minFeedStaleMillis} (two change feed heartbeats), got ${feedStaleMillis}`
+    })
+  }
   return {
+    webhooks,
     masterKey,
     signingKey: Option.getOrUndefined(signingKey),
     offlineTtlSeconds: Option.getOrUndefined(offline),
     blacklist: blacklist.split(",").filter((e) => e.trim() !== ""),
     sweepIntervalSeconds: sweep,
     seatBatchWorkers: Option.getOrUndefined(seatBatchWorkers),
-    eventRetentionDays
+    eventRetentionDays,
+    validationCache: { feedStaleMillis }
   } satisfies Engine.Options
 })
 
@@ -152,7 +188,8 @@ export const routesLayer = (storage: string) => {
     LicensesHandlers,
     MachinesHandlers,
     GeneratorsHandlers,
-    ApiKeysHandlers
+    ApiKeysHandlers,
+    WebhooksHandlers
   ).pipe(
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),
@@ -192,23 +229,67 @@ export const bootstrapKeyLayer = Layer.effectDiscard(
   })
 )
 
+/**
+ * How long closing the engine (flushing the event log, closing the store) may take on SIGTERM, after the server
+ * has finished its requests: a store that does not answer must not keep the process from exiting.
+ */
+export const engineCloseTimeoutMillis = 5000
+
+/**
+ * The engine, whose closing is given up after `ms` (it goes on, detached, until the process exits): then one
+ * line says so, with the count of events not written.
+ */
+const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>, ms: number) =>
+  Layer.effectContext(Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(engine, scope).pipe(Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause))))
+    yield* Effect.addFinalizer((exit) =>
+      Effect.gen(function*() {
+        const closing = yield* Effect.forkDetach(Scope.close(scope, exit))
+        // Waited for with a timer, not by interrupting the wait: this runs while the process's main fiber is
+        // being interrupted (SIGTERM), so an interruptible wait would end at once.
+        const closed = yield* Effect.callback<boolean>((resume) => {
+          const timer = setTimeout(() => resume(Effect.succeed(false)), ms)
+          closing.addObserver(() => {
+            clearTimeout(timer)
+            resume(Effect.succeed(true))
+          })
+        })
+        if (closed) return
+        const pending = yield* Context.get(context, ActivityRecorder).pending
+        yield* Effect.logWarning(
+          `shutdown: the store did not answer within ${ms / 1000} s; ${Services.unwrittenMessage(pending)}`
+        )
+      })
+    )
+    return context
+  }))
+
 /** The whole server on a store choice, listening on `listen`. */
 export const serverLayer = (choice: StoreChoice, listen: Listen, options: Engine.Options = {}) =>
   serverLayerOn(storeLayer(choice), { storage: storeName(choice), description: describeStore(choice) }, listen, options)
 
-/** The whole server on any store layer (tests use throw-away stores). */
+/**
+ * The whole server on any store layer (tests use throw-away stores). Webhooks are delivered with the undici
+ * sender unless `options.webhooks.sender` gives another one; `sender` tunes the undici one.
+ */
 export const serverLayerOn = <E, R>(
   store: Layer.Layer<Engine.StorePorts, E, R>,
   names: { readonly storage: string; readonly description: string },
   listen: Listen,
-  options: Engine.Options = {}
+  options: Engine.Options = {},
+  sender: Partial<WebhookSender.WebhookSenderOptions> = {}
 ) =>
-  layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
-    // Below the server: it closes after the server has finished its requests in flight.
-    Layer.provideMerge(FastPath.layer),
-    Layer.provideMerge(bootstrapKeyLayer),
-    Layer.provideMerge(Engine.layer(store, options))
-  )
+  Layer.unwrap(Effect.map(
+    options.webhooks?.sender === undefined ? WebhookSender.withSender(options, sender) : Effect.succeed(options),
+    (engineOptions) =>
+      layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
+        // Below the server: it closes after the server has finished its requests in flight.
+        Layer.provideMerge(FastPath.layer),
+        Layer.provideMerge(bootstrapKeyLayer),
+        Layer.provideMerge(closingWithin(Engine.layer(store, engineOptions), engineCloseTimeoutMillis))
+      )
+  ))
 
 /** The store as the start-up line names it (never the password of a URL). */
 export const describeStore = (choice: StoreChoice): string => {

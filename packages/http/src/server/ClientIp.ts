@@ -102,3 +102,13 @@ export const makeIpAllowList = (ranges: ReadonlyArray<string>): IpAllowList => {
 /** Reads a comma-separated list of ranges (the form of `LM_ADMIN_ALLOWED_IPS`); empty entries are skipped. */
 export const parseIpAllowList = (text: string): IpAllowList =>
   makeIpAllowList(text.split(",").map((range) => range.trim()).filter((range) => range !== ""))
+
+/**
+ * Whether a proxy said the request came over HTTPS: `X-Forwarded-Proto` read like `X-Forwarded-For`, the entry
+ * `trustProxyHops` places from its right end (0 hops: the header is ignored).
+ */
+export const forwardedHttps = (forwardedProto: string | undefined, trustProxyHops: number): boolean => {
+  if (trustProxyHops <= 0 || forwardedProto === undefined) return false
+  const hops = forwardedProto.split(",")
+  return hops[Math.max(0, hops.length - trustProxyHops)]?.trim().toLowerCase() === "https"
+}

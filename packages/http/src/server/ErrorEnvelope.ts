@@ -2,7 +2,9 @@
  * The implementation of the {@link ErrorEnvelope} middleware. Around each endpoint it:
  * - answers 413 `rest_payload_too_large` before reading a body whose `Content-Length` is over the limit;
  * - reads an empty body (or none) on a POST/PUT/PATCH/DELETE as `{}`;
+ * - answers 415 `rest_unsupported_media_type` before reading a body declared in another charset than UTF-8;
  * - turns HttpApi's bare 415 into 415 `rest_unsupported_media_type`;
+ * - refuses a key repeated in an object of the body with 400 `rest_invalid_json` (CONTRACT §14);
  * - turns decode failures into 400 `rest_invalid_json` (the body is not JSON) or 400 `rest_invalid_param`
  *   with `data.params` naming each bad field;
  * - writes envelope errors and domain errors (anything with a string `code` and a numeric `status`) as the
@@ -17,6 +19,7 @@ import { HttpApiError } from "effect/http-api"
 import { ErrorEnvelope } from "../api/ErrorEnvelope.js"
 import * as ApiErrors from "../domain/ApiErrors.js"
 import * as InvalidParams from "../domain/InvalidParams.js"
+import { duplicateKey } from "./JsonKeys.js"
 import { envelope, errorResponse } from "./Responses.js"
 import { payloadTooLarge } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
@@ -115,12 +118,21 @@ const tooDeep = () =>
     params: { body: `must not nest arrays or objects more than ${MAX_BODY_DEPTH} levels deep` }
   })
 
+/** The 400 `rest_invalid_json` for a body whose object repeats a key (CONTRACT §14), naming the key. */
+const duplicatedKey = (text: string): HttpServerResponse.HttpServerResponse | undefined => {
+  const key = duplicateKey(text)
+  return key === undefined
+    ? undefined
+    : envelope(400, "rest_invalid_json", `The request body repeats the key ${JSON.stringify(key)} in one object; each key may appear once.`)
+}
+
 /**
- * The 400 for a body text refused before it is decoded (nested too deeply, a NUL or an unpaired surrogate in a
- * string), or `undefined` when the decoder may have it. The fast path (`FastPath.ts`) calls it too.
+ * The 400 for a body text refused before it is decoded (nested too deeply, a key repeated in an object, a NUL
+ * or an unpaired surrogate in a string), or `undefined` when the decoder may have it. The fast path
+ * (`FastPath.ts`) calls it too.
  */
 export const refuseBodyText = (text: string): HttpServerResponse.HttpServerResponse | undefined =>
-  nestsDeeperThan(text, MAX_BODY_DEPTH) ? tooDeep() : badTextInBody(text)
+  nestsDeeperThan(text, MAX_BODY_DEPTH) ? tooDeep() : duplicatedKey(text) ?? badTextInBody(text)
 
 /** The same refusal for a NUL in the path or query (`%00`). */
 const badTextInUrl = (url: string): HttpServerResponse.HttpServerResponse | undefined =>
@@ -154,6 +166,39 @@ export const invalidParams = (cause: Schema.SchemaError, whole: string): HttpSer
 export const invalidJson = (): HttpServerResponse.HttpServerResponse =>
   envelope(400, "rest_invalid_json", "The request body is not valid JSON.")
 
+/**
+ * The charset a `Content-Type` declares when it is not UTF-8 (CONTRACT §1, §14: bodies are UTF-8), or undefined
+ * when it declares none or UTF-8 under any of its names (`utf-8`, `UTF-8`, `"utf-8"`, `utf8`: the WHATWG labels,
+ * as `TextDecoder` knows them).
+ */
+export const foreignCharset = (contentType: string | undefined): string | undefined => {
+  if (contentType === undefined || !contentType.includes(";")) return undefined
+  for (const parameter of contentType.split(";").slice(1)) {
+    const equals = parameter.indexOf("=")
+    if (equals === -1 || parameter.slice(0, equals).trim().toLowerCase() !== "charset") continue
+    let value = parameter.slice(equals + 1).trim()
+    if (value.length >= 2 && value.startsWith("\"") && value.endsWith("\"")) value = value.slice(1, -1)
+    if (!isUtf8Label(value)) return value
+  }
+  return undefined
+}
+
+const isUtf8Label = (label: string): boolean => {
+  try {
+    return new TextDecoder(label).encoding === "utf-8"
+  } catch {
+    return false // not a known encoding at all
+  }
+}
+
+/** The 415 for a body in another charset than UTF-8. */
+export const unsupportedCharset = (charset: string): HttpServerResponse.HttpServerResponse =>
+  envelope(
+    415,
+    "rest_unsupported_media_type",
+    `The request body must be UTF-8 JSON (Content-Type: application/json; charset=utf-8); charset ${JSON.stringify(charset)} is not supported.`
+  )
+
 const unsupportedMediaType = () =>
   envelope(415, "rest_unsupported_media_type", "The request body must be JSON (Content-Type: application/json).")
 
@@ -170,6 +215,8 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
         let request = Context.getUnsafe(fiber.context, HttpServerRequest)
         let effect = httpEffect
         if (endpoint.payload.size > 0 && HttpMethod.hasBody(request.method)) {
+          const charset = foreignCharset(request.headers["content-type"])
+          if (charset !== undefined) return Effect.sync(() => unsupportedCharset(charset))
           const length = request.headers["content-length"]
           const declared = length === undefined ? undefined : Number(length)
           if (declared !== undefined && declared > maxBodyBytes) return Effect.sync(() => payloadTooLarge(maxBodyBytes))

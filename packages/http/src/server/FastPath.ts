@@ -12,13 +12,13 @@
  * - bad bodies are refused by the same functions as the `ErrorEnvelope` middleware (`refuseBodyText`,
  *   `invalidJson`, `invalidParams`), defects by the same `internalError` as the global middleware (500 with
  *   the request id, cause logged);
- * - `X-Request-Id` by `requestIdFor`, the request's facts (client IP by `LM_TRUST_PROXY`) by the pipeline's
+ * - `X-Request-Id` by `requestIdFor`, the CORS headers by the same policy (`Cors.ts`), the request's facts (client IP by `LM_TRUST_PROXY`) by the pipeline's
  *   `factsOfNodeRequest`, the response written to Node the way `NodeHttpServer` writes it (status, headers in
  *   the same order, the JSON text).
  *
  * It only takes a request it can answer identically, and decides before reading a byte of the body: method
- * POST over HTTP/1.x, the exact path (no query string), a JSON content type, a `Content-Length` from 1 to the
- * body limit, no `Transfer-Encoding`, no `Expect`. Anything else (other methods, HEAD/OPTIONS, chunked or
+ * POST over HTTP/1.x, the exact path (no query string), a JSON content type (UTF-8, or no charset), a
+ * `Content-Length` from 1 to the body limit, no `Transfer-Encoding`, no `Expect`. Anything else (other methods, HEAD/OPTIONS, chunked or
  * empty or oversized bodies, other content types, HTTP/2) goes to the Effect stack untouched. The test
  * `packages/http/test/fast-path.test.ts` runs the same requests through both paths and compares the answers.
  *
@@ -40,7 +40,8 @@ import {
   factsOfNodeRequest,
   makeClientPipeline
 } from "./ClientPipeline.js"
-import { invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
+import { makeCorsPolicy } from "./Cors.js"
+import { foreignCharset, invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
 import { internalError, requestIdFor } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
 
@@ -128,7 +129,8 @@ const routesOf = (): ReadonlyMap<string, Route> => {
 }
 
 const make = Effect.gen(function*() {
-  const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
+  const { corsOrigins, maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
+  const cors = makeCorsPolicy({ restRoot, corsOrigins })
   const pipeline = yield* makeClientPipeline
   const routes = new Map<string, Route>()
   for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, route)
@@ -173,15 +175,21 @@ const make = Effect.gen(function*() {
    * makes Node send the head and the body in two buffers (`writev`) instead of one string: the length is
    * computed from the very text written, so it cannot differ.
    */
-  const write = (response: ServerResponse, answer: HttpServerResponse.HttpServerResponse, requestId: string) => {
+  const write = (
+    response: ServerResponse,
+    answer: HttpServerResponse.HttpServerResponse,
+    requestId: string,
+    corsHeaders: Readonly<Record<string, string>> | undefined
+  ) => {
     if (response.writableEnded || response.destroyed) return
     const body = answer.body
-    response.writeHead(answer.status, answer.statusText, { ...answer.headers, "x-request-id": requestId })
+    response.writeHead(answer.status, answer.statusText, { ...answer.headers, "x-request-id": requestId, ...corsHeaders })
     response.end(body._tag === "Uint8Array" ? body.text ?? body.body : undefined)
   }
 
   const serve = (route: Route, request: IncomingMessage, response: ServerResponse, url: string) => {
     const requestId = requestIdFor(header(request, "x-request-id"))
+    const corsHeaders = cors.headersFor(url, header(request, "origin"))
     const chunks: Array<Buffer> = []
     let failed = false
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -193,13 +201,13 @@ const make = Effect.gen(function*() {
       const fiber = run(answer(route, text, factsOfNodeRequest(request, trustProxyHops), requestId, url))
       const done = fiber.pollUnsafe()
       if (done !== undefined) {
-        if (Exit.isSuccess(done)) write(response, done.value, requestId)
+        if (Exit.isSuccess(done)) write(response, done.value, requestId, corsHeaders)
         return
       }
       running.add(fiber)
       fiber.addObserver((exit) => {
         running.delete(fiber)
-        if (Exit.isSuccess(exit)) write(response, exit.value, requestId)
+        if (Exit.isSuccess(exit)) write(response, exit.value, requestId, corsHeaders)
         else if (!response.writableEnded && !response.destroyed) {
           // Interrupted by the server (shutdown past its grace period): the empty 503 NodeHttpServer sends.
           response.writeHead(503, undefined, {})
@@ -220,6 +228,8 @@ const make = Effect.gen(function*() {
     const headers = request.headers
     const contentType = headers["content-type"]
     if (contentType === undefined || mediaType(contentType) !== "application/json") return false
+    // Another charset than UTF-8: the envelope middleware's 415.
+    if (foreignCharset(contentType) !== undefined) return false
     const length = headers["content-length"]
     if (length === undefined || headers["transfer-encoding"] !== undefined || headers.expect !== undefined) return false
     const declared = Number(length)

@@ -9,6 +9,7 @@ import { Cause, Context, Effect, Layer } from "effect"
 import type { Types } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
+import type { CorsPolicy } from "./Cors.js"
 import { envelope } from "./Responses.js"
 
 /** The methods a route can be registered for, in the order `Allow` lists them. */
@@ -99,6 +100,8 @@ export interface RequestEnvelopeOptions {
   readonly table: RouteTable
   /** The body limit, for the 413 message. */
   readonly maxBodyBytes: number
+  /** Browser cross-origin access (`Cors.ts`): preflights answered, headers on every response; none when absent. */
+  readonly cors?: CorsPolicy | undefined
 }
 
 /** The 413 for a body over the limit. */
@@ -151,8 +154,9 @@ export const internalError = (
   )
 
 /**
- * The global middleware: request id, `X-Request-Id` on every response, and envelopes for the failures no
- * route handles (unknown route, wrong method, oversized body, defects).
+ * The global middleware: request id, `X-Request-Id` on every response, CORS (preflights answered before
+ * routing, the headers on every response, errors included), and envelopes for the failures no route handles
+ * (unknown route, wrong method, oversized body, defects).
  */
 export const requestEnvelope = (options: RequestEnvelopeOptions) =>
   HttpRouter.middleware<{ handles: unknown }>()(
@@ -161,11 +165,17 @@ export const requestEnvelope = (options: RequestEnvelopeOptions) =>
         const request = Context.getUnsafe(fiber.context, HttpServerRequest)
         const requestId = requestIdFor(request.headers["x-request-id"])
         requestIds.set(request.source, requestId)
+        const cors = options.cors
+        const corsHeaders = cors?.headersFor(request.url, request.headers.origin)
+        const preflight = cors?.preflight(request.method, request.url, request.headers, options.table.allowedMethods)
         // No log annotation or service per request: they would cost more than the rest of this middleware.
-        return httpEffect.pipe(
-          Effect.catchCause((cause) => failureResponse(cause, request, requestId, options)),
-          Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
-        ) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>
+        const handled = preflight === undefined
+          ? Effect.catchCause(httpEffect, (cause) => failureResponse(cause, request, requestId, options))
+          : Effect.succeed(preflight)
+        return Effect.map(handled, (response) => {
+          const withId = HttpServerResponse.setHeader(response, "x-request-id", requestId)
+          return corsHeaders === undefined ? withId : HttpServerResponse.setHeaders(withId, corsHeaders)
+        }) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>
       }),
     { global: true }
   )

@@ -2,6 +2,7 @@
  * The HTTP adapter's settings (CONTRACT §2, §13), read from the environment by {@link HttpSettings.fromEnv}
  * or given directly (tests, embedders) with {@link HttpSettings.layer}.
  */
+import * as fs from "node:fs"
 import { Config, Context, Data, Effect, Layer } from "effect"
 import { apiPath } from "../api/Api.js"
 import { version } from "../version.js"
@@ -24,6 +25,26 @@ export interface Settings {
    * in front of the Effect HTTP stack (see `FastPath.ts`); off sends every request through the stack.
    */
   readonly fastPath: boolean
+  /** `LM_MAX_CONNECTIONS` (default 1024): open connections at most; one more is closed at once. */
+  readonly maxConnections: number
+  /** `LM_MAX_CONNECTIONS_PER_IP` (default 64): open connections at most from one socket address. */
+  readonly maxConnectionsPerIp: number
+  /** `LM_HEADERS_TIMEOUT_SECONDS` (default 10): time for a request's line and headers to arrive. */
+  readonly headersTimeoutSeconds: number
+  /** `LM_BODY_TIMEOUT_SECONDS` (default 10): further time for its body (the whole request gets both). */
+  readonly bodyTimeoutSeconds: number
+  /** `LM_TLS_CERT`, `LM_TLS_KEY`: the PEM texts of the files they name; the server then speaks HTTPS itself. */
+  readonly tls: { readonly cert: string; readonly key: string } | undefined
+  /**
+   * `LM_FORCE_HTTPS`: refuse (403 `rest_forbidden`) every request that did not arrive over TLS, directly or, with
+   * `LM_TRUST_PROXY`, per `X-Forwarded-Proto: https`.
+   */
+  readonly forceHttps: boolean
+  /**
+   * `LM_CORS_ORIGINS`: the browser origins allowed cross-origin (see `Cors.ts`). Unset (undefined): public routes
+   * allow any origin (`*`), management routes none; set: both allow exactly these.
+   */
+  readonly corsOrigins: ReadonlyArray<string> | undefined
 }
 
 /** Where the server listens. */
@@ -58,6 +79,32 @@ export const parseTrustProxy = (value: string): number => {
   return hops
 }
 
+/**
+ * `LM_CORS_ORIGINS`: a comma list of origins (`https://app.example.com`, `http://localhost:5173`), compared as
+ * browsers send them (scheme, host, port; lower case, no path); empty is unset. `*` is refused: it is what unset
+ * means for public routes, and management routes never allow it.
+ */
+export const parseCorsOrigins = (value: string): ReadonlyArray<string> | undefined => {
+  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  if (entries.length === 0) return undefined
+  return entries.map((entry) => {
+    if (entry === "*") throw new Error("* is not an origin; leave the setting unset to allow any origin on public routes")
+    let url: URL | undefined
+    try {
+      url = new URL(entry)
+    } catch {
+      url = undefined
+    }
+    const plain = url !== undefined && url.pathname === "/" && url.search === "" && url.hash === "" &&
+      url.username === "" && url.password === "" && !entry.endsWith("#") && !entry.endsWith("?")
+    const origin = url?.origin
+    if (!plain || origin === undefined || origin === "null") {
+      throw new Error(`expected origins such as https://app.example.com (scheme, host and port only), got ${entry}`)
+    }
+    return origin
+  })
+}
+
 /** A boolean setting: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; empty is `fallback`. */
 export const parseSwitch = (value: string, fallback: boolean): boolean => {
   const text = value.trim().toLowerCase()
@@ -73,11 +120,31 @@ export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
   readonly message: string
 }> {}
 
-const readSetting = <A>(name: string, read: () => A): Effect.Effect<A, InvalidSetting> =>
+export const readSetting = <A>(name: string, read: () => A): Effect.Effect<A, InvalidSetting> =>
   Effect.try({
     try: read,
     catch: (error) => new InvalidSetting({ name, message: `${name}: ${error instanceof Error ? error.message : error}` })
   })
+
+/** The text of a PEM file a setting names. */
+const readPemFile = (name: string, file: string) =>
+  readSetting(name, () => {
+    try {
+      return fs.readFileSync(file, "utf8")
+    } catch (error) {
+      throw new Error(`cannot read the PEM file ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`)
+    }
+  })
+
+/** An integer setting of at least 1, `fallback` when unset. */
+const positiveInt = (name: string, fallback: number) =>
+  Effect.flatMap(Config.String(name).pipe(Config.withDefault("")), (text) =>
+    readSetting(name, () => {
+      if (text.trim() === "") return fallback
+      const value = Number(text)
+      if (!Number.isInteger(value) || value < 1) throw new Error(`expected a whole number of at least 1, got ${text}`)
+      return value
+    }))
 
 /** The adapter's settings as a service. */
 export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/http/HttpSettings") {
@@ -89,6 +156,13 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     maxBodyBytes: defaultMaxBodyBytes,
     version,
     fastPath: true,
+    maxConnections: 1024,
+    maxConnectionsPerIp: 64,
+    headersTimeoutSeconds: 10,
+    bodyTimeoutSeconds: 10,
+    tls: undefined,
+    forceHttps: false,
+    corsOrigins: undefined,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -97,7 +171,12 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   static readonly layer = (overrides: Partial<Settings> = {}): Layer.Layer<HttpSettings> =>
     Layer.succeed(HttpSettings, HttpSettings.make(overrides))
 
-  /** The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`. */
+  /**
+   * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
+   * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
+   * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`,
+   * `LM_CORS_ORIGINS`.
+   */
   static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
     const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
     const trustProxy = yield* Config.String("LM_TRUST_PROXY").pipe(Config.withDefault(""))
@@ -109,7 +188,39 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
       () => allowed.trim() === "" ? undefined : parseIpAllowList(allowed)
     )
     const fastPath = yield* readSetting("LM_HTTP_FAST_PATH", () => parseSwitch(fastPathSetting, true))
-    return HttpSettings.make({ restRoot, trustProxyHops, adminAllowedIps, fastPath })
+    const defaults = HttpSettings.make()
+    const maxConnections = yield* positiveInt("LM_MAX_CONNECTIONS", defaults.maxConnections)
+    const maxConnectionsPerIp = yield* positiveInt("LM_MAX_CONNECTIONS_PER_IP", defaults.maxConnectionsPerIp)
+    const headersTimeoutSeconds = yield* positiveInt("LM_HEADERS_TIMEOUT_SECONDS", defaults.headersTimeoutSeconds)
+    const bodyTimeoutSeconds = yield* positiveInt("LM_BODY_TIMEOUT_SECONDS", defaults.bodyTimeoutSeconds)
+    const certFile = yield* Config.String("LM_TLS_CERT").pipe(Config.withDefault(""))
+    const keyFile = yield* Config.String("LM_TLS_KEY").pipe(Config.withDefault(""))
+    if ((certFile === "") !== (keyFile === "")) {
+      return yield* new InvalidSetting({
+        name: certFile === "" ? "LM_TLS_CERT" : "LM_TLS_KEY",
+        message: "LM_TLS_CERT and LM_TLS_KEY go together: set both (PEM files) to serve HTTPS, or neither"
+      })
+    }
+    const tls = certFile === ""
+      ? undefined
+      : { cert: yield* readPemFile("LM_TLS_CERT", certFile), key: yield* readPemFile("LM_TLS_KEY", keyFile) }
+    const forceHttpsSetting = yield* Config.String("LM_FORCE_HTTPS").pipe(Config.withDefault(""))
+    const forceHttps = yield* readSetting("LM_FORCE_HTTPS", () => parseSwitch(forceHttpsSetting, false))
+    const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
+    const corsOrigins = yield* readSetting("LM_CORS_ORIGINS", () => parseCorsOrigins(corsSetting))
+    return HttpSettings.make({
+      tls,
+      corsOrigins,
+      forceHttps,
+      restRoot,
+      trustProxyHops,
+      adminAllowedIps,
+      fastPath,
+      maxConnections,
+      maxConnectionsPerIp,
+      headersTimeoutSeconds,
+      bodyTimeoutSeconds
+    })
   })
 
   /** The settings read from the environment. */

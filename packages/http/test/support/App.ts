@@ -7,6 +7,7 @@ import { Engine } from "@lm/domain"
 import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import { MemoryStore } from "@lm/storage-memory"
 import { serverLayerOn } from "../../src/server/App.js"
+import type { WebhookSenderOptions } from "../../src/server/WebhookSender.js"
 import { type ClientGuard, layerClientGuards } from "../../src/server/ClientPipeline.js"
 import { HttpSettings } from "../../src/server/Settings.js"
 import { startServer, type RunningServer } from "./TestServer.js"
@@ -44,6 +45,8 @@ export const startApp = async (
     readonly storeLayer?: Layer.Layer<any, any, never>
     /** Public guards of the client routes (`ClientGuards`; none by default). */
     readonly clientGuards?: ReadonlyArray<ClientGuard>
+    /** Settings of the undici webhook sender (e.g. a lookup that resolves every name to loopback). */
+    readonly webhookSender?: Partial<WebhookSenderOptions>
   } = {}
 ): Promise<TestApp> => {
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
@@ -51,7 +54,7 @@ export const startApp = async (
   const layer = serverLayerOn(options.storeLayer ?? storeLayer(store), { storage: store, description: store }, { host: "127.0.0.1", port: 0 }, {
     sweepIntervalSeconds: 0,
     ...options
-  }).pipe(
+  }, options.webhookSender).pipe(
     Layer.provide(HttpSettings.layer(options.settings ?? {})),
     Layer.provide(layerClientGuards(options.clientGuards ?? [])),
     // Start-up and shutdown lines would drown the test output; warnings and errors still show.

@@ -14,6 +14,7 @@ import * as Machines from "./machines.js"
 import * as Outbox from "./outbox.js"
 import * as SigningKeys from "./signingKeys.js"
 import * as Store from "./store.js"
+import * as Webhooks from "./webhooks.js"
 
 export { EventLogRowsPerInsert } from "./activity.js"
 export { layerChangeFeed } from "./changeFeed.js"
@@ -27,5 +28,6 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   ApiKeys.layer,
   SigningKeys.layer,
   Outbox.layer,
-  ActivityLog.layer
+  ActivityLog.layer,
+  Webhooks.layer
 )

@@ -12,7 +12,7 @@ import { date, firstOf, Int8, rowsOf, Timestamp } from "./rows.js"
 const eventColumnNames = { occurredAt: "occurred_at", licenseId: "license_id", machineId: "machine_id" } as const
 
 /** A row of `lm_events`. */
-const EventRow = Schema.Struct({
+export const EventRow = Schema.Struct({
   id: Int8,
   type: Model.EventType,
   occurredAt: Timestamp,
@@ -21,7 +21,8 @@ const EventRow = Schema.Struct({
   data: Schema.Record(Schema.String, Schema.Unknown)
 }).pipe(Schema.encodeKeys(eventColumnNames))
 
-const eventRows = rowsOf(EventRow, "lm_events")
+export const eventRows = rowsOf(EventRow, "lm_events")
+const firstEvent = firstOf(EventRow, "lm_events")
 const counter = firstOf(Schema.Struct({ value: Int8 }), "lm_counters")
 
 export const layer = Layer.effect(
@@ -48,6 +49,7 @@ export const layer = Layer.effect(
       },
       readAfter: (afterId, limit) =>
         sql`SELECT * FROM lm_events WHERE id > ${afterId} ORDER BY id LIMIT ${limit}`.pipe(Effect.flatMap(eventRows), orUnavailable),
+      findById: (id) => sql`SELECT * FROM lm_events WHERE id = ${id}`.pipe(Effect.flatMap(firstEvent), orUnavailable),
       revocationSeq: sql`SELECT value FROM lm_counters WHERE name = 'revocation_seq'`.pipe(
         Effect.flatMap(counter),
         Effect.map((row) => row?.value ?? 0),

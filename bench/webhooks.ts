@@ -1,0 +1,186 @@
+/**
+ * Activate throughput with three webhooks registered against none (issue 16: the goal is ≥ 0.9×), and how fast
+ * the deliveries it causes go out.
+ *
+ * For each store (memory, PGlite, and PostgreSQL when DATABASE_URL is set) two `lm serve` processes start with the
+ * same settings: "none" has no webhook, "hooks" has three webhooks subscribed to `*`, all pointing at a local
+ * node:http receiver in this process that answers 200. Both are seeded with one license of one seat per
+ * connection. Then, `BENCH_RUNS` times: wait until the receiver has been idle for a second (the previous run's
+ * deliveries are out), a run of activate+deactivate cycles on "none", the same wait, the same run on "hooks".
+ * Every cycle causes two events (machine.activated, machine.deactivated), so six deliveries. The ratio is the
+ * median of the per-pair ratios of req/s; deliveries/s are counted from the start of a "hooks" run until its
+ * deliveries are all in.
+ *
+ * Settings (environment): BENCH_DURATION (s per run, default 10), BENCH_RUNS (default 3), BENCH_CONNECTIONS
+ * (default 32), BENCH_CONFIGS (comma list of memory, pglite, postgres; default all that can run). Run after
+ * `npx tsc -b`: `node bench/webhooks.ts`. Nothing is asserted.
+ */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import type { LoadSpec, RunFigures } from "./load.ts"
+import { fixed, markdownTable, median } from "./stats.ts"
+import {
+  bootstrapCredentials,
+  childEnv,
+  envNumber,
+  expectStatus,
+  freshPostgresDatabase,
+  type Listening,
+  lmBin,
+  machineLine,
+  pgliteDataDir,
+  runLoad,
+  startListening
+} from "./support.ts"
+
+const settings = {
+  duration: envNumber("BENCH_DURATION", 10),
+  runs: envNumber("BENCH_RUNS", 3),
+  connections: envNumber("BENCH_CONNECTIONS", 32),
+  databaseUrl: process.env.DATABASE_URL ?? ""
+}
+const configs = (process.env.BENCH_CONFIGS ?? `memory,pglite${settings.databaseUrl === "" ? "" : ",postgres"}`).split(",").map((c) => c.trim())
+const progress = (line: string) => process.stderr.write(`bench: ${line}\n`)
+const auth = bootstrapCredentials()
+
+/** The receiver: counts what it gets, answers 200. */
+const received = { count: 0, last: Date.now() }
+const receiver = createServer((req, res) => {
+  req.resume()
+  req.on("end", () => {
+    received.count++
+    received.last = Date.now()
+    res.writeHead(200).end("ok")
+  })
+})
+await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+
+/** Resolves once the receiver has got nothing for `quietMillis`. */
+const idle = async (quietMillis = 1_000) => {
+  while (Date.now() - received.last < quietMillis) await new Promise((r) => setTimeout(r, 100))
+}
+
+const serverEnv = (store: Record<string, string>) =>
+  childEnv({
+    ...store,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LM_BOOTSTRAP_CONSUMER_KEY: auth.consumerKey,
+    LM_BOOTSTRAP_CONSUMER_SECRET: auth.consumerSecret,
+    LM_RATE_LIMIT: "off",
+    LM_WEBHOOK_ALLOW_INSECURE: "1",
+    LM_WEBHOOK_ALLOW_PRIVATE: "1"
+  })
+
+interface Started {
+  readonly listening: Listening
+  readonly cleanup: () => Promise<void>
+}
+
+const start = async (config: string, label: string): Promise<Started> => {
+  switch (config) {
+    case "memory":
+      return { listening: await startListening([lmBin, "serve"], serverEnv({ LM_STORAGE: "memory" })), cleanup: async () => {} }
+    case "pglite": {
+      const data = await pgliteDataDir()
+      return { listening: await startListening([lmBin, "serve"], serverEnv({ LM_DATA_DIR: data.dir })), cleanup: data.remove }
+    }
+    case "postgres": {
+      const database = await freshPostgresDatabase(settings.databaseUrl, `hooks_${label}`)
+      return { listening: await startListening([lmBin, "serve"], serverEnv({ DATABASE_URL: database.url })), cleanup: database.drop }
+    }
+    default:
+      throw new Error(`unknown config ${config}`)
+  }
+}
+
+/** One run of activate+deactivate cycles on a server (connection i cycles fingerprint `cycle-i` on `key`). */
+const cycles = async (listening: Listening, key: string, warmupSeconds: number): Promise<RunFigures> => {
+  const url = new URL(listening.base)
+  const cycle = (fingerprint: string) => [
+    { path: `${url.pathname}/activate`, body: JSON.stringify({ license_key: key, fingerprint }) },
+    { path: `${url.pathname}/deactivate`, body: JSON.stringify({ license_key: key, fingerprint }) }
+  ]
+  const spec: LoadSpec = {
+    targets: [{ origin: url.origin, loops: Array.from({ length: settings.connections }, (_, i) => cycle(`cycle-${i}`)) }],
+    connections: settings.connections,
+    warmupSeconds,
+    durationSeconds: settings.duration,
+    runs: 1
+  }
+  let figures: RunFigures | undefined
+  await runLoad(spec, (event) => {
+    if (event.event === "run") figures = event.figures
+  })
+  return figures!
+}
+
+interface Row {
+  readonly config: string
+  readonly none: Array<number>
+  readonly hooks: Array<number>
+  readonly ratios: Array<number>
+  readonly deliveriesPerSecond: Array<number>
+  non2xx: number
+}
+
+const rows: Array<Row> = []
+for (const config of configs) {
+  progress(`${config}: starting two servers`)
+  const none = await start(config, "none")
+  const hooks = await start(config, "hooks")
+  try {
+    const seed = async (listening: Listening) =>
+      (await expectStatus(201, listening.base, "POST", "/licenses", { max_activations: settings.connections }, auth)).body.data.license_key as string
+    const noneKey = await seed(none.listening)
+    const hooksKey = await seed(hooks.listening)
+    for (let i = 0; i < 3; i++) {
+      await expectStatus(201, hooks.listening.base, "POST", "/webhooks", { name: `bench ${i}`, url: receiverUrl, events: ["*"] }, auth)
+    }
+    const row: Row = { config, none: [], hooks: [], ratios: [], deliveriesPerSecond: [], non2xx: 0 }
+    for (let run = 1; run <= settings.runs; run++) {
+      await idle()
+      const a = await cycles(none.listening, noneKey, run === 1 ? 3 : 1)
+      await idle()
+      const before = received.count
+      const started = Date.now()
+      const b = await cycles(hooks.listening, hooksKey, run === 1 ? 3 : 1)
+      // Deliveries caused by the warm-up arrive too: counted from the start of the measured part until idle.
+      await idle()
+      const seconds = (received.last - started) / 1000
+      const delivered = received.count - before
+      row.none.push(a.rps)
+      row.hooks.push(b.rps)
+      row.ratios.push(b.rps / a.rps)
+      row.deliveriesPerSecond.push(delivered / seconds)
+      for (const f of [a, b]) {
+        row.non2xx += Object.entries(f.statuses).filter(([s]) => !s.startsWith("2")).reduce((n, [, c]) => n + c, 0)
+      }
+      progress(`${config} run ${run}: none ${fixed(a.rps)} req/s, three webhooks ${fixed(b.rps)} req/s (× ${fixed(b.rps / a.rps, 2)}), ` +
+        `${delivered} deliveries in ${fixed(seconds, 1)} s`)
+    }
+    rows.push(row)
+  } finally {
+    if (process.env.BENCH_DEBUG === "1") process.stderr.write(hooks.listening.output().slice(-4000))
+    await none.listening.stop()
+    await hooks.listening.stop()
+    await none.cleanup()
+    await hooks.cleanup()
+  }
+}
+receiver.close()
+
+const table = markdownTable(
+  ["store", "no webhook (req/s)", "three webhooks (req/s)", "× none (median of pairs)", "deliveries/s", "non-2xx"],
+  rows.map((r) => [
+    r.config,
+    fixed(median(r.none)),
+    fixed(median(r.hooks)),
+    fixed(median(r.ratios), 2),
+    fixed(median(r.deliveriesPerSecond)),
+    String(r.non2xx)
+  ])
+)
+process.stdout.write(`${new Date().toISOString()}, ${machineLine()}\n` +
+  `activate+deactivate, ${settings.connections} connections, ${settings.runs} × ${settings.duration} s per server\n\n${table}\n`)

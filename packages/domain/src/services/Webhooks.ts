@@ -1,0 +1,328 @@
+/**
+ * Webhooks (CONTRACT §11): register, list, change, delete and ping them, read their delivery log and redeliver;
+ * and the background delivery that fans every outbox event out to the webhooks subscribed to it and POSTs it,
+ * signed, at least once, with retries. The HTTP client is the {@link WebhookSender} an adapter provides (the
+ * bundled server's runs on undici and refuses forbidden addresses at connect time).
+ */
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { type InvalidParam, invalidParam, deliveryNotFound, type StorageUnavailable, type WebhookNotFound, webhookNotFound } from "../errors.js"
+import type { StoredEvent, Webhook, WebhookDelivery, WebhookStatus } from "../model.js"
+import { EventOutbox, type Page, type PageRequest, Store, WebhookDeliveryQueue, WebhookRepository } from "../ports.js"
+import { Random } from "../random.js"
+import { MasterKey, type SealedSecretUnreadable } from "../secrets.js"
+import {
+  afterAttempt,
+  type AttemptOutcome,
+  checkEvents,
+  checkUrl,
+  defaultRetrySchedule,
+  delivered,
+  deliveriesOf,
+  deliveryBody,
+  deliveryHeaders,
+  redeliver,
+  webhookAfterAttempt,
+  type WebhookReach
+} from "../webhook.js"
+
+/** One POST of a delivery: where, the headers (signature included) and the exact body signed. */
+export interface WebhookRequest {
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+/**
+ * The HTTP client of deliveries. It never fails: a refused address, a timeout or a broken connection is an
+ * `AttemptOutcome` of `Failed`. The default has no client and fails every attempt, saying so.
+ */
+export const WebhookSender = Context.Reference<{
+  readonly send: (request: WebhookRequest) => Effect.Effect<AttemptOutcome>
+}>("@lm/domain/WebhookSender", {
+  defaultValue: () => ({
+    send: () => Effect.succeed({ _tag: "Failed", error: "no HTTP client is configured for webhook deliveries" } as const)
+  })
+})
+
+/** Settings of webhooks; each has a default. */
+export interface WebhookSettingsShape extends WebhookReach {
+  /** Seconds to wait after each failed attempt (`LM_WEBHOOK_RETRY_SCHEDULE`); spent: `failed`. */
+  readonly retrySchedule: ReadonlyArray<number>
+  /** How long one attempt may take in all (the sender enforces it). */
+  readonly attemptTimeoutMillis: number
+  /**
+   * How long a worker holds a claimed delivery: longer than an attempt may take, so that no two workers hold one
+   * delivery at once; a crashed worker's claims come back after it.
+   */
+  readonly leaseMillis: number
+  /** Deliveries claimed at once, and sent at once. */
+  readonly batch: number
+  /** Outbox events fanned out per transaction. */
+  readonly dispatchBatch: number
+}
+
+export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@lm/domain/WebhookSettings", {
+  defaultValue: () => ({ allowInsecure: false, allowPrivate: false, retrySchedule: defaultRetrySchedule, attemptTimeoutMillis: 10_000, leaseMillis: 60_000, batch: 16, dispatchBatch: 500 })
+})
+
+/** What a webhook create sets; PUT may set any of them and `status`. */
+export interface WebhookInput {
+  readonly name?: string | undefined
+  readonly url?: string | undefined
+  readonly events?: ReadonlyArray<string> | undefined
+  readonly status?: WebhookStatus | undefined
+}
+
+/** A new webhook with its secret: the only moment the secret is shown. */
+export interface CreatedWebhook {
+  readonly webhook: Webhook
+  readonly secret: string
+}
+
+/** What a ping came to. */
+export interface PingResult {
+  readonly delivered: boolean
+  readonly responseStatus: number | null
+  readonly durationMs: number
+  readonly error: string | null
+}
+
+/** What the master key seals a webhook secret for. */
+const secretPurpose = "webhook secret"
+
+type Op<A, E = never> = Effect.Effect<A, E | StorageUnavailable>
+
+export class Webhooks extends Context.Service<Webhooks, {
+  readonly create: (input: WebhookInput) => Op<CreatedWebhook, InvalidParam>
+  readonly get: (id: number) => Op<Webhook, WebhookNotFound>
+  readonly list: (page: PageRequest) => Op<Page<Webhook>>
+  /** Changes name, url, events or status; `active` re-enables a disabled webhook (its failing streak forgotten). */
+  readonly update: (id: number, input: WebhookInput) => Op<Webhook, WebhookNotFound | InvalidParam>
+  /** Deletes the webhook and its deliveries. */
+  readonly delete: (id: number) => Op<void, WebhookNotFound>
+  /** Sends `webhook.ping` now and reports how it went (nothing is queued or retried). */
+  readonly ping: (id: number) => Op<PingResult, WebhookNotFound | SealedSecretUnreadable>
+  /** A webhook's deliveries, newest first. */
+  readonly deliveries: (id: number, page: PageRequest) => Op<Page<WebhookDelivery>, WebhookNotFound>
+  /** Queues one more attempt of a delivery now. */
+  readonly redeliver: (id: number, deliveryId: number) => Op<WebhookDelivery, WebhookNotFound>
+  /** Fans undispatched outbox events out to deliveries; returns how many events it handled. */
+  readonly dispatchOnce: Op<number>
+  /** Claims the deliveries due now and attempts each; returns how many it attempted. */
+  readonly deliverDue: Op<number>
+}>()("@lm/domain/Webhooks") {
+  static readonly layer = Layer.effect(
+    Webhooks,
+    Effect.gen(function*() {
+      const store = yield* Store
+      const repo = yield* WebhookRepository
+      const queue = yield* WebhookDeliveryQueue
+      const outbox = yield* EventOutbox
+      const random = yield* Random
+      const master = yield* MasterKey
+
+      // Read once, from the layer's context (the engine provides them with the layer).
+      const settings = Effect.succeed(yield* WebhookSettings)
+      const sender = Effect.succeed(yield* WebhookSender)
+
+      const get = Effect.fn("Webhooks.get")(function*(id: number) {
+        const webhook = yield* repo.findById(id)
+        if (webhook === undefined) return yield* webhookNotFound()
+        return webhook
+      })
+
+      const checkName = (name: string) =>
+        name.length > 255 ? Effect.fail(invalidParam("name", "must be at most 255 characters")) : Effect.succeed(name)
+
+      const create = Effect.fn("Webhooks.create")(function*(input: WebhookInput) {
+        const reach = yield* settings
+        if (input.url === undefined) return yield* invalidParam("url", "is required")
+        if (input.events === undefined) return yield* invalidParam("events", "is required")
+        const url = yield* Effect.fromResult(checkUrl(input.url, reach))
+        const events = yield* Effect.fromResult(checkEvents(input.events))
+        const name = yield* checkName(input.name ?? "")
+        const secret = `whsec_${Buffer.from(yield* random.bytes(24)).toString("hex")}`
+        const now = yield* Clock.currentTimeMillis
+        const webhook = yield* repo.insert({
+          name,
+          url,
+          events,
+          status: input.status ?? "active",
+          sealedSecret: master.seal(secret, secretPurpose),
+          failingSince: null,
+          createdAt: now,
+          updatedAt: now
+        })
+        return { webhook, secret }
+      })
+
+      const update = Effect.fn("Webhooks.update")(function*(id: number, input: WebhookInput) {
+        const reach = yield* settings
+        const webhook = yield* get(id)
+        const url = input.url === undefined ? webhook.url : yield* Effect.fromResult(checkUrl(input.url, reach))
+        const events = input.events === undefined ? webhook.events : yield* Effect.fromResult(checkEvents(input.events))
+        const name = input.name === undefined ? webhook.name : yield* checkName(input.name)
+        const status = input.status ?? webhook.status
+        const reenabled = status === "active" && webhook.status !== "active"
+        return yield* repo.update({
+          ...webhook,
+          name,
+          url,
+          events,
+          status,
+          failingSince: reenabled ? null : webhook.failingSince,
+          updatedAt: yield* Clock.currentTimeMillis
+        })
+      })
+
+      const remove = Effect.fn("Webhooks.delete")(function*(id: number) {
+        if (!(yield* repo.delete(id))) return yield* webhookNotFound()
+      })
+
+      const ping = Effect.fn("Webhooks.ping")(function*(id: number) {
+        const webhook = yield* get(id)
+        const secret = yield* Effect.fromResult(master.open(webhook.sealedSecret, secretPurpose))
+        const now = yield* Clock.currentTimeMillis
+        const body = deliveryBody({ id: 0, type: "webhook.ping", occurredAt: now, data: { webhook_id: webhook.id } })
+        const deliveryId = `ping-${Buffer.from(yield* random.bytes(8)).toString("hex")}`
+        const { send } = yield* sender
+        const outcome = yield* send({ url: webhook.url, body, headers: deliveryHeaders(secret, now, body, { type: "webhook.ping", deliveryId }) })
+        const durationMs = (yield* Clock.currentTimeMillis) - now
+        return {
+          delivered: delivered(outcome),
+          responseStatus: outcome._tag === "Response" ? outcome.status : null,
+          durationMs,
+          error: outcome._tag === "Failed" ? outcome.error : delivered(outcome) ? null : `HTTP ${outcome.status}`
+        }
+      })
+
+      const deliveries = Effect.fn("Webhooks.deliveries")(function*(id: number, page: PageRequest) {
+        yield* get(id)
+        return yield* queue.list(id, page)
+      })
+
+      const redeliverOne = Effect.fn("Webhooks.redeliver")(function*(id: number, deliveryId: number) {
+        yield* get(id)
+        const delivery = yield* queue.findById(id, deliveryId)
+        if (delivery === undefined) return yield* deliveryNotFound()
+        return yield* queue.update(redeliver(delivery, yield* Clock.currentTimeMillis))
+      })
+
+      const dispatchOnce = Effect.gen(function*() {
+        const { dispatchBatch: batch } = yield* settings
+        let total = 0
+        while (true) {
+          const handled = yield* store.transaction(
+            Effect.gen(function*() {
+              const events = yield* queue.claimUndispatched(batch)
+              if (events.length === 0) return 0
+              const active = yield* repo.listActive
+              const now = yield* Clock.currentTimeMillis
+              yield* queue.dispatch(events.map((e) => e.id), events.flatMap((event) => deliveriesOf(event, active, now)))
+              return events.length
+            })
+          )
+          total += handled
+          if (handled < batch) return total
+        }
+      }).pipe(Effect.withSpan("Webhooks.dispatchOnce"))
+
+      /** The webhooks of a batch of deliveries, each read once with its secret opened once. */
+      const webhooksOf = (deliveries: ReadonlyArray<WebhookDelivery>) =>
+        Effect.gen(function*() {
+          const out = new Map<number, { readonly webhook: Webhook; readonly secret: string | SealedSecretUnreadable } | undefined>()
+          for (const id of new Set(deliveries.map((d) => d.webhookId))) {
+            const webhook = yield* repo.findById(id)
+            if (webhook === undefined) {
+              out.set(id, undefined)
+              continue
+            }
+            const opened = master.open(webhook.sealedSecret, secretPurpose)
+            out.set(id, { webhook, secret: opened._tag === "Success" ? opened.success : opened.failure })
+          }
+          return out
+        })
+
+      /** One attempt of a claimed delivery, recorded; the webhook's failing streak follows it. */
+      const attempt = (
+        delivery: WebhookDelivery,
+        found: { readonly webhook: Webhook; readonly secret: string | SealedSecretUnreadable } | undefined
+      ) =>
+        Effect.gen(function*() {
+          const { retrySchedule } = yield* settings
+          const event: StoredEvent | undefined = yield* outbox.findById(delivery.eventId)
+          const outcome: AttemptOutcome = yield* Effect.gen(function*() {
+            if (found === undefined || event === undefined) return { _tag: "Failed", error: "the webhook or its event is gone" } as const
+            if (typeof found.secret !== "string") return { _tag: "Failed", error: found.secret.message } as const
+            const now = yield* Clock.currentTimeMillis
+            const body = deliveryBody(event)
+            const { send } = yield* sender
+            return yield* send({
+              url: found.webhook.url,
+              body,
+              headers: deliveryHeaders(found.secret, now, body, { type: event.type, deliveryId: String(delivery.id) })
+            })
+          })
+          const now = yield* Clock.currentTimeMillis
+          yield* queue.update(afterAttempt(delivery, outcome, now, retrySchedule))
+          const success = delivered(outcome)
+          // A success on a webhook that was not failing changes nothing: the common case needs no second read.
+          if (found === undefined || (success && found.webhook.failingSince === null)) return
+          // Re-read: other deliveries of the same webhook may have moved it meanwhile.
+          const latest = yield* repo.findById(delivery.webhookId)
+          if (latest === undefined) return
+          const next = webhookAfterAttempt(latest, success, now)
+          if (next === latest) return
+          yield* repo.update(next)
+          if (next.status === "disabled" && latest.status !== "disabled") {
+            yield* Effect.logWarning(`webhook ${next.id} disabled: every delivery to ${next.url} has failed for a day`)
+          }
+        })
+
+      const deliverDue = Effect.gen(function*() {
+        const { batch, leaseMillis } = yield* settings
+        let total = 0
+        while (true) {
+          const now = yield* Clock.currentTimeMillis
+          const claimed = yield* queue.claimDue(now, now + leaseMillis, batch)
+          const webhooks = yield* webhooksOf(claimed)
+          yield* Effect.forEach(claimed, (delivery) => attempt(delivery, webhooks.get(delivery.webhookId)), {
+            concurrency: batch,
+            discard: true
+          })
+          total += claimed.length
+          if (claimed.length < batch) return total
+        }
+      }).pipe(Effect.withSpan("Webhooks.deliverDue"))
+
+      return Webhooks.of({
+        create,
+        get,
+        list: (page) => repo.list(page),
+        update,
+        delete: remove,
+        ping,
+        deliveries,
+        redeliver: redeliverOne,
+        dispatchOnce,
+        deliverDue
+      })
+    })
+  )
+
+  /**
+   * Delivery in the background for as long as the layer lives: every `interval`, dispatch the new outbox events,
+   * then attempt the deliveries due. Failures are logged and the loop goes on.
+   */
+  static readonly layerBackground = (interval: Duration.Input) =>
+    Layer.effectDiscard(
+      Effect.gen(function*() {
+        const webhooks = yield* Webhooks
+        yield* Effect.andThen(webhooks.dispatchOnce, webhooks.deliverDue).pipe(
+          Effect.catchCause((cause) => Effect.logWarning("webhook delivery failed", cause)),
+          Effect.repeat(Schedule.spaced(interval)),
+          Effect.forkScoped
+        )
+      })
+    )
+}

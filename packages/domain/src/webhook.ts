@@ -1,0 +1,254 @@
+/**
+ * The rules of webhooks (CONTRACT §11), pure: which URLs and addresses a webhook may reach, which events it
+ * receives, what a delivery sends and how it is signed, and what an attempt's outcome does to the delivery
+ * (retry on the schedule, then `failed`) and to the webhook (disabled after a day of failures).
+ */
+import { createHmac } from "node:crypto"
+import { Result } from "effect"
+import { InvalidParam, invalidParam } from "./errors.js"
+import {
+  allWebhookEvents,
+  type StoredEvent,
+  type Webhook,
+  type WebhookDelivery,
+  type WebhookDeliveryDraft,
+  webhookEventTypes
+} from "./model.js"
+
+/** The retry delays in seconds after each failed attempt (`LM_WEBHOOK_RETRY_SCHEDULE`): 30 s … 24 h. */
+export const defaultRetrySchedule: ReadonlyArray<number> = [30, 120, 600, 3600, 21600, 86400]
+
+/** How long every attempt of a webhook may fail before it is disabled: a day. */
+export const disableAfterMillis = 24 * 60 * 60 * 1000
+
+/** The most of a response body a delivery keeps (1 KiB). */
+export const responseExcerptBytes = 1024
+
+/** What a webhook may reach: `LM_WEBHOOK_ALLOW_INSECURE` (http too), `LM_WEBHOOK_ALLOW_PRIVATE` (any address). */
+export interface WebhookReach {
+  readonly allowInsecure: boolean
+  readonly allowPrivate: boolean
+}
+
+/** The 16 bytes of an IPv6 address (or the 4 of an IPv4 one), or undefined when `text` is not an IP address. */
+const ipBytes = (text: string): Array<number> | undefined => {
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text)
+  if (v4 !== null) {
+    const bytes = v4.slice(1).map(Number)
+    return bytes.every((b) => b <= 255) ? bytes : undefined
+  }
+  if (!text.includes(":")) return undefined
+  let body = text.replace(/%.*$/, "")
+  // An embedded IPv4 tail (`::ffff:10.0.0.1`) becomes two groups.
+  const tail = /(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/.exec(body)
+  if (tail !== null) {
+    const four = ipBytes(tail[1]!)
+    if (four === undefined) return undefined
+    body = body.slice(0, -tail[1]!.length) + `${((four[0]! << 8) | four[1]!).toString(16)}:${((four[2]! << 8) | four[3]!).toString(16)}`
+  }
+  const halves = body.split("::")
+  if (halves.length > 2) return undefined
+  const groupsOf = (part: string) => (part === "" ? [] : part.split(":"))
+  const head = groupsOf(halves[0]!)
+  const rest = halves.length === 2 ? groupsOf(halves[1]!) : []
+  const missing = 8 - head.length - rest.length
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined
+  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill("0"), ...rest]
+  if (!groups.every((g) => /^[0-9a-fA-F]{1,4}$/.test(g))) return undefined
+  return groups.flatMap((g) => {
+    const n = parseInt(g, 16)
+    return [n >> 8, n & 0xff]
+  })
+}
+
+const inV4 = (b: ReadonlyArray<number>, prefix: ReadonlyArray<number>, bits: number): boolean => {
+  for (let i = 0; i < bits; i++) {
+    const bit = (byte: number) => (byte >> (7 - (i % 8))) & 1
+    if (bit(b[Math.floor(i / 8)]!) !== bit(prefix[Math.floor(i / 8)]!)) return false
+  }
+  return true
+}
+
+/** IPv4 ranges no webhook may reach: unspecified, private, loopback, shared (CGNAT), link-local (cloud metadata). */
+const forbiddenV4: ReadonlyArray<readonly [ReadonlyArray<number>, number]> = [
+  [[0, 0, 0, 0], 8],
+  [[10, 0, 0, 0], 8],
+  [[100, 64, 0, 0], 10],
+  [[127, 0, 0, 0], 8],
+  [[169, 254, 0, 0], 16],
+  [[172, 16, 0, 0], 12],
+  [[192, 168, 0, 0], 16]
+]
+
+/**
+ * Whether an IP address is loopback, private (RFC 1918, fc00::/7), link-local (169.254/16, fe80::/10: cloud
+ * metadata lives there), shared or unspecified: addresses a webhook must not reach unless
+ * `LM_WEBHOOK_ALLOW_PRIVATE`. IPv4-mapped IPv6 addresses are judged as their IPv4 address. Text that is not an IP
+ * address is not forbidden here (host names are checked on the address they resolve to).
+ */
+export const isForbiddenAddress = (address: string): boolean => {
+  const bytes = ipBytes(address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address)
+  if (bytes === undefined) return false
+  if (bytes.length === 4) return forbiddenV4.some(([prefix, bits]) => inV4(bytes, prefix, bits))
+  const mapped = bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff
+  if (mapped) return isForbiddenAddress(bytes.slice(12).join("."))
+  if (bytes.every((b) => b === 0)) return true // ::
+  if (bytes.slice(0, 15).every((b) => b === 0) && bytes[15] === 1) return true // ::1
+  if ((bytes[0]! & 0xfe) === 0xfc) return true // fc00::/7
+  if (bytes[0] === 0xfe && (bytes[1]! & 0xc0) === 0x80) return true // fe80::/10
+  return false
+}
+
+/** Whether `address` may be connected to under these settings. */
+export const mayConnectTo = (address: string, reach: WebhookReach): boolean => reach.allowPrivate || !isForbiddenAddress(address)
+
+/**
+ * A webhook URL checked: absolute, `https` (or `http` with `allowInsecure`), without credentials, and not naming
+ * a forbidden address or `localhost` (unless `allowPrivate`). Each refusal is 400 naming `url`.
+ */
+export const checkUrl = (text: string, reach: WebhookReach): Result.Result<string, InvalidParam> => {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return Result.fail(invalidParam("url", "must be an absolute URL"))
+  }
+  if (url.protocol !== "https:" && !(reach.allowInsecure && url.protocol === "http:")) {
+    return Result.fail(invalidParam("url", reach.allowInsecure ? "must be an http or https URL" : "must be an https URL"))
+  }
+  if (url.username !== "" || url.password !== "") return Result.fail(invalidParam("url", "must not carry credentials"))
+  const host = url.hostname.toLowerCase()
+  const local = host === "localhost" || host.endsWith(".localhost") || isForbiddenAddress(host)
+  if (local && !reach.allowPrivate) {
+    return Result.fail(invalidParam("url", "must not point to a loopback, private, link-local or unspecified address"))
+  }
+  return Result.succeed(url.toString())
+}
+
+/** The subscription checked: `["*"]` or names of the contract's list, at least one, each once. */
+export const checkEvents = (events: ReadonlyArray<string>): Result.Result<ReadonlyArray<string>, InvalidParam> => {
+  if (events.length === 0) return Result.fail(invalidParam("events", "must name at least one event, or \"*\""))
+  const known: ReadonlySet<string> = new Set<string>([...webhookEventTypes, allWebhookEvents])
+  const unknown = events.find((e) => !known.has(e))
+  if (unknown !== undefined) return Result.fail(invalidParam("events", `unknown event: ${unknown}`))
+  return Result.succeed(events.includes(allWebhookEvents) ? [allWebhookEvents] : [...new Set(events)])
+}
+
+/** Whether a webhook receives events of this type. */
+export const subscribes = (webhook: Pick<Webhook, "events" | "status">, type: string): boolean =>
+  webhook.status === "active" && (webhook.events.includes(allWebhookEvents) || webhook.events.includes(type))
+
+/** The deliveries an event fans out to: one per active webhook that subscribes to its type. */
+export const deliveriesOf = (
+  event: StoredEvent,
+  webhooks: ReadonlyArray<Webhook>,
+  now: number
+): Array<WebhookDeliveryDraft> =>
+  webhooks.filter((webhook) => subscribes(webhook, event.type)).map((webhook) => ({
+    webhookId: webhook.id,
+    eventId: event.id,
+    type: event.type,
+    status: "pending",
+    attempts: 0,
+    responseStatus: null,
+    responseExcerpt: null,
+    lastAttemptAt: null,
+    nextAttemptAt: now,
+    lockedUntil: null,
+    createdAt: now
+  }))
+
+/** The body a delivery POSTs: `{id, type, created_at, data}` (the event's id, the same on every attempt). */
+export const deliveryBody = (event: { readonly id: number; readonly type: string; readonly occurredAt: number; readonly data: unknown }): string =>
+  JSON.stringify({ id: event.id, type: event.type, created_at: new Date(event.occurredAt).toISOString(), data: event.data })
+
+/** `X-LM-Signature`: `t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with the UTF-8 bytes of the secret. */
+export const signatureHeader = (secret: string, unixSeconds: number, body: string): string =>
+  `t=${unixSeconds},v1=${createHmac("sha256", Buffer.from(secret, "utf8")).update(`${unixSeconds}.${body}`, "utf8").digest("hex")}`
+
+/** The headers of a delivery attempt. */
+export const deliveryHeaders = (
+  secret: string,
+  now: number,
+  body: string,
+  ids: { readonly type: string; readonly deliveryId: string }
+): Record<string, string> => ({
+  "content-type": "application/json",
+  "user-agent": "lm-webhooks/1",
+  "x-lm-event": ids.type,
+  "x-lm-delivery": ids.deliveryId,
+  "x-lm-signature": signatureHeader(secret, Math.floor(now / 1000), body)
+})
+
+/** What one attempt came to: an HTTP status and the start of the body, or a failure before any response. */
+export type AttemptOutcome =
+  | { readonly _tag: "Response"; readonly status: number; readonly excerpt: string }
+  | { readonly _tag: "Failed"; readonly error: string }
+
+/** Whether an outcome delivered the event (any 2xx). */
+export const delivered = (outcome: AttemptOutcome): boolean =>
+  outcome._tag === "Response" && outcome.status >= 200 && outcome.status < 300
+
+/**
+ * A delivery after an attempt: delivered on a 2xx; otherwise retried after the schedule's delay for this attempt
+ * (the n-th failure waits `schedule[n-1]` seconds), and `failed` once the schedule is spent. The lock is released.
+ */
+export const afterAttempt = (
+  delivery: WebhookDelivery,
+  outcome: AttemptOutcome,
+  now: number,
+  schedule: ReadonlyArray<number>
+): WebhookDelivery => {
+  const attempts = delivery.attempts + 1
+  const recorded = {
+    ...delivery,
+    attempts,
+    lastAttemptAt: now,
+    lockedUntil: null,
+    responseStatus: outcome._tag === "Response" ? outcome.status : null,
+    responseExcerpt: truncateExcerpt(outcome._tag === "Response" ? outcome.excerpt : outcome.error)
+  }
+  if (delivered(outcome)) return { ...recorded, status: "delivered", nextAttemptAt: null }
+  const delay = schedule[attempts - 1]
+  return delay === undefined
+    ? { ...recorded, status: "failed", nextAttemptAt: null }
+    : { ...recorded, status: "pending", nextAttemptAt: now + delay * 1000 }
+}
+
+/** At most {@link responseExcerptBytes} bytes of text, cut on a character boundary. */
+export const truncateExcerpt = (text: string): string => {
+  const bytes = Buffer.from(text, "utf8")
+  return bytes.length <= responseExcerptBytes ? text : bytes.subarray(0, responseExcerptBytes).toString("utf8").replace(/\uFFFD$/, "")
+}
+
+/**
+ * A webhook after one of its attempts: a success clears its failing streak; a failure starts one, and once every
+ * attempt has failed for {@link disableAfterMillis} the webhook is `disabled`. Unchanged when nothing moves.
+ */
+export const webhookAfterAttempt = (webhook: Webhook, success: boolean, now: number): Webhook => {
+  if (success) return webhook.failingSince === null ? webhook : { ...webhook, failingSince: null, updatedAt: now }
+  const since = webhook.failingSince ?? now
+  const disable = webhook.status === "active" && now - since >= disableAfterMillis
+  if (since === webhook.failingSince && !disable) return webhook
+  return { ...webhook, failingSince: since, status: disable ? "disabled" : webhook.status, updatedAt: now }
+}
+
+/** A delivery queued for one more attempt now (redeliver): pending, due now, unlocked; its attempts are kept. */
+export const redeliver = (delivery: WebhookDelivery, now: number): WebhookDelivery => ({
+  ...delivery,
+  status: "pending",
+  nextAttemptAt: now,
+  lockedUntil: null
+})
+
+/**
+ * The retry schedule of `LM_WEBHOOK_RETRY_SCHEDULE`: whole seconds, comma separated (spaces allowed), each 0 or
+ * more; an empty text is no retry at all.
+ */
+export const parseRetrySchedule = (text: string): Result.Result<ReadonlyArray<number>, string> => {
+  const parts = text.split(",").map((p) => p.trim()).filter((p) => p !== "")
+  const bad = parts.find((p) => !/^\d+$/.test(p))
+  return bad === undefined
+    ? Result.succeed(parts.map(Number))
+    : Result.fail(`LM_WEBHOOK_RETRY_SCHEDULE must list whole seconds separated by commas (not ${JSON.stringify(bad)})`)
+}
