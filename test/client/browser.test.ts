@@ -1,8 +1,8 @@
 /**
  * Issue 18: `@lm/client` inside headless Chromium (Debian's package, driven by playwright-core). The SDK's main
- * entry is bundled for the browser, a page activates and validates against the real server, keeps its proof
- * in `localStorage`, and after a reload with the server out of reach still answers entitlement offline (and
- * refuses a tampered token).
+ * entry is bundled for the browser, a page on its own origin activates and validates against the real server
+ * on another origin (CORS), keeps its proof in `localStorage`, and after a reload with the server out of reach
+ * still answers entitlement offline (and refuses another device and a tampered token).
  */
 import type { Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -17,7 +17,7 @@ let browser: Browser
 beforeAll(async () => {
   const [lm, sdk] = await Promise.all([startServer("browser"), bundleSdk()])
   server = lm
-  pageServer = await servePage(sdk, server.origin)
+  pageServer = await servePage(sdk)
   browser = await launchChromium()
 }, 120_000)
 
@@ -27,11 +27,8 @@ afterAll(async () => {
   await server?.stop()
 }, 60_000)
 
-/**
- * The origin the page calls the API at: its own, through the page server's pass-through (CORS is not on main
- * yet; with it the page could call the lm server's origin directly).
- */
-const api = () => pageServer.origin
+/** The lm server's origin, which the page (on the page server's origin) calls across origins: CORS. */
+const api = () => server.origin
 
 describe("@lm/client in Chromium", () => {
   it("validates against the server, then answers entitlement offline from localStorage", async () => {

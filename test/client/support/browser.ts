@@ -1,11 +1,11 @@
 /**
  * The browser side of the client tests: `@lm/client` bundled for the browser with esbuild (from the TypeScript
  * sources, platform `browser`, so a node: import anywhere in what the main entry reaches fails the bundle),
- * served by a loopback static server that also passes `/api/...` through to the lm server (one origin: the
- * browser test does not depend on CORS), and Debian's Chromium driven by playwright-core.
+ * served by a loopback static server (another origin than the lm server's: the page reaches the API through
+ * CORS), and Debian's Chromium driven by playwright-core.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createServer, request, type Server } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -45,13 +45,13 @@ export const bundleSdk = async (): Promise<string> => {
   return result.outputFiles[0]!.text
 }
 
-/** The page's origin server: `/` the page, `/sdk.js` the bundle, `/api/...` passed through to `upstream`. */
+/** The page's origin server: `/` the page, `/sdk.js` the bundle; the API is on another origin. */
 export interface PageServer {
   readonly origin: string
   readonly close: () => Promise<void>
 }
 
-export const servePage = async (sdk: string, upstream: string): Promise<PageServer> => {
+export const servePage = async (sdk: string): Promise<PageServer> => {
   // The bundle and the page, written to a temporary folder and served from it.
   const dir = mkdtempSync(join(tmpdir(), "lm-browser-"))
   writeFileSync(join(dir, "sdk.js"), sdk)
@@ -59,20 +59,8 @@ export const servePage = async (sdk: string, upstream: string): Promise<PageServ
     join(dir, "index.html"),
     `<!doctype html><meta charset="utf-8"><title>lm client</title><script type="module" src="/sdk.js"></script>`
   )
-  const target = new URL(upstream)
   const server: Server = createServer((req, res) => {
     const url = req.url ?? "/"
-    if (url.startsWith("/api/")) {
-      const forward = request(
-        { host: target.hostname, port: target.port, path: url, method: req.method, headers: { ...req.headers, host: target.host } },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers)
-          answer.pipe(res)
-        }
-      )
-      forward.on("error", () => req.socket.destroy())
-      return void req.pipe(forward)
-    }
     if (url === "/sdk.js") {
       res.writeHead(200, { "content-type": "text/javascript; charset=utf-8" })
       return void res.end(readFileSync(join(dir, "sdk.js")))
