@@ -5,11 +5,12 @@
  * For each store (memory, PGlite, and PostgreSQL when DATABASE_URL is set) two `lm serve` processes start with the
  * same settings: "none" has no webhook, "hooks" has three webhooks subscribed to `*`, all pointing at a local
  * node:http receiver in this process that answers 200. Both are seeded with one license of one seat per
- * connection. Then, `BENCH_RUNS` times: wait until the receiver has been idle for a second (the previous run's
- * deliveries are out), a run of activate+deactivate cycles on "none", the same wait, the same run on "hooks".
+ * connection. Then, `BENCH_RUNS` times: wait until every delivery of "hooks" is in (the receiver got as many
+ * requests as its delivery logs hold), a run of activate+deactivate cycles on "none", at once the same run on
+ * "hooks".
  * Every cycle causes two events (machine.activated, machine.deactivated), so six deliveries. The ratio is the
- * median of the per-pair ratios of req/s; deliveries/s are counted from the start of a "hooks" run until its
- * deliveries are all in.
+ * median of the per-pair ratios of req/s; deliveries/s are counted from the start of a "hooks" run (its
+ * warm-up included) until its deliveries are all in.
  *
  * Settings (environment): BENCH_DURATION (s per run, default 10), BENCH_RUNS (default 3), BENCH_CONNECTIONS
  * (default 32), BENCH_CONFIGS (comma list of memory, pglite, postgres; default all that can run). Run after
@@ -59,6 +60,20 @@ const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port
 /** Resolves once the receiver has got nothing for `quietMillis`. */
 const idle = async (quietMillis = 1_000) => {
   while (Date.now() - received.last < quietMillis) await new Promise((r) => setTimeout(r, 100))
+}
+
+/**
+ * Resolves once the "hooks" server has delivered everything: the receiver was quiet for a second and got as many
+ * requests as the server's delivery logs hold (every delivery is answered 200, so each is delivered once).
+ */
+const drained = async (base: string, hookIds: ReadonlyArray<number>) => {
+  for (;;) {
+    await idle()
+    let logged = 0
+    for (const id of hookIds) logged += (await expectStatus(200, base, "GET", `/webhooks/${id}/deliveries?per_page=1`, undefined, auth)).body.meta.total
+    if (logged === received.count) return
+    await new Promise((r) => setTimeout(r, 500))
+  }
 }
 
 const serverEnv = (store: Record<string, string>) =>
@@ -135,19 +150,22 @@ for (const config of configs) {
       (await expectStatus(201, listening.base, "POST", "/licenses", { max_activations: settings.connections }, auth)).body.data.license_key as string
     const noneKey = await seed(none.listening)
     const hooksKey = await seed(hooks.listening)
+    const hookIds: Array<number> = []
     for (let i = 0; i < 3; i++) {
-      await expectStatus(201, hooks.listening.base, "POST", "/webhooks", { name: `bench ${i}`, url: receiverUrl, events: ["*"] }, auth)
+      hookIds.push(
+        (await expectStatus(201, hooks.listening.base, "POST", "/webhooks", { name: `bench ${i}`, url: receiverUrl, events: ["*"] }, auth)).body.data.id
+      )
     }
+    received.count = 0
     const row: Row = { config, none: [], hooks: [], ratios: [], deliveriesPerSecond: [], non2xx: 0 }
     for (let run = 1; run <= settings.runs; run++) {
-      await idle()
+      await drained(hooks.listening.base, hookIds)
       const a = await cycles(none.listening, noneKey, run === 1 ? 3 : 1)
-      await idle()
       const before = received.count
       const started = Date.now()
       const b = await cycles(hooks.listening, hooksKey, run === 1 ? 3 : 1)
-      // Deliveries caused by the warm-up arrive too: counted from the start of the measured part until idle.
-      await idle()
+      // Deliveries caused by the warm-up arrive too: counted from the start of the warm-up until all are in.
+      await drained(hooks.listening.base, hookIds)
       const seconds = (received.last - started) / 1000
       const delivered = received.count - before
       row.none.push(a.rps)

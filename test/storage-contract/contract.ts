@@ -1219,6 +1219,25 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.deepStrictEqual(yield* outbox.readAfter(0, 10).pipe(Effect.map((es) => es.length)), 3)
         }))
 
+      test("recording an attempt of a delivery deleted with its webhook meanwhile writes nothing and does not fail", () =>
+        Effect.gen(function*() {
+          const repo = yield* Ports.WebhookRepository
+          const queue = yield* Ports.WebhookDeliveryQueue
+          const store = yield* Ports.Store
+          const outbox = yield* Ports.EventOutbox
+          const hook = yield* repo.insert(webhookDraft())
+          yield* outbox.append([event("license.created", 1)])
+          yield* store.transaction(Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(10)
+            yield* queue.dispatch(events.map((e) => e.id), [deliveryDraft(hook.id, events[0]!.id)])
+          }))
+          const [claimed] = yield* queue.claimDue(T0, T0 + MINUTE, 10)
+          assert.isTrue(yield* repo.delete(hook.id))
+          yield* queue.update({ ...claimed!, status: "delivered", attempts: 1, lockedUntil: null })
+          assert.isUndefined(yield* queue.findById(hook.id, claimed!.id))
+          assert.strictEqual((yield* queue.list(hook.id, { page: 1, perPage: 10 })).total, 0)
+        }))
+
       test("concurrent workers never hold one delivery at once", () =>
         Effect.gen(function*() {
           const repo = yield* Ports.WebhookRepository

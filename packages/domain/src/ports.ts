@@ -241,7 +241,7 @@ export class WebhookDeliveryQueue extends Context.Service<WebhookDeliveryQueue, 
    * are due is the store's choice (the oldest due first where an index allows); the answer is in due order (then id).
    */
   readonly claimDue: (now: number, lockedUntil: number, limit: number) => Op<ReadonlyArray<WebhookDelivery>>
-  /** Writes every field of a delivery. */
+  /** Writes every field of a delivery (nothing when it was deleted with its webhook meanwhile). */
   readonly update: (delivery: WebhookDelivery) => Op<WebhookDelivery>
   readonly findById: (webhookId: number, id: number) => Op<WebhookDelivery | undefined>
   /** A webhook's deliveries, newest first. */

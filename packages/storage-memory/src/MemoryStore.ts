@@ -584,7 +584,12 @@ export const make = (options: Options = {}): Context.Context<Services> => {
           return claimed
         })
       ),
-    update: (delivery) => db.inTransaction((tx) => replace(tx, deliveries, delivery)),
+    // A delivery deleted with its webhook while an attempt was in flight stays deleted (as an UPDATE of no row).
+    update: (delivery) =>
+      db.inTransaction((tx) =>
+        Effect.flatMap(lockRow(tx, deliveries, delivery.id), (current) =>
+          current === undefined ? Effect.succeed(delivery) : replace(tx, deliveries, delivery))
+      ),
     findById: (webhookId, id) =>
       read((tx) => {
         const found = deliveries.get(db.overlayOf(tx, deliveries), id)
