@@ -78,13 +78,15 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         /** Keeps entries for the next attempt rather than lose them (the store is unavailable for now). */
         let lastWriteFailed = false
         const keep = (entries: ReadonlyArray<ActivityEntry>, message: string) =>
-          Effect.sync(() => {
+          Effect.suspend(() => {
+            // One warning when writes start failing, not one per attempt (the writer retries every round).
+            const first = !lastWriteFailed
             lastWriteFailed = true
             buffer = entries.concat(buffer)
-          }).pipe(
-            Effect.andThen(Effect.suspend(bound)),
-            Effect.andThen(Effect.logWarning("event log write failed; will retry", message))
-          )
+            return bound().pipe(
+              Effect.andThen(first ? Effect.logWarning("event log write failed; will retry", message) : Effect.void)
+            )
+          })
 
         /**
          * After the store refused a batch outright (a defect: e.g. text it cannot hold, such as U+0000), writes

@@ -10,6 +10,7 @@
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import type { StorageUnavailable } from "../errors.js"
 import { ActivityLog } from "../ports.js"
+import { logRoundFailure } from "./background.js"
 
 const DAY_MILLIS = 86_400_000
 
@@ -51,7 +52,7 @@ export const layerBackground = (options: EventRetentionOptions): Layer.Layer<nev
   Layer.effectDiscard(
     pruneOnce(options).pipe(
       Effect.tap((n) => (n > 0 ? Effect.logInfo(`event log retention deleted ${n} entries older than ${options.days} days`) : Effect.void)),
-      Effect.catchCause((cause) => Effect.logWarning("event log retention failed", cause)),
+      Effect.catchCause(logRoundFailure("event log retention failed")),
       Effect.repeat(Schedule.spaced(options.every ?? defaultEvery(options.days))),
       Effect.forkScoped
     )

@@ -19,6 +19,7 @@ import {
   seedBase64,
   type SigningKey
 } from "../signing/SigningKey.js"
+import { logRoundFailure } from "./background.js"
 
 export interface SigningKeysOptions {
   /** `LM_SIGNING_KEY`: base64 of a 32-byte Ed25519 seed, made the current key. */
@@ -99,7 +100,7 @@ export class SigningKeys extends Context.Service<SigningKeys, {
           yield* refresh
         })
         yield* refresh.pipe(
-          Effect.catchCause((cause) => Effect.logWarning("signing key refresh failed", cause)),
+          Effect.catchCause(logRoundFailure("signing key refresh failed")),
           Effect.repeat(Schedule.spaced(`${options.refreshEvery ?? 10_000} millis`)),
           Effect.delay(`${options.refreshEvery ?? 10_000} millis`),
           Effect.forkScoped

@@ -9,6 +9,7 @@ import type { StorageUnavailable } from "../errors.js"
 import { deactivateMachine, seatDeadline, sweepReason } from "../machine.js"
 import type { DomainEvent, License } from "../model.js"
 import { EventOutbox, LicenseRepository, MachineRepository, Store } from "../ports.js"
+import { logRoundFailure } from "./background.js"
 
 /** Machines claimed per transaction. */
 const BATCH = 200
@@ -73,7 +74,7 @@ export class Sweeper extends Context.Service<Sweeper, {
         const sweeper = yield* Sweeper
         yield* sweeper.sweepOnce.pipe(
           Effect.tap((n) => (n > 0 ? Effect.logInfo(`sweep deactivated ${n} machine(s)`) : Effect.void)),
-          Effect.catchCause((cause) => Effect.logWarning("sweep failed", cause)),
+          Effect.catchCause(logRoundFailure("sweep failed")),
           Effect.repeat(Schedule.spaced(interval)),
           Effect.forkScoped
         )

@@ -24,6 +24,7 @@ import {
   webhookAfterAttempt,
   type WebhookReach
 } from "../webhook.js"
+import { logRoundFailure } from "./background.js"
 
 /** One POST of a delivery: where, the headers (signature included) and the exact body signed. */
 export interface WebhookRequest {
@@ -319,7 +320,7 @@ export class Webhooks extends Context.Service<Webhooks, {
       Effect.gen(function*() {
         const webhooks = yield* Webhooks
         yield* Effect.andThen(webhooks.dispatchOnce, webhooks.deliverDue).pipe(
-          Effect.catchCause((cause) => Effect.logWarning("webhook delivery failed", cause)),
+          Effect.catchCause(logRoundFailure("webhook delivery failed")),
           Effect.repeat(Schedule.spaced(interval)),
           Effect.forkScoped
         )
