@@ -27,7 +27,7 @@ export interface Settings {
   readonly fastPath: boolean
   /** `LM_MAX_CONNECTIONS` (default 1024): open connections at most; one more is closed at once. */
   readonly maxConnections: number
-  /** `LM_MAX_CONNECTIONS_PER_IP` (default 64): open connections at most from one socket address. */
+  /** `LM_MAX_CONNECTIONS_PER_IP` (default 256): open connections at most from one socket address. */
   readonly maxConnectionsPerIp: number
   /** `LM_HEADERS_TIMEOUT_SECONDS` (default 10): time for a request's line and headers to arrive. */
   readonly headersTimeoutSeconds: number
@@ -157,7 +157,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     version,
     fastPath: true,
     maxConnections: 1024,
-    maxConnectionsPerIp: 64,
+    maxConnectionsPerIp: 256,
     headersTimeoutSeconds: 10,
     bodyTimeoutSeconds: 10,
     tls: undefined,
