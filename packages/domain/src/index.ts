@@ -15,15 +15,18 @@
  *   `MasterKey`, which seals secrets at rest. Offline verification for
  *   client software is the separate entry point `@lm/domain/verify`.
  */
+export * as Billing from "./billing.js"
 export * as Engine from "./Engine.js"
 export * as Errors from "./errors.js"
 export * as Keys from "./keys.js"
 export * as License from "./license.js"
 export * as Machine from "./machine.js"
 export * as Model from "./model.js"
+export * as Money from "./money.js"
 export * as Ports from "./ports.js"
 export * as Secrets from "./secrets.js"
 export * as Services from "./services/index.js"
+export * as Subscription from "./subscription.js"
 export * as SigningKey from "./signing/SigningKey.js"
 export * as Token from "./signing/Token.js"
 export * as Validation from "./validation.js"
