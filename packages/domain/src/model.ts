@@ -410,11 +410,17 @@ export interface Subscription {
   readonly pausedAt: number | null
   readonly cancelledAt: number | null
   readonly items: ReadonlyArray<SubscriptionItem>
+  /**
+   * Whether the bound license's suspension is this subscription's (its on-hold caused it): only such a
+   * suspension is lifted by the subscription, never an administrator's.
+   */
+  readonly suspendedLicense: boolean
   readonly createdAt: number
   readonly updatedAt: number
   readonly revision: number
 }
-export type SubscriptionDraft = Omit<Subscription, "id" | "licenseId" | "revision">
+/** A new subscription as the store inserts it (revision 1). */
+export type SubscriptionDraft = Omit<Subscription, "id" | "revision">
 
 /** The plan a switch moves between, as a renewal record's `from` and `to` show it. */
 export interface Plan {

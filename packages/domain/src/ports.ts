@@ -19,9 +19,14 @@ import type {
   Machine,
   MachineDraft,
   MachineStatus,
+  RenewalDraft,
+  RenewalRecord,
   SortDirection,
   StoredEvent,
   StoredSigningKey,
+  Subscription,
+  SubscriptionDraft,
+  SubscriptionStatus,
   Webhook,
   WebhookDelivery,
   WebhookDeliveryDraft,
@@ -291,3 +296,36 @@ export type StorePorts =
   | ActivityLog
   | WebhookRepository
   | WebhookDeliveryQueue
+  | SubscriptionRepository
+
+/** Filters of GET /subscriptions. */
+export interface SubscriptionQuery extends PageRequest {
+  readonly status?: SubscriptionStatus | undefined
+  readonly userId?: number | undefined
+  readonly productId?: number | undefined
+}
+
+/**
+ * Subscriptions and their renewal records (CONTRACT §10). Each write takes `dueAt`, the earliest moment the
+ * clock has a move for the subscription as the domain's `Subscription.nextDueAt` computes it (null for none):
+ * stores keep it indexed so the period-end job finds due work without a scan.
+ */
+export class SubscriptionRepository extends Context.Service<SubscriptionRepository, {
+  readonly insert: (draft: SubscriptionDraft, dueAt: number | null) => Op<Subscription>
+  readonly findById: (id: number) => Op<Subscription | undefined>
+  /** Loads a subscription and holds its lock until the transaction ends (FOR UPDATE). */
+  readonly lockById: (id: number) => Op<Subscription | undefined>
+  /** Oldest first. */
+  readonly list: (query: SubscriptionQuery) => Op<Page<Subscription>>
+  /** Writes every field of the subscription (its revision already advanced by the domain). */
+  readonly update: (subscription: Subscription, dueAt: number | null) => Op<Subscription>
+  /**
+   * Claims up to `limit` subscriptions whose `dueAt` is at or before `now`, earliest first, skipping rows other
+   * transactions hold (FOR UPDATE SKIP LOCKED), so that several processes share the job and none makes a move
+   * twice. Only inside a transaction.
+   */
+  readonly claimDue: (now: number, limit: number) => Op<ReadonlyArray<Subscription>>
+  readonly insertRenewal: (subscriptionId: number, draft: RenewalDraft) => Op<RenewalRecord>
+  /** A subscription's renewal records, oldest first. */
+  readonly listRenewals: (subscriptionId: number, page: PageRequest) => Op<Page<RenewalRecord>>
+}>()("@lm/domain/SubscriptionRepository") {}

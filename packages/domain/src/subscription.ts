@@ -129,7 +129,7 @@ export interface NewSubscription {
 
 /** A new subscription and its signup record. Its events are made once the store gave it an id ({@link created}). */
 export interface Signup {
-  readonly draft: SubscriptionDraft
+  readonly draft: Omit<SubscriptionDraft, "licenseId">
   readonly renewal: RenewalDraft
 }
 
@@ -153,7 +153,7 @@ export const signup = (input: NewSubscription, now: number): Result.Result<Signu
   const anchor = trialEnd ?? start
   const periodEnd = trialEnd ?? addPeriods(start, input.billingPeriod, input.billingInterval, 1, anchorDayOf(anchor))
   if (input.endDate !== null && input.endDate <= start) return Result.fail(invalidParam("end_date", "must be after the start"))
-  const draft: SubscriptionDraft = {
+  const draft: Omit<SubscriptionDraft, "licenseId"> = {
     status: trial ? "trial" : "active",
     userId: input.userId,
     productId: input.productId,
@@ -173,6 +173,7 @@ export const signup = (input: NewSubscription, now: number): Result.Result<Signu
     pausedAt: null,
     cancelledAt: null,
     items: input.items,
+    suspendedLicense: false,
     createdAt: now,
     updatedAt: now
   }
@@ -458,6 +459,10 @@ export const applyDue = (subscription: Subscription, due: DueMove, now: number):
 
 /** Who suspended a license: the subscription lifts only its own suspension, never an administrator's. */
 export type SuspendedBy = "subscription" | "administrator" | null
+
+/** Who holds the suspension of a subscription's bound license, from the license and the subscription's record. */
+export const suspendedByOf = (license: Pick<License, "state">, subscription: Pick<Subscription, "suspendedLicense">): SuspendedBy =>
+  license.state !== "suspended" ? null : subscription.suspendedLicense ? "subscription" : "administrator"
 
 /** The bound license as the subscription makes it, and who holds its suspension now. */
 export interface LicenseFollow {
