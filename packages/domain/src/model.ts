@@ -193,8 +193,8 @@ export interface StoredSigningKey {
   readonly createdAt: number
 }
 
-/** Names of the events of CONTRACT §11 that the licensing core causes. */
-export const eventTypes = [
+/** Names of the license and machine events of CONTRACT §11. */
+const licensingEventTypes = [
   "license.created",
   "license.updated",
   "license.deleted",
@@ -211,16 +211,9 @@ export const eventTypes = [
   "machine.lease_expired",
   "generator.keys_generated"
 ] as const
-export const EventType = Schema.Literals(eventTypes)
-export type EventType = typeof EventType.Type
 
-/**
- * The events a webhook may subscribe to: the contract's whole list (CONTRACT §11), the core's {@link eventTypes}
- * first. `*` subscribes to every one.
- */
-export const webhookEventTypes = [
-  ...eventTypes,
-  "release.published",
+/** Names of the subscription events of CONTRACT §11 (CONTRACT §10's moves). */
+export const subscriptionEventTypes = [
   "subscription.created",
   "subscription.updated",
   "subscription.paused",
@@ -229,7 +222,23 @@ export const webhookEventTypes = [
   "subscription.switched",
   "subscription.renewed",
   "subscription.payment_failed",
-  "subscription.expired",
+  "subscription.expired"
+] as const
+export type SubscriptionEventType = (typeof subscriptionEventTypes)[number]
+
+/** Names of the events of CONTRACT §11 that the core causes (and writes to the outbox). */
+export const eventTypes = [...licensingEventTypes, ...subscriptionEventTypes] as const
+export const EventType = Schema.Literals(eventTypes)
+export type EventType = typeof EventType.Type
+
+/**
+ * The events a webhook may subscribe to: the contract's whole list (CONTRACT §11), in its order. `*` subscribes
+ * to every one.
+ */
+export const webhookEventTypes = [
+  ...licensingEventTypes,
+  "release.published",
+  ...subscriptionEventTypes,
   "anomaly.detected",
   "webhook.ping"
 ] as const
@@ -455,13 +464,4 @@ export interface RenewalRecord {
 }
 export type RenewalDraft = Omit<RenewalRecord, "id" | "subscriptionId">
 
-/** Names of the subscription events of CONTRACT §11 (a part of {@link webhookEventTypes}). */
-export type SubscriptionEventType = Extract<WebhookEventType, `subscription.${string}`>
 
-/** An event a subscription's change causes, for the outbox. */
-export interface SubscriptionEvent {
-  readonly type: SubscriptionEventType
-  readonly occurredAt: number
-  readonly subscriptionId: number
-  readonly data: Record<string, unknown>
-}

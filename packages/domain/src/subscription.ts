@@ -9,13 +9,13 @@ import { addPeriods, anchorDayOf, maxBillingInterval, prorate } from "./billing.
 import { type InvalidParam, invalidParam, type InvalidTransition, invalidTransition } from "./errors.js"
 import type {
   BillingPeriod,
+  DomainEvent,
   License,
   Plan,
   RenewalDraft,
   Subscription,
   SubscriptionAction,
   SubscriptionDraft,
-  SubscriptionEvent,
   SubscriptionEventType,
   SubscriptionItem,
   SubscriptionStatus
@@ -58,13 +58,14 @@ export const isFinal = (status: SubscriptionStatus): boolean => status === "canc
 export interface SubscriptionChange {
   readonly subscription: Subscription
   readonly renewal: RenewalDraft | null
-  readonly events: ReadonlyArray<SubscriptionEvent>
+  readonly events: ReadonlyArray<DomainEvent>
 }
 
-const event = (type: SubscriptionEventType, subscription: Subscription, now: number, data: Record<string, unknown> = {}): SubscriptionEvent => ({
+const event = (type: SubscriptionEventType, subscription: Subscription, now: number, data: Record<string, unknown> = {}): DomainEvent => ({
   type,
   occurredAt: now,
-  subscriptionId: subscription.id,
+  licenseId: subscription.licenseId,
+  machineId: null,
   data: { subscription_id: subscription.id, status: subscription.status, ...data }
 })
 
@@ -194,7 +195,7 @@ export const signup = (input: NewSubscription, now: number): Result.Result<Signu
 }
 
 /** The event for a new subscription. */
-export const created = (subscription: Subscription, now: number): SubscriptionEvent =>
+export const created = (subscription: Subscription, now: number): DomainEvent =>
   event("subscription.created", subscription, now, { license_id: subscription.licenseId })
 
 // ---- the administrator's actions --------------------------------------------------------------------------
@@ -470,7 +471,17 @@ export interface LicenseFollow {
   readonly suspendedBy: SuspendedBy
   /** False when the license was already so and nothing needs writing. */
   readonly changed: boolean
+  /** The license's events: suspended, reinstated, expired (ended), or renewed (a new period end). */
+  readonly events: ReadonlyArray<DomainEvent>
 }
+
+const licenseEvent = (type: DomainEvent["type"], license: License, now: number, data: Record<string, unknown>): DomainEvent => ({
+  type,
+  occurredAt: now,
+  licenseId: license.id,
+  machineId: null,
+  data: { license_key: license.key, ...data }
+})
 
 /**
  * How the bound license follows its subscription (CONTRACT §10): its `expires_at` is the current period end;
@@ -502,10 +513,16 @@ export const followLicense = (license: License, suspendedBy: SuspendedBy, subscr
     by = null
   }
   const changed = state !== license.state || expiresAt !== license.expiresAt || graceDays !== license.graceDays || by !== suspendedBy
-  if (!changed) return { license, suspendedBy, changed: false }
-  return {
-    license: { ...license, state, expiresAt, graceDays, updatedAt: now, revision: license.revision + 1 },
-    suspendedBy: by,
-    changed: true
+  if (!changed) return { license, suspendedBy, changed: false, events: [] }
+  const next: License = { ...license, state, expiresAt, graceDays, updatedAt: now, revision: license.revision + 1 }
+  const cause = { subscription_id: subscription.id, from: license.state }
+  const events: Array<DomainEvent> = []
+  if (state === "suspended" && license.state !== "suspended") events.push(licenseEvent("license.suspended", next, now, cause))
+  else if (state === "issued" && license.state === "suspended") events.push(licenseEvent("license.reinstated", next, now, cause))
+  if (isFinal(subscription.status)) {
+    if (expiresAt !== license.expiresAt || graceDays !== license.graceDays) events.push(licenseEvent("license.expired", next, now, cause))
+  } else if (expiresAt !== license.expiresAt) {
+    events.push(licenseEvent("license.renewed", next, now, { subscription_id: subscription.id, previous_expires_at: license.expiresAt, expires_at: expiresAt }))
   }
+  return { license: next, suspendedBy: by, changed: true, events }
 }
