@@ -21,6 +21,7 @@ import type {
   MachineStatus,
   RenewalDraft,
   RenewalRecord,
+  RenewalStatus,
   SortDirection,
   StoredEvent,
   StoredSigningKey,
@@ -329,3 +330,28 @@ export class SubscriptionRepository extends Context.Service<SubscriptionReposito
   /** A subscription's renewal records, oldest first. */
   readonly listRenewals: (subscriptionId: number, page: PageRequest) => Op<Page<RenewalRecord>>
 }>()("@lm/domain/SubscriptionRepository") {}
+
+/** A payment for a subscription: reported by the caller (with the provider's transaction id) or to be charged. */
+export interface PaymentRequest {
+  readonly subscriptionId: number
+  readonly amount: number
+  readonly currency: string
+  readonly transactionId: string | null
+}
+
+/** What became of a payment. */
+export interface PaymentOutcome {
+  readonly status: RenewalStatus
+  readonly transactionId: string | null
+}
+
+/**
+ * Where subscription payments go (CONTRACT §10). The bundled default charges nothing itself: it records the
+ * payments reported to it (`renew`, with an optional `transaction_id`) as paid. An embedder plugs in a payment
+ * provider by providing another one.
+ */
+export const PaymentGateway = Context.Reference<{
+  readonly collect: (request: PaymentRequest) => Effect.Effect<PaymentOutcome>
+}>("@lm/domain/PaymentGateway", {
+  defaultValue: () => ({ collect: (request) => Effect.succeed({ status: "paid", transactionId: request.transactionId }) })
+})

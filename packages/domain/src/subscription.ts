@@ -282,6 +282,33 @@ export const renew = (subscription: Subscription, now: number, transactionId: st
     }
   })
 
+/**
+ * A payment the gateway declined: the subscription stays as it is (the clock puts it on hold once the grace
+ * days are over); a failed renewal record and `subscription.payment_failed` say so.
+ */
+export const paymentDeclined = (subscription: Subscription, now: number, transactionId: string | null): Change => {
+  if (isFinal(subscription.status)) return Result.fail(invalidTransition(subscription.status, "renew", "subscription"))
+  const from = subscription.currentPeriodEnd
+  const next = touched(subscription, now, {})
+  return Result.succeed({
+    subscription: next,
+    renewal: {
+      type: now < (subscription.nextPaymentAt ?? from) ? "early_renewal" : "renewal",
+      amount: subscription.amount,
+      currency: subscription.currency,
+      status: "failed",
+      periodStart: from,
+      periodEnd: periodAfter(subscription, from),
+      proration: null,
+      from: null,
+      to: planOf(subscription),
+      transactionId,
+      createdAt: now
+    },
+    events: [event("subscription.payment_failed", next, now, { transaction_id: transactionId })]
+  })
+}
+
 /** A switch of plan: a new amount, and optionally a new period length or product. */
 export interface PlanSwitch {
   readonly amount: number

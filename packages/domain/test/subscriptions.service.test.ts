@@ -98,6 +98,30 @@ describe("the bound license follows", () => {
     })))
 })
 
+describe("payments go through the PaymentGateway", () => {
+  it.effect("the bundled default records the reported payment with its transaction id", () =>
+    onEngine(Effect.gen(function*() {
+      const subs = yield* Subscriptions
+      const { subscription } = yield* subscribe()
+      yield* subs.renew(subscription.id, "tx-7")
+      const last = (yield* subs.renewals(subscription.id, { page: 1, perPage: 10 })).items.at(-1)!
+      expect([last.status, last.transactionId]).toEqual(["paid", "tx-7"])
+    })))
+
+  it.effect("a declined payment records a failed renewal and leaves the period as it was", () =>
+    onEngine(Effect.gen(function*() {
+      const subs = yield* Subscriptions
+      const { subscription } = yield* subscribe()
+      const after = yield* subs.renew(subscription.id, null).pipe(
+        Effect.provideService(Ports.PaymentGateway, { collect: () => Effect.succeed({ status: "failed" as const, transactionId: "declined-1" }) })
+      )
+      expect(after.subscription.currentPeriodEnd).toBe(subscription.currentPeriodEnd)
+      const last = (yield* subs.renewals(subscription.id, { page: 1, perPage: 10 })).items.at(-1)!
+      expect([last.status, last.transactionId]).toEqual(["failed", "declined-1"])
+      expect((yield* eventTypes).at(-1)).toBe("subscription.payment_failed")
+    })))
+})
+
 describe("the period-end job", () => {
   it.effect("an unpaid period goes on-hold after the grace days (3 by default); a payment reactivates it", () =>
     onEngine(Effect.gen(function*() {

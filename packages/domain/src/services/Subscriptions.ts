@@ -21,7 +21,17 @@ import {
 import { parseKey } from "../keys.js"
 import { type LicenseView, viewLicense } from "../machine.js"
 import type { License, RenewalRecord, Subscription as SubscriptionRecord } from "../model.js"
-import { EventOutbox, LicenseRepository, MachineRepository, type Page, type PageRequest, Store, SubscriptionRepository, type SubscriptionQuery } from "../ports.js"
+import {
+  EventOutbox,
+  LicenseRepository,
+  MachineRepository,
+  type Page,
+  type PageRequest,
+  PaymentGateway,
+  Store,
+  SubscriptionRepository,
+  type SubscriptionQuery
+} from "../ports.js"
 import {
   cancel,
   created,
@@ -31,6 +41,7 @@ import {
   nextDueAt,
   type NewSubscription,
   pause,
+  paymentDeclined,
   type PlanSwitch,
   renew,
   resume,
@@ -231,7 +242,16 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         pause: (id) => write(id, pause),
         resume: (id) => write(id, resume),
         cancel: (id, atPeriodEnd) => write(id, (s, now) => cancel(s, atPeriodEnd, now)),
-        renew: (id, transactionId) => write(id, (s, now) => renew(s, now, transactionId)),
+        renew: (id, transactionId) =>
+          Effect.gen(function*() {
+            // the payment goes through the gateway first (outside the transaction: a provider may be slow)
+            const subscription = yield* subscriptions.findById(id)
+            if (subscription === undefined) return yield* subscriptionNotFound()
+            const gateway = yield* PaymentGateway
+            const outcome = yield* gateway.collect({ subscriptionId: id, amount: subscription.amount, currency: subscription.currency, transactionId })
+            return yield* write(id, (s, now) =>
+              outcome.status === "paid" ? renew(s, now, outcome.transactionId) : paymentDeclined(s, now, outcome.transactionId))
+          }),
         switchPlan: (id, input) =>
           write(id, (s, now) => switchPlan(s, input, now), input.maxActivations === undefined ? {} : { maxActivations: input.maxActivations }),
         renewals,
