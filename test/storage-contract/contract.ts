@@ -1178,6 +1178,23 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.strictEqual((yield* subscriptions.listRenewals(kept.id, { page: 1, perPage: 10 })).total, 0)
         }))
 
+      test("deleting a license deletes its subscriptions and their renewal records", () =>
+        Effect.gen(function*() {
+          const licenses = yield* Ports.LicenseRepository
+          const subscriptions = yield* Ports.SubscriptionRepository
+          const gone = yield* licenses.insert(licenseDraft())
+          const kept = yield* licenses.insert(licenseDraft({ key: keyOf(2) }))
+          const a = yield* subscriptions.insert(bareSubscriptionDraft(gone.id), T0)
+          const b = yield* subscriptions.insert(bareSubscriptionDraft(kept.id), T0)
+          yield* subscriptions.insertRenewal(a.id, { type: "signup", amount: 1, currency: "USD", status: "paid", periodStart: T0, periodEnd: T0 + DAY, proration: null, from: null, to: null, transactionId: null, createdAt: T0 })
+          yield* licenses.delete(gone.id)
+          assert.isUndefined(yield* subscriptions.findById(a.id))
+          assert.strictEqual((yield* subscriptions.listRenewals(a.id, { page: 1, perPage: 10 })).total, 0)
+          assert.deepStrictEqual(yield* subscriptions.findById(b.id), b)
+          const store = yield* Ports.Store
+          assert.deepStrictEqual((yield* store.transaction(subscriptions.claimDue(T0, 10))).map((s) => s.id), [b.id])
+        }))
+
       test("renewal records round-trip every field, listed oldest first per subscription", () =>
         Effect.gen(function*() {
           const licenses = yield* Ports.LicenseRepository

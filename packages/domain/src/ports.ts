@@ -108,7 +108,7 @@ export class LicenseRepository extends Context.Service<LicenseRepository, {
   readonly list: (query: LicenseQuery) => Op<Page<License>>
   /** Writes every field of the license (its revision already advanced by the domain). */
   readonly update: (license: License) => Op<License>
-  /** Deletes the license and its machines. */
+  /** Deletes the license, its machines and its subscriptions (with their renewal records). */
   readonly delete: (id: number) => Op<void>
   /**
    * Locks and returns the oldest `pending` key of a generator's pool, skipping rows other transactions hold

@@ -117,7 +117,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
   const subscriptions = db.table<SubscriptionRow>({
     name: "subscription",
     unique: {},
-    groups: { due: (row) => (row.dueAt !== null ? 0 : null) }
+    groups: { due: (row) => (row.dueAt !== null ? 0 : null), license: (row) => row.licenseId }
   })
   const renewals = db.table<Model.RenewalRecord>({
     name: "subscription_renewal",
@@ -258,6 +258,13 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       if (license === undefined) return false
       const owned = [...machines.inGroup(db.overlayOf(tx, machines), "license", id)]
       for (const machine of owned) yield* eraseRow(tx, machines, machine.id)
+      // a subscription and its renewal records go with its license (as ON DELETE CASCADE does on PostgreSQL)
+      for (const subscription of [...subscriptions.inGroup(db.overlayOf(tx, subscriptions), "license", id)]) {
+        for (const renewal of [...renewals.inGroup(db.overlayOf(tx, renewals), "subscription", subscription.id)]) {
+          yield* eraseRow(tx, renewals, renewal.id)
+        }
+        yield* eraseRow(tx, subscriptions, subscription.id)
+      }
       db.erase(tx, licenses, id)
       return true
     })
