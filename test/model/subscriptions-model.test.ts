@@ -22,10 +22,11 @@ type Step =
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constantFrom("pause" as const, "resume" as const, "renew" as const) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constantFrom("cancelNow" as const, "cancelAtEnd" as const, "adminSuspend" as const) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constantFrom("cancelNow" as const, "adminSuspend" as const) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("cancelAtEnd" as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("switch" as const), amount: fc.integer({ min: 0, max: 100_000 }), yearly: fc.boolean() }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant("advance" as const), ms: fc.integer({ min: 1, max: 45 * DAY }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant("job" as const) }) }
+  { weight: 3, arbitrary: fc.record({ op: fc.constant("job" as const) }) }
 )
 
 const scenarioArb = fc.record({ trialDays: fc.constantFrom(0, 0, 7), steps: fc.array(stepArb, { minLength: 1, maxLength: 30 }) })
@@ -99,7 +100,7 @@ describe("subscriptions model", () => {
       fc.asyncProperty(scenarioArb, async ({ trialDays, steps }) => {
         await Effect.runPromise(onEngine(run(trialDays, steps, reached)).pipe(Effect.provide(TestClock.layer())))
       }),
-      { numRuns: 100 }
+      { numRuns: 150 }
     )
     // each corner is reached in a run (a miss would be a broken generator)
     for (const [corner, count] of Object.entries(reached)) expect(count, corner).toBeGreaterThan(0)
