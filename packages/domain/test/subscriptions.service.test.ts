@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { Licenses, Licensing, Ports, type Services, Subscriptions } from "@lm/domain"
+import { Licenses, Licensing, Ports, Services, Subscriptions } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { DAY, T0 } from "./fixtures.js"
 
@@ -140,6 +140,19 @@ describe("the period-end job", () => {
       const renewals = (yield* subs.renewals(subscription.id, { page: 1, perPage: 10 })).items
       expect(renewals.map((r) => [r.type, r.status, r.transactionId])).toEqual([["signup", "paid", null], ["renewal", "failed", null], ["renewal", "paid", "tx-1"]])
     })))
+
+  it.effect("the grace days are a setting (LM_PAYMENT_GRACE_DAYS); a longer one also holds for subscriptions written before", () =>
+    onEngine(Effect.gen(function*() {
+      const { subscription } = yield* subscribe()
+      yield* TestClock.setTime(subscription.currentPeriodEnd + DAY)
+      expect(yield* runDue).toBe(1)
+      const later = yield* subscribe()
+      yield* TestClock.setTime(later.subscription.currentPeriodEnd + 3 * DAY)
+      const longer = Effect.provideService(Services.SubscriptionSettings, { paymentGraceDays: 5 })
+      expect(yield* runDue.pipe(longer)).toBe(0)
+      yield* TestClock.setTime(later.subscription.currentPeriodEnd + 5 * DAY)
+      expect(yield* runDue.pipe(longer)).toBe(1)
+    }).pipe(Effect.provideService(Services.SubscriptionSettings, { paymentGraceDays: 1 }))))
 
   it.effect("pending-cancel becomes cancelled at the period end, and the license ends", () =>
     onEngine(Effect.gen(function*() {
