@@ -139,3 +139,48 @@ export const activity = (licenseId: number | null, result = "valid"): Model.Acti
   result,
   at: T0
 })
+
+/** A subscription on `licenseId` with every field set (overrides apply on top). */
+export const subscriptionDraft = (licenseId: number, overrides: Partial<Model.SubscriptionDraft> = {}): Model.SubscriptionDraft => ({
+  status: "active",
+  userId: 7,
+  productId: 3,
+  licenseId,
+  billingPeriod: "month",
+  billingInterval: 1,
+  amount: 9_007_199_254_740_991,
+  currency: "USD",
+  paymentMethod: "card",
+  trialEnd: T0 - DAY,
+  billingAnchor: T0,
+  currentPeriodStart: T0,
+  currentPeriodEnd: T0 + 31 * DAY,
+  nextPaymentAt: T0 + 31 * DAY,
+  lastPaymentAt: T0,
+  endDate: T0 + 365 * DAY,
+  cancelAtPeriodEnd: true,
+  pausedAt: T0 + 1,
+  cancelledAt: T0 + 2,
+  items: [{ id: 1, productId: 3, quantity: 2, amount: 1500 }],
+  suspendedLicense: true,
+  createdAt: T0,
+  updatedAt: T0 + 3,
+  ...overrides
+})
+
+/** A subscription draft with every optional field null. */
+export const bareSubscriptionDraft = (licenseId: number, overrides: Partial<Model.SubscriptionDraft> = {}): Model.SubscriptionDraft =>
+  subscriptionDraft(licenseId, {
+    productId: null,
+    paymentMethod: null,
+    trialEnd: null,
+    nextPaymentAt: null,
+    lastPaymentAt: null,
+    endDate: null,
+    cancelAtPeriodEnd: false,
+    pausedAt: null,
+    cancelledAt: null,
+    items: [],
+    suspendedLicense: false,
+    ...overrides
+  })

@@ -1,7 +1,7 @@
 /** The storage contract against a real PostgreSQL server: runs whenever DATABASE_URL is set (CI sets it). */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { ActivityRecorder, License, Licensing, Ports } from "@lm/domain"
+import { ActivityRecorder, License, Licenses, Licensing, Ports, Random, Subscriptions } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { freshDatabase, freshPostgresStore } from "./pg-support.js"
 import { storageContract } from "./contract.js"
@@ -29,6 +29,43 @@ describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
   storageContract("postgres", () => freshPostgresStore(url))
 
   describe("postgres: two connection pools on one database (two server processes)", () => {
+    it.live("two period-end jobs running at once never make a subscription's move twice", () =>
+      Effect.gen(function*() {
+        const dbUrl = yield* freshDatabase(url, `lm_two_jobs_${process.pid}_${Date.now()}`)
+        const processLayer = () =>
+          Subscriptions.layer.pipe(
+            Layer.provideMerge(Licenses.layer),
+            Layer.provide(Random.layerCrypto),
+            Layer.provideMerge(layerPostgresStore({ url: dbUrl, maxConnections: 4 }))
+          )
+        const [a, b] = yield* Effect.all([Layer.build(Layer.fresh(processLayer())), Layer.build(Layer.fresh(processLayer()))])
+        const start = Date.now() - 40 * 86_400_000
+        const ids = yield* Effect.forEach(Array.from({ length: 60 }, (_, i) => i), (i) =>
+          Effect.provideContext(
+            Subscriptions.use((s) =>
+              s.create({
+                subscription: { userId: i + 1, productId: null, billingPeriod: "month", billingInterval: 1, amount: 1000, currency: "USD", paymentMethod: null, trialDays: 0, startDate: start, endDate: null, items: [] }
+              })
+            ),
+            a
+          ).pipe(Effect.map((d) => d.subscription.id)), { concurrency: 4 })
+        // every subscription's period ended unpaid more than the grace days ago: one payment_failed move each
+        const moved = yield* Effect.all([
+          Effect.provideContext(Subscriptions.use((s) => s.runDue), a),
+          Effect.provideContext(Subscriptions.use((s) => s.runDue), b)
+        ], { concurrency: 2 })
+        assert.strictEqual(moved[0] + moved[1], 60)
+        const repo = yield* Effect.provideContext(Ports.SubscriptionRepository, b)
+        for (const id of ids) {
+          const renewals = yield* repo.listRenewals(id, { page: 1, perPage: 10 })
+          assert.deepStrictEqual(renewals.items.map((r) => [r.type, r.status]), [["signup", "paid"], ["renewal", "failed"]])
+          assert.strictEqual((yield* repo.findById(id))!.status, "on-hold")
+        }
+        const outbox = yield* Effect.provideContext(Ports.EventOutbox, a)
+        const failed = (yield* outbox.readAfter(0, 10_000)).filter((e) => e.type === "subscription.payment_failed")
+        assert.strictEqual(failed.length, 60)
+      }).pipe(Effect.scoped), { timeout: 120_000 })
+
     it.live("racing for a license's last seats never over-allocates", () =>
       Effect.gen(function*() {
         const [a, b] = yield* twoProcesses("lm_two_pools")

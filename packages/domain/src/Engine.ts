@@ -22,6 +22,7 @@ import { Machines } from "./services/Machines.js"
 import { RevocationList } from "./services/RevocationList.js"
 import { SeatBatchSettings } from "./services/SeatBatches.js"
 import { SigningKeys } from "./services/SigningKeys.js"
+import { Subscriptions, SubscriptionSettings } from "./services/Subscriptions.js"
 import { Sweeper } from "./services/Sweeper.js"
 import { Tokens } from "./services/Tokens.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./services/ValidationCache.js"
@@ -65,7 +66,17 @@ export interface Options {
   readonly webhooks?: WebhookOptions | undefined
   /** Size and age bounds of the validation cache. */
   readonly validationCache?: ValidationCacheOptions | undefined
+  /** Days after an unpaid period end before a subscription goes on-hold (`LM_PAYMENT_GRACE_DAYS`, default 3). */
+  readonly paymentGraceDays?: number | undefined
+  /**
+   * Seconds between runs of the subscriptions' period-end job (default 60; it also runs at once on start, so
+   * moves missed while the server was down are made then); 0 turns it off.
+   */
+  readonly subscriptionJobIntervalSeconds?: number | undefined
 }
+
+/** Seconds between runs of the subscriptions' period-end job when none is given. */
+export const defaultSubscriptionJobIntervalSeconds = 60
 
 type WebhookSettingsGiven = { readonly [K in keyof WebhookSettingsShape]?: WebhookSettingsShape[K] | undefined }
 
@@ -106,6 +117,7 @@ const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
  */
 export const services = (options: { readonly activity?: ActivityRecorderOptions | undefined } = {}) =>
   Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer).pipe(
+    Layer.provideMerge(Subscriptions.layer.pipe(Layer.provideMerge(Licenses.layer))),
     Layer.provideMerge(Licensing.layer),
     Layer.provideMerge(ActivityRecorder.layer(options.activity))
   )
@@ -132,6 +144,11 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
     Layer.provideMerge(Random.layerCrypto),
     Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),
     Layer.provideMerge(
+      options.paymentGraceDays === undefined
+        ? Layer.empty
+        : Layer.succeed(SubscriptionSettings, { paymentGraceDays: options.paymentGraceDays })
+    ),
+    Layer.provideMerge(
       options.seatBatchWorkers === undefined
         ? Layer.empty
         : Layer.succeed(SeatBatchSettings, { ...SeatBatchSettings.defaultValue(), workers: Math.max(0, options.seatBatchWorkers) })
@@ -140,10 +157,12 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   const interval = options.sweepIntervalSeconds ?? defaultSweepIntervalSeconds
   const retentionDays = options.eventRetentionDays ?? defaultEventRetentionDays
   const webhookPoll = options.webhooks?.pollMillis ?? defaultWebhookPollMillis
+  const subscriptionJob = options.subscriptionJobIntervalSeconds ?? defaultSubscriptionJobIntervalSeconds
   const background = Layer.mergeAll(
     interval > 0 ? Sweeper.layerBackground(`${interval} seconds`) : Layer.empty,
     webhookPoll > 0 && options.webhooks?.sender !== undefined ? Webhooks.layerBackground(`${webhookPoll} millis`) : Layer.empty,
-    retentionDays > 0 ? EventRetention.layerBackground({ days: retentionDays }) : Layer.empty
+    retentionDays > 0 ? EventRetention.layerBackground({ days: retentionDays }) : Layer.empty,
+    subscriptionJob > 0 ? Subscriptions.layerBackground(`${subscriptionJob} seconds`) : Layer.empty
   )
   // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with
   // other processes' writes through LISTEN/NOTIFY), so the validate hot path needs no store round trip.

@@ -62,6 +62,14 @@ export class GeneratorNotFound extends Schema.TaggedError<GeneratorNotFound>()("
 }
 export const generatorNotFound = () => new GeneratorNotFound({ message: "No generator has that id." })
 
+export class SubscriptionNotFound extends Schema.TaggedError<SubscriptionNotFound>()("SubscriptionNotFound", {
+  message: Schema.String
+}) {
+  readonly code = "subscription_not_found"
+  readonly status = 404
+}
+export const subscriptionNotFound = () => new SubscriptionNotFound({ message: "No subscription has that id." })
+
 export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKeyNotFound", {
   message: Schema.String
 }) {
@@ -96,8 +104,8 @@ export class InvalidTransition extends Schema.TaggedError<InvalidTransition>()("
   readonly code = "invalid_transition"
   readonly status = 409
 }
-export const invalidTransition = (from: string, action: string) =>
-  new InvalidTransition({ message: `Cannot ${action} a license that is ${from}.`, from, action })
+export const invalidTransition = (from: string, action: string, subject: "license" | "subscription" = "license") =>
+  new InvalidTransition({ message: `Cannot ${action} a ${subject} that is ${from}.`, from, action })
 
 /** A write on a terminated license (409). */
 export class LicenseTerminated extends Schema.TaggedError<LicenseTerminated>()("LicenseTerminated", {
@@ -179,6 +187,7 @@ export type DomainError =
   | MachineNotFound
   | GeneratorNotFound
   | ApiKeyNotFound
+  | SubscriptionNotFound
   | WebhookNotFound
   | LicenseExists
   | InvalidTransition

@@ -19,9 +19,15 @@ import type {
   Machine,
   MachineDraft,
   MachineStatus,
+  RenewalDraft,
+  RenewalRecord,
+  RenewalStatus,
   SortDirection,
   StoredEvent,
   StoredSigningKey,
+  Subscription,
+  SubscriptionDraft,
+  SubscriptionStatus,
   Webhook,
   WebhookDelivery,
   WebhookDeliveryDraft,
@@ -102,7 +108,7 @@ export class LicenseRepository extends Context.Service<LicenseRepository, {
   readonly list: (query: LicenseQuery) => Op<Page<License>>
   /** Writes every field of the license (its revision already advanced by the domain). */
   readonly update: (license: License) => Op<License>
-  /** Deletes the license and its machines. */
+  /** Deletes the license, its machines and its subscriptions (with their renewal records). */
   readonly delete: (id: number) => Op<void>
   /**
    * Locks and returns the oldest `pending` key of a generator's pool, skipping rows other transactions hold
@@ -318,3 +324,61 @@ export type StorePorts =
   | ActivityLog
   | WebhookRepository
   | WebhookDeliveryQueue
+  | SubscriptionRepository
+
+/** Filters of GET /subscriptions. */
+export interface SubscriptionQuery extends PageRequest {
+  readonly status?: SubscriptionStatus | undefined
+  readonly userId?: number | undefined
+  readonly productId?: number | undefined
+}
+
+/**
+ * Subscriptions and their renewal records (CONTRACT §10). Each write takes `dueAt`, the earliest moment the
+ * clock has a move for the subscription as the domain's `Subscription.nextDueAt` computes it (null for none):
+ * stores keep it indexed so the period-end job finds due work without a scan.
+ */
+export class SubscriptionRepository extends Context.Service<SubscriptionRepository, {
+  readonly insert: (draft: SubscriptionDraft, dueAt: number | null) => Op<Subscription>
+  readonly findById: (id: number) => Op<Subscription | undefined>
+  /** Loads a subscription and holds its lock until the transaction ends (FOR UPDATE). */
+  readonly lockById: (id: number) => Op<Subscription | undefined>
+  /** Oldest first. */
+  readonly list: (query: SubscriptionQuery) => Op<Page<Subscription>>
+  /** Writes every field of the subscription (its revision already advanced by the domain). */
+  readonly update: (subscription: Subscription, dueAt: number | null) => Op<Subscription>
+  /**
+   * Claims up to `limit` subscriptions whose `dueAt` is at or before `now`, earliest first, skipping rows other
+   * transactions hold (FOR UPDATE SKIP LOCKED), so that several processes share the job and none makes a move
+   * twice. Only inside a transaction.
+   */
+  readonly claimDue: (now: number, limit: number) => Op<ReadonlyArray<Subscription>>
+  readonly insertRenewal: (subscriptionId: number, draft: RenewalDraft) => Op<RenewalRecord>
+  /** A subscription's renewal records, oldest first. */
+  readonly listRenewals: (subscriptionId: number, page: PageRequest) => Op<Page<RenewalRecord>>
+}>()("@lm/domain/SubscriptionRepository") {}
+
+/** A payment for a subscription: reported by the caller (with the provider's transaction id) or to be charged. */
+export interface PaymentRequest {
+  readonly subscriptionId: number
+  readonly amount: number
+  readonly currency: string
+  readonly transactionId: string | null
+}
+
+/** What became of a payment. */
+export interface PaymentOutcome {
+  readonly status: RenewalStatus
+  readonly transactionId: string | null
+}
+
+/**
+ * Where subscription payments go (CONTRACT §10). The bundled default charges nothing itself: it records the
+ * payments reported to it (`renew`, with an optional `transaction_id`) as paid. An embedder plugs in a payment
+ * provider by providing another one.
+ */
+export const PaymentGateway = Context.Reference<{
+  readonly collect: (request: PaymentRequest) => Effect.Effect<PaymentOutcome>
+}>("@lm/domain/PaymentGateway", {
+  defaultValue: () => ({ collect: (request) => Effect.succeed({ status: "paid", transactionId: request.transactionId }) })
+})

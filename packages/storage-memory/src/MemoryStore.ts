@@ -34,6 +34,17 @@ interface SigningKeyRow extends Model.StoredSigningKey {
 
 type StoredEvent = Model.StoredEvent
 
+/** A subscription and the moment the clock next has a move for it (indexed for the period-end job). */
+interface SubscriptionRow extends Model.Subscription {
+  readonly dueAt: number | null
+}
+
+const subscriptionOf = (row: SubscriptionRow | undefined): Model.Subscription | undefined => {
+  if (row === undefined) return undefined
+  const { dueAt: _, ...subscription } = row
+  return subscription
+}
+
 /** Events and activity a transaction wrote, published when it commits. */
 interface Pending {
   readonly events: Array<Model.DomainEvent>
@@ -102,6 +113,16 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     name: "webhook_delivery",
     unique: { event: (d) => `${d.webhookId}\u0000${d.eventId}` },
     groups: { webhook: (d) => d.webhookId, pending: (d) => (d.status === "pending" ? 0 : null) }
+  })
+  const subscriptions = db.table<SubscriptionRow>({
+    name: "subscription",
+    unique: {},
+    groups: { due: (row) => (row.dueAt !== null ? 0 : null), license: (row) => row.licenseId }
+  })
+  const renewals = db.table<Model.RenewalRecord>({
+    name: "subscription_renewal",
+    unique: {},
+    groups: { subscription: (row) => row.subscriptionId }
   })
   let componentSeq = 0
 
@@ -237,6 +258,13 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       if (license === undefined) return false
       const owned = [...machines.inGroup(db.overlayOf(tx, machines), "license", id)]
       for (const machine of owned) yield* eraseRow(tx, machines, machine.id)
+      // a subscription and its renewal records go with its license (as ON DELETE CASCADE does on PostgreSQL)
+      for (const subscription of [...subscriptions.inGroup(db.overlayOf(tx, subscriptions), "license", id)]) {
+        for (const renewal of [...renewals.inGroup(db.overlayOf(tx, renewals), "subscription", subscription.id)]) {
+          yield* eraseRow(tx, renewals, renewal.id)
+        }
+        yield* eraseRow(tx, subscriptions, subscription.id)
+      }
       db.erase(tx, licenses, id)
       return true
     })
@@ -599,6 +627,59 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       read((tx) => pageOf([...deliveries.inGroup(db.overlayOf(tx, deliveries), "webhook", webhookId)].sort((a, b) => b.id - a.id), page))
   })
 
+  // ---------------------------------------------------------------------------------------------------------
+  // Subscriptions and their renewal records
+
+  const subscriptionRepository = Ports.SubscriptionRepository.of({
+    insert: (draft, dueAt) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          const row = frozen<SubscriptionRow>({ ...draft, id: subscriptions.nextId(), revision: 1, dueAt })
+          return Effect.map(insertRows(tx, subscriptions, [row]), () => subscriptionOf(row)!)
+        })
+      ),
+    findById: (id) => read((tx) => subscriptionOf(subscriptions.get(db.overlayOf(tx, subscriptions), id))),
+    lockById: (id) =>
+      db.inTransaction((tx) => Effect.map(lockRow(tx, subscriptions, id), subscriptionOf)),
+    list: (query) =>
+      read((tx) =>
+        pageOf(
+          [...subscriptions.all(db.overlayOf(tx, subscriptions))]
+            .filter((s) =>
+              (query.status === undefined || s.status === query.status) &&
+              (query.userId === undefined || s.userId === query.userId) &&
+              (query.productId === undefined || s.productId === query.productId)
+            )
+            .sort(byId)
+            .map((row) => subscriptionOf(row)!),
+          query
+        )
+      ),
+    update: (subscription, dueAt) =>
+      db.inTransaction((tx) => Effect.map(replace(tx, subscriptions, { ...subscription, dueAt }), (row) => subscriptionOf(row)!)),
+    claimDue: (now, limit) =>
+      Effect.withFiber((fiber) => {
+        const tx = db.readTx(fiber)
+        if (tx === undefined) return notInTransaction("claimDue")
+        const due = [...subscriptions.inGroup(db.overlayOf(tx, subscriptions), "due", 0)]
+          .filter((s) => s.dueAt !== null && s.dueAt <= now && !db.lockedByOther(tx, lockName(subscriptions, s.id)))
+          .sort((a, b) => a.dueAt! - b.dueAt! || a.id - b.id)
+          .slice(0, Math.max(0, limit))
+        return Effect.forEach(due, (s) => lockRow(tx, subscriptions, s.id)).pipe(
+          Effect.map((rows) => rows.flatMap((row) => (row === undefined ? [] : [subscriptionOf(row)!])))
+        )
+      }),
+    insertRenewal: (subscriptionId, draft) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          const row = frozen<Model.RenewalRecord>({ ...draft, id: renewals.nextId(), subscriptionId })
+          return Effect.map(insertRows(tx, renewals, [row]), () => row)
+        })
+      ),
+    listRenewals: (subscriptionId, page) =>
+      read((tx) => pageOf([...renewals.inGroup(db.overlayOf(tx, renewals), "subscription", subscriptionId)].sort(byId), page))
+  })
+
   const activityLog = Ports.ActivityLog.of({
     record: (entries) =>
       db.inTransaction((tx) =>
@@ -643,7 +724,8 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     Context.add(Ports.EventOutbox, eventOutbox),
     Context.add(Ports.ActivityLog, activityLog),
     Context.add(Ports.WebhookRepository, webhookRepository),
-    Context.add(Ports.WebhookDeliveryQueue, deliveryQueue)
+    Context.add(Ports.WebhookDeliveryQueue, deliveryQueue),
+    Context.add(Ports.SubscriptionRepository, subscriptionRepository)
   )
 }
 

@@ -16,6 +16,7 @@ import { ClientHandlers } from "./handlers/Client.js"
 import { GeneratorsHandlers } from "./handlers/Generators.js"
 import { LicensesHandlers } from "./handlers/Licenses.js"
 import { MachinesHandlers } from "./handlers/Machines.js"
+import { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
@@ -127,7 +128,8 @@ export const webhookOptionsFromEnv = Effect.gen(function*() {
 })
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
- * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS`, the webhook settings (see
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS`,
+ * `LM_PAYMENT_GRACE_DAYS`, `LM_SUBSCRIPTION_JOB_INTERVAL`, the webhook settings (see
  * `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
@@ -146,6 +148,9 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
       message: `LM_FEED_STALE_MS: expected at least ${Services.minFeedStaleMillis} (two change feed heartbeats), got ${feedStaleMillis}`
     })
   }
+  // Days after an unpaid period end before a subscription goes on-hold (fractions allowed, for tests).
+  const paymentGraceDays = yield* Config.Number("LM_PAYMENT_GRACE_DAYS").pipe(Config.option)
+  const subscriptionJob = yield* Config.Int("LM_SUBSCRIPTION_JOB_INTERVAL").pipe(Config.option)
   return {
     webhooks,
     masterKey,
@@ -155,7 +160,9 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
     sweepIntervalSeconds: sweep,
     seatBatchWorkers: Option.getOrUndefined(seatBatchWorkers),
     eventRetentionDays,
-    validationCache: { feedStaleMillis }
+    validationCache: { feedStaleMillis },
+    paymentGraceDays: Option.getOrUndefined(paymentGraceDays),
+    subscriptionJobIntervalSeconds: Option.getOrUndefined(subscriptionJob)
   } satisfies Engine.Options
 })
 
@@ -189,7 +196,8 @@ export const routesLayer = (storage: string) => {
     MachinesHandlers,
     GeneratorsHandlers,
     ApiKeysHandlers,
-    WebhooksHandlers
+    WebhooksHandlers,
+    SubscriptionsHandlers
   ).pipe(
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),

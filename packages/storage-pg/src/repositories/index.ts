@@ -14,6 +14,7 @@ import * as Machines from "./machines.js"
 import * as Outbox from "./outbox.js"
 import * as SigningKeys from "./signingKeys.js"
 import * as Store from "./store.js"
+import * as Subscriptions from "./subscriptions.js"
 import * as Webhooks from "./webhooks.js"
 
 export { EventLogRowsPerInsert } from "./activity.js"
@@ -29,5 +30,6 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   SigningKeys.layer,
   Outbox.layer,
   ActivityLog.layer,
-  Webhooks.layer
+  Webhooks.layer,
+  Subscriptions.layer
 )
