@@ -71,7 +71,12 @@ export interface Options {
    * Rate limits (see `RateLimiter`): off unless given (the bundled server reads `LM_RATE_LIMIT*`). Shared between
    * processes when the store (or a layer over it) provides `Ports.SharedRateLimits`.
    */
-  readonly rateLimits?: (RateLimiterOptions & { readonly settings: RateLimitSettings }) | undefined
+  readonly rateLimits?: RateLimitOptions | undefined
+}
+
+/** The rate limits and how often shared buckets are reconciled. */
+export interface RateLimitOptions extends RateLimiterOptions {
+  readonly settings: RateLimitSettings
 }
 
 type WebhookSettingsGiven = { readonly [K in keyof WebhookSettingsShape]?: WebhookSettingsShape[K] | undefined }

@@ -18,6 +18,8 @@ import { LicensesHandlers } from "./handlers/Licenses.js"
 import { MachinesHandlers } from "./handlers/Machines.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { FastPath } from "./FastPath.js"
+import { layerClientRateLimit, rateLimitsFromEnv } from "./RateLimits.js"
+import { layerRedisRateLimits } from "./RedisRateLimits.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
 import { HttpSettings, type Listen, parseSwitch, readSetting } from "./Settings.js"
 import * as WebhookSender from "./WebhookSender.js"
@@ -127,8 +129,8 @@ export const webhookOptionsFromEnv = Effect.gen(function*() {
 })
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
- * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, the webhook settings (see
- * `Engine.Options`). */
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, the webhook settings, the rate limits
+ * (`LM_RATE_LIMIT*`, see `RateLimits.ts`) (see `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
@@ -139,8 +141,10 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   // A number of days, fractions allowed (0.01 is 14.4 minutes: short windows for tests and benches).
   const eventRetentionDays = yield* Config.Number("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
   const webhooks = yield* webhookOptionsFromEnv
+  const rateLimits = yield* rateLimitsFromEnv
   return {
     webhooks,
+    rateLimits,
     masterKey,
     signingKey: Option.getOrUndefined(signingKey),
     offlineTtlSeconds: Option.getOrUndefined(offline),
@@ -257,9 +261,23 @@ const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>,
     return context
   }))
 
-/** The whole server on a store choice, listening on `listen`. */
-export const serverLayer = (choice: StoreChoice, listen: Listen, options: Engine.Options = {}) =>
-  serverLayerOn(storeLayer(choice), { storage: storeName(choice), description: describeStore(choice) }, listen, options)
+/**
+ * The whole server on a store choice, listening on `listen`. Rate limits are shared through the Redis of
+ * `redisUrl` (`LM_REDIS_URL`) when given, else through the store when it is PostgreSQL.
+ */
+export const serverLayer = (
+  choice: StoreChoice,
+  listen: Listen,
+  options: Engine.Options = {},
+  redisUrl: Redacted.Redacted | undefined = undefined
+) =>
+  serverLayerOn(
+    // Merged after the store: the Redis buckets replace PostgreSQL's.
+    redisUrl === undefined ? storeLayer(choice) : Layer.merge(storeLayer(choice), layerRedisRateLimits(redisUrl)),
+    { storage: storeName(choice), description: describeStore(choice) },
+    listen,
+    options
+  )
 
 /**
  * The whole server on any store layer (tests use throw-away stores). Webhooks are delivered with the undici
@@ -278,6 +296,8 @@ export const serverLayerOn = <E, R>(
       layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
         // Below the server: it closes after the server has finished its requests in flight.
         Layer.provideMerge(FastPath.layer),
+        // The public guards (the rate limit) for both the fast path and the handlers.
+        Layer.provideMerge(layerClientRateLimit),
         Layer.provideMerge(bootstrapKeyLayer),
         Layer.provideMerge(closingWithin(Engine.layer(store, engineOptions), engineCloseTimeoutMillis))
       )
