@@ -51,6 +51,12 @@ interface Local {
   readonly limit: RateLimit
 }
 
+/** How often a limiter that shares nothing forgets its full buckets. */
+const localCleanEveryMillis = 10_000
+
+/** Longest license key kept in a bucket's name: longer text is no key, and must not grow the buckets' memory. */
+const maxKeyLength = 64
+
 const isActivityKind = (endpoint: string): endpoint is ActivityKind =>
   (activityKinds as ReadonlyArray<string>).includes(endpoint)
 
@@ -99,7 +105,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         const admitPublic = (request: PublicRequest): Effect.Effect<void, RateLimited> =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => {
             const ip = request.ip ?? "unix"
-            const key = request.licenseKey?.trim().toUpperCase()
+            const key = request.licenseKey?.trim().toUpperCase().slice(0, maxKeyLength)
             const wait = key === undefined || key === ""
               ? takeAll([bucketName("ip", ip)], [settings.perIp], now)
               : takeAll([bucketName("ip", ip), bucketName("key", ip, key)], [settings.perIp, settings.perKey], now)
@@ -162,10 +168,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             })
           })
 
-        if (shared !== undefined && settings.enabled) {
-          yield* Effect.forkScoped(Effect.repeat(sync, Schedule.spaced(options.syncEveryMillis ?? 200)))
+        if (settings.enabled) {
+          // Rounds; without a shared store they only forget full buckets (so many client IPs do not pile up).
+          const every = shared === undefined ? localCleanEveryMillis : options.syncEveryMillis ?? 200
+          yield* Effect.forkScoped(Effect.repeat(sync, Schedule.spaced(every)))
           // What was taken since the last round is sent before the layer closes.
-          yield* Effect.addFinalizer(() => sync)
+          if (shared !== undefined) yield* Effect.addFinalizer(() => sync)
         }
 
         if (!settings.enabled) {
