@@ -79,6 +79,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         const recorder = yield* ActivityRecorder
         const shared = (yield* SharedRateLimits).advance
         const buckets = new Map<string, Local>()
+        // Read directly on the request path (one call, no effect per request); TestClock in tests.
+        const clock = yield* Clock.Clock
 
         /** Takes a token from every bucket, or from none (the longest wait wins); undefined when allowed. */
         const takeAll = (names: ReadonlyArray<string>, limits: ReadonlyArray<RateLimit>, now: number) => {
@@ -103,7 +105,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         }
 
         const admitPublic = (request: PublicRequest): Effect.Effect<void, RateLimited> =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          Effect.suspend(() => {
+            const now = clock.currentTimeMillisUnsafe()
             const ip = request.ip ?? "unix"
             const key = request.licenseKey?.trim().toUpperCase().slice(0, maxKeyLength)
             const wait = key === undefined || key === ""
@@ -129,7 +132,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           })
 
         const admitApiKey = (consumerKey: string): Effect.Effect<void, RateLimited> =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          Effect.suspend(() => {
+            const now = clock.currentTimeMillisUnsafe()
             const wait = takeAll([bucketName("api_key", consumerKey)], [settings.perApiKey], now)
             return wait === undefined ? Effect.void : Effect.fail(rateLimited(wait))
           })
