@@ -4,8 +4,11 @@
  * `rest_rate_limited` with `Retry-After` equal to `data.retry_after`; a client writing `X-Forwarded-For` changes
  * nothing unless `LM_TRUST_PROXY`; `/health` is never limited; `LM_RATE_LIMIT=off` limits nothing.
  */
+import { Layer, Redacted } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { RateLimit } from "@lm/domain"
+import { MemoryStore } from "@lm/storage-memory"
+import { layerRedisRateLimits } from "../src/server/RedisRateLimits.js"
 import { startApp, type TestApp } from "./support/App.js"
 
 const limits = (overrides: Partial<RateLimit.RateLimitSettings>): RateLimit.RateLimitSettings => ({
@@ -104,5 +107,18 @@ describe.each([true, false])("rate limits (fast path %s)", (fastPath) => {
     const key = await newLicense(app)
     for (let i = 0; i < 20; i++) expect((await validate(app, key)).status).toBe(200)
     expect((await app.call("GET", "/licenses")).status).toBe(200)
+  })
+})
+
+describe("limits shared through a Redis that cannot be reached", () => {
+  it("the server still answers at once and limits per process", async () => {
+    // Nothing listens on port 1: every round fails, and requests never wait for Redis.
+    const app = await start("memory", {
+      storeLayer: Layer.merge(MemoryStore.layer, layerRedisRateLimits(Redacted.make("redis://127.0.0.1:1"))),
+      rateLimits: { settings: limits({ perKey: { perMinute: 3 } }), syncEveryMillis: 50 }
+    })
+    const key = await newLicense(app)
+    for (let i = 0; i < 3; i++) expect((await validate(app, key)).status).toBe(200)
+    expect(expectLimited(await validate(app, key))).toBe(20)
   })
 })
