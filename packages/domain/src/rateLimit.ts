@@ -70,6 +70,6 @@ export const defaultRateLimitSettings: RateLimitSettings = {
 export const rateLimitScopes = ["ip", "key", "api_key"] as const
 export type RateLimitScope = typeof rateLimitScopes[number]
 
-/** The name of a bucket, e.g. `ip:10.0.0.1`, `key:10.0.0.1|ABCD-...`, `api_key:ck_...`. */
+/** The name of a bucket, e.g. `ip:10.0.0.1`, `key:10.0.0.1|ABCD-...`, `api_key:12` (the key's id). */
 export const bucketName = (scope: RateLimitScope, ...parts: ReadonlyArray<string>): string =>
   `${scope}:${parts.join("|")}`

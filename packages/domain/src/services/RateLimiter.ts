@@ -64,8 +64,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   readonly settings: RateLimitSettings
   /** Lets a public request through, or refuses it (429) and records the refusal in the event log. */
   readonly admitPublic: (request: PublicRequest) => Effect.Effect<void, RateLimited>
-  /** Lets a management request of this API key (consumer key) through, or refuses it (429). */
-  readonly admitApiKey: (consumerKey: string) => Effect.Effect<void, RateLimited>
+  /** Lets a management request of this API key (its id) through, or refuses it (429). */
+  readonly admitApiKey: (apiKeyId: string) => Effect.Effect<void, RateLimited>
   /** Reconciles with the shared buckets now (what the background fiber does each round). */
   readonly sync: Effect.Effect<void>
 }>()("@lm/domain/RateLimiter") {
@@ -131,10 +131,10 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             )
           })
 
-        const admitApiKey = (consumerKey: string): Effect.Effect<void, RateLimited> =>
+        const admitApiKey = (apiKeyId: string): Effect.Effect<void, RateLimited> =>
           Effect.suspend(() => {
             const now = clock.currentTimeMillisUnsafe()
-            const wait = takeAll([bucketName("api_key", consumerKey)], [settings.perApiKey], now)
+            const wait = takeAll([bucketName("api_key", apiKeyId)], [settings.perApiKey], now)
             return wait === undefined ? Effect.void : Effect.fail(rateLimited(wait))
           })
 
