@@ -21,7 +21,8 @@
  * Settings (environment): BENCH_QUICK=1 (1 s warm-up, one 2 s run, short in-process cases), BENCH_WARMUP
  * (seconds, default 5), BENCH_DURATION (seconds per run, default 10), BENCH_RUNS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_CONFIGS (comma list of floor, memory, pglite, postgres and the opt-in
- * postgres-nosync, a database with `synchronous_commit = off`; default floor,memory,pglite,postgres),
+ * postgres-nosync, a database with `synchronous_commit = off`, and memory-limits, pglite-limits, postgres-limits,
+ * memory-redis-limits: the same with rate limits on, see `limitsOn`; default floor,memory,pglite,postgres),
  * BENCH_SCENARIOS (comma list: validate, validate fp, activate+deactivate, "activate+deactivate, 64 licenses";
  * default all), BENCH_INPROCESS=0 (skip the in-process part), BENCH_SKIP_BUILD=1, DATABASE_URL (enables PostgreSQL).
  * Nothing is asserted: the figures are read, never compared with a threshold.
@@ -290,15 +291,34 @@ const benchConfig = async (config: string, start: () => Promise<Started>, floor:
 /** The credentials every bundled server of this run is started with. */
 const bootstrapAuth = bootstrapCredentials()
 
-const serverEnv = (store: Record<string, string>) =>
+const serverEnv = (store: Record<string, string>, extra: Record<string, string> = {}) =>
   childEnv({
     ...store,
     PORT: "0",
     HOST: "127.0.0.1",
     LM_BOOTSTRAP_CONSUMER_KEY: bootstrapAuth.consumerKey,
     LM_BOOTSTRAP_CONSUMER_SECRET: bootstrapAuth.consumerSecret,
-    LM_RATE_LIMIT: "off"
+    LM_RATE_LIMIT: "off",
+    ...extra
   })
+
+/**
+ * Rate limits on, so high that nothing is refused (the load comes from one address): the `*-limits`
+ * configurations measure what the limiter costs, buckets, rounds with the shared store and all.
+ */
+const limitsOn = {
+  LM_RATE_LIMIT: "on",
+  LM_RATE_LIMIT_PER_IP: "1000000000",
+  LM_RATE_LIMIT_PER_KEY: "1000000000",
+  LM_RATE_LIMIT_PER_API_KEY: "1000000000"
+}
+
+/** A configuration's starter with rate limits on (`limitsOn`) and `extra` settings. */
+const withLimits = (store: () => Promise<Record<string, string>>, cleanup: () => Promise<void> = async () => {}, extra: Record<string, string> = {}) =>
+async (): Promise<Started> => {
+  const env = await store()
+  return { listening: await startListening([lmBin, "serve"], serverEnv(env, { ...limitsOn, ...extra })), cleanup }
+}
 
 const startFloor = () => startListening([path.join(repoRoot, "bench/floor.ts")], childEnv({ PORT: "0", HOST: "127.0.0.1" }))
 
@@ -317,6 +337,30 @@ const starters: Record<string, () => Promise<Started>> = {
     const database = await freshPostgresDatabase(settings.databaseUrl, "http")
     try {
       return { listening: await startListening([lmBin, "serve"], serverEnv({ DATABASE_URL: database.url })), cleanup: database.drop }
+    } catch (error) {
+      await database.drop()
+      throw error
+    }
+  },
+  // Rate limits on (issue 17): local buckets only on memory and PGlite (one process), shared through the
+  // database on PostgreSQL, through Redis (REDIS_URL, default redis://127.0.0.1:6379) with `memory-redis-limits`.
+  "memory-limits": withLimits(async () => ({ LM_STORAGE: "memory" })),
+  "memory-redis-limits": withLimits(async () => ({ LM_STORAGE: "memory" }), async () => {}, {
+    LM_REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+  }),
+  "pglite-limits": async () => {
+    const data = await pgliteDataDir()
+    try {
+      return await withLimits(async () => ({ LM_DATA_DIR: data.dir }), data.remove)()
+    } catch (error) {
+      await data.remove()
+      throw error
+    }
+  },
+  "postgres-limits": async () => {
+    const database = await freshPostgresDatabase(settings.databaseUrl, "limits")
+    try {
+      return await withLimits(async () => ({ DATABASE_URL: database.url }), database.drop)()
     } catch (error) {
       await database.drop()
       throw error

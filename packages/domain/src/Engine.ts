@@ -19,6 +19,7 @@ import { Generators } from "./services/Generators.js"
 import { Licenses } from "./services/Licenses.js"
 import { Licensing } from "./services/Licensing.js"
 import { Machines } from "./services/Machines.js"
+import { RateLimiter, type RateLimiterOptions } from "./services/RateLimiter.js"
 import { RevocationList } from "./services/RevocationList.js"
 import { SeatBatchSettings } from "./services/SeatBatches.js"
 import { SigningKeys } from "./services/SigningKeys.js"
@@ -29,6 +30,7 @@ import { layerValidationCache, type ValidationCacheOptions } from "./services/Va
 import { WebhookSender, Webhooks, WebhookSettings, type WebhookSettingsShape } from "./services/Webhooks.js"
 import type * as Ports from "./ports.js"
 import { Random } from "./random.js"
+import { defaultRateLimitSettings, type RateLimitSettings } from "./rateLimit.js"
 import { MasterKey } from "./secrets.js"
 
 /** Every port a store layer provides (see `Ports.StorePorts`). */
@@ -73,6 +75,16 @@ export interface Options {
    * moves missed while the server was down are made then); 0 turns it off.
    */
   readonly subscriptionJobIntervalSeconds?: number | undefined
+  /**
+   * Rate limits (see `RateLimiter`): off unless given (the bundled server reads `LM_RATE_LIMIT*`). Shared between
+   * processes when the store (or a layer over it) provides `Ports.SharedRateLimits`.
+   */
+  readonly rateLimits?: RateLimitOptions | undefined
+}
+
+/** The rate limits and how often shared buckets are reconciled. */
+export interface RateLimitOptions extends RateLimiterOptions {
+  readonly settings: RateLimitSettings
 }
 
 /** Seconds between runs of the subscriptions' period-end job when none is given. */
@@ -133,7 +145,10 @@ export const services = (options: { readonly activity?: ActivityRecorderOptions 
  */
 export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Options = {}) => {
   const core = Layer.mergeAll(
-    services({ activity: options.activity }),
+    RateLimiter.layer(
+      options.rateLimits?.settings ?? { ...defaultRateLimitSettings, enabled: false },
+      options.rateLimits ?? {}
+    ).pipe(Layer.provideMerge(services({ activity: options.activity }))),
     Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
     RevocationList.layer(),
     Webhooks.layer

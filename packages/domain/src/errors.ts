@@ -180,6 +180,17 @@ export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()
   readonly status = 503
 }
 
+/** A request over a rate limit (CONTRACT §11): 429, `retry_after` whole seconds (also sent as `Retry-After`). */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  message: Schema.String,
+  retry_after: Schema.Int
+}) {
+  readonly code = "rest_rate_limited"
+  readonly status = 429
+}
+export const rateLimited = (retryAfterSeconds: number) =>
+  new RateLimited({ message: "Too many requests; try again later.", retry_after: retryAfterSeconds })
+
 /** Every error the domain's services can fail with. */
 export type DomainError =
   | Refused
@@ -199,3 +210,4 @@ export type DomainError =
   | Unauthorized
   | Forbidden
   | StorageUnavailable
+  | RateLimited

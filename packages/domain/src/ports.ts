@@ -309,6 +309,26 @@ export const LicenseChangeFeed = Context.Reference<{
   defaultValue: () => ({ subscribe: () => Effect.void, heartbeats: false })
 })
 
+/** One bucket's share of a batch: advance its `tat` by `cost` ms (see `rateLimit.ts`). */
+export interface RateLimitAdvance {
+  readonly key: string
+  readonly cost: number
+}
+
+/**
+ * Rate-limit buckets shared by the processes of one deployment (PostgreSQL, Redis). `advance` applies a batch
+ * atomically per key, `tat = max(tat, now) + cost` (an unknown key starts at `now`), and returns the new `tat`s
+ * in order; a key whose `tat` has passed is a full bucket and may be forgotten. The default (`undefined`) shares
+ * nothing: each process limits on its own, which is exact for a single process.
+ */
+export const SharedRateLimits = Context.Reference<{
+  readonly advance:
+    | ((batch: ReadonlyArray<RateLimitAdvance>, now: number) => Op<ReadonlyArray<number>>)
+    | undefined
+}>("@lm/domain/SharedRateLimits", {
+  defaultValue: () => ({ advance: undefined })
+})
+
 /**
  * Every port a store layer provides (`@lm/storage-memory`, `@lm/storage-pg`); `LicenseChangeFeed` is optional (it
  * defaults to no feed).

@@ -4,3 +4,4 @@
  */
 export * as MemoryStore from "./MemoryStore.js"
 export { DeadlockDetected } from "./Database.js"
+export * as SharedRateLimits from "./SharedRateLimits.js"

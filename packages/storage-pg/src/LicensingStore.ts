@@ -9,19 +9,19 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { Engine, Errors } from "@lm/domain"
 import * as Migrations from "./Migrations.js"
 import { layerPglite, layerPostgres, type PgliteOptions, type PostgresOptions } from "./PgStore.js"
-import { EventLogRowsPerInsert, layerChangeFeed, portsLayer } from "./repositories/index.js"
+import { EventLogRowsPerInsert, layerChangeFeed, layerSharedRateLimits, portsLayer } from "./repositories/index.js"
 
 /** The ports on a migrated database, given a `PgClient`. */
 export const layerOnClient: Layer.Layer<Engine.StorePorts, Migrator.MigrationError | Errors.StorageUnavailable, PgClient | SqlClient> = portsLayer.pipe(Layer.provideMerge(Migrations.layer))
 
 /**
  * Every port on a PostgreSQL server (`DATABASE_URL`), migrated at start, with the change feed through which
- * several server processes sharing the database keep their caches coherent.
+ * several server processes sharing the database keep their caches coherent, and the rate-limit buckets they share.
  */
 export const layerPostgresStore = (
   options: PostgresOptions
 ): Layer.Layer<Engine.StorePorts, Migrator.MigrationError | Errors.StorageUnavailable> =>
-  Layer.merge(layerOnClient, layerChangeFeed).pipe(Layer.provide(layerPostgres(options)))
+  Layer.mergeAll(layerOnClient, layerChangeFeed, layerSharedRateLimits).pipe(Layer.provide(layerPostgres(options)))
 
 /** How often embedded PGlite is vacuumed and checkpointed by default (autovacuum's default pause between runs). */
 export const defaultPgliteMaintenanceEvery: Duration.Input = "1 minute"

@@ -11,6 +11,7 @@ import changeNotifications from "./migrations/0003_change_notifications.js"
 import activityTimeBrin from "./migrations/0004_activity_time_brin.js"
 import webhooks from "./migrations/0005_webhooks.js"
 import subscriptions from "./migrations/0006_subscriptions.js"
+import rateLimits from "./migrations/0007_rate_limits.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -24,7 +25,8 @@ export const migrations = {
   "0003_change_notifications": changeNotifications,
   "0004_activity_time_brin": activityTimeBrin,
   "0005_webhooks": webhooks,
-  "0006_subscriptions": subscriptions
+  "0006_subscriptions": subscriptions,
+  "0007_rate_limits": rateLimits
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

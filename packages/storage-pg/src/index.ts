@@ -8,4 +8,4 @@ export { layerPglite, layerPostgres, makePglite, type PgliteOptions, pgliteThrea
 export * as PgliteTemplate from "./PgliteTemplate.js"
 export { defaultPgliteMaintenanceEvery, layerOnClient, layerPgliteMaintenance, layerPgliteStore, layerPostgresStore, maintainPglite } from "./LicensingStore.js"
 export { default as createLicensingSchema } from "./migrations/0002_licensing_schema.js"
-export { EventLogRowsPerInsert, portsLayer } from "./repositories/index.js"
+export { EventLogRowsPerInsert, layerSharedRateLimits, portsLayer } from "./repositories/index.js"

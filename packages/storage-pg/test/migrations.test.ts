@@ -25,7 +25,8 @@ const shipped: Record<string, string> = {
   "0003_change_notifications": "b9ce4b5742ea270cd976ed2755849cb060851c5c82874d68f287aecf1f304c16",
   "0004_activity_time_brin": "f05c68aee0ac95b8cd0b26750f09e7ec4220b698d15a57e45d32b8dede415a39",
   "0005_webhooks": "7182661c379645b30cfcfaa5aa4d6ba8128defcdb0fba3634f73a18286e2badd",
-  "0006_subscriptions": "19676510e804f6805d3ca277dacff37b83fde4cf85b6ef63233622cc1df8ca9b"
+  "0006_subscriptions": "19676510e804f6805d3ca277dacff37b83fde4cf85b6ef63233622cc1df8ca9b",
+  "0007_rate_limits": "3316056f929aa881a7fcd41e26622c6dbc42fe2dc182d032ec7e3d689086f7d5"
 }
 
 const migrationsDir = fileURLToPath(new URL("../src/migrations/", import.meta.url))
@@ -85,7 +86,8 @@ describe("migrations", () => {
         [3, "change_notifications"],
         [4, "activity_time_brin"],
         [5, "webhooks"],
-        [6, "subscriptions"]
+        [6, "subscriptions"],
+        [7, "rate_limits"]
       ]
       assert.deepStrictEqual(yield* Migrations.migrate, recorded)
       const rows = yield* sql`SELECT migration_id, name FROM ${sql(Migrations.migrationsTable)} ORDER BY migration_id`

@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import { Model, Validation } from "@lm/domain/core"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Conflict, Forbidden, NotFound, UnprocessableEntity } from "../domain/ApiErrors.js"
+import { Conflict, Forbidden, NotFound, TooManyRequests, UnprocessableEntity } from "../domain/ApiErrors.js"
 import { Success } from "../domain/Envelope.js"
 import { LicenseWire, MachineWire, MetaInput, ShortText, Time } from "../domain/Wire.js"
 
@@ -155,15 +155,15 @@ const ignoresUnknownFields = (operation: Record<string, any>): Record<string, an
 }
 
 const publicKeyEndpoint = (name: "publicKey" | "publicKeyAlias", path: "/public-key" | "/public-keyk") =>
-  HttpApiEndpoint.get(name, path, { success: Success(PublicKeyResponse) })
+  HttpApiEndpoint.get(name, path, { success: Success(PublicKeyResponse), error: TooManyRequests })
 
-/** The public client routes. */
+/** The public client routes; each may answer 429 `rest_rate_limited` (CONTRACT §11, the public rate limits). */
 export class ClientGroup extends HttpApiGroup.make("client")
   .add(
     HttpApiEndpoint.post("validate", "/validate", {
       payload: ValidatePayload,
       success: Success(ValidateResponse),
-      error: NotFound
+      error: [NotFound, TooManyRequests]
     }).annotateMerge(OpenApi.annotations({
       summary: "Validate a license (and a device)",
       transform: ignoresUnknownFields,
@@ -184,7 +184,7 @@ export class ClientGroup extends HttpApiGroup.make("client")
           description: "The fingerprint already held a seat: the same machine, no new seat (idempotent)."
         })
       ],
-      error: [Forbidden, NotFound, UnprocessableEntity]
+      error: [Forbidden, NotFound, UnprocessableEntity, TooManyRequests]
     }).annotateMerge(OpenApi.annotations({
       summary: "Activate a device on a license",
       transform: ignoresUnknownFields,
@@ -199,7 +199,7 @@ export class ClientGroup extends HttpApiGroup.make("client")
     HttpApiEndpoint.post("deactivate", "/deactivate", {
       payload: DeactivatePayload,
       success: Success(DeactivateResponse),
-      error: NotFound
+      error: [NotFound, TooManyRequests]
     }).annotateMerge(OpenApi.annotations({
       summary: "Deactivate a device and free its seat",
       transform: ignoresUnknownFields,
@@ -210,7 +210,7 @@ export class ClientGroup extends HttpApiGroup.make("client")
     HttpApiEndpoint.post("heartbeat", "/heartbeat", {
       payload: HeartbeatPayload,
       success: Success(HeartbeatResponse),
-      error: [Forbidden, NotFound, Conflict]
+      error: [Forbidden, NotFound, Conflict, TooManyRequests]
     }).annotateMerge(OpenApi.annotations({
       summary: "Record a heartbeat (renews a floating lease)",
       transform: ignoresUnknownFields,
@@ -226,7 +226,8 @@ export class ClientGroup extends HttpApiGroup.make("client")
           description: "The current list. Sent with a strong `ETag` and `Cache-Control: public, no-cache`."
         }),
         HttpApiSchema.Empty(304).annotate({ description: "`If-None-Match` matched the current `ETag`." })
-      ]
+      ],
+      error: TooManyRequests
     }).annotateMerge(OpenApi.annotations({
       summary: "The signed certificate revocation list",
       description: "Reflects every suspend, revoke, reinstate, terminate and machine revoke in the very next " +

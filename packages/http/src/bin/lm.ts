@@ -14,6 +14,7 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Schema } from "effect"
 import { ApiKeys, Engine, Model, Services, SigningKeys } from "@lm/domain"
 import { engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../server/App.js"
+import { redisUrlFromEnv } from "../server/RateLimits.js"
 import { runServer } from "../server/Main.js"
 import { listenFromEnv } from "../server/Settings.js"
 import { HttpSettings } from "../server/Settings.js"
@@ -130,7 +131,8 @@ if (argv[0] === "serve") {
         const choice = yield* storeChoiceFromEnv
         const listen = yield* listenFromEnv
         const options = yield* engineOptionsFromEnv(choice)
-        return serverLayer(choice, listen, options)
+        const redisUrl = yield* redisUrlFromEnv
+        return serverLayer(choice, listen, options, redisUrl)
       })
     ).pipe(Layer.provide(HttpSettings.layerFromEnv))
   )

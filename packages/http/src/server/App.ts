@@ -19,6 +19,8 @@ import { MachinesHandlers } from "./handlers/Machines.js"
 import { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { FastPath } from "./FastPath.js"
+import { layerClientRateLimit, rateLimitsFromEnv } from "./RateLimits.js"
+import { layerRedisRateLimits } from "./RedisRateLimits.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
 import { HttpSettings, InvalidSetting, type Listen, parseSwitch, readSetting } from "./Settings.js"
 import * as WebhookSender from "./WebhookSender.js"
@@ -129,8 +131,8 @@ export const webhookOptionsFromEnv = Effect.gen(function*() {
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
  * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS`,
- * `LM_PAYMENT_GRACE_DAYS`, `LM_SUBSCRIPTION_JOB_INTERVAL`, the webhook settings (see
- * `Engine.Options`). */
+ * `LM_PAYMENT_GRACE_DAYS`, `LM_SUBSCRIPTION_JOB_INTERVAL`, the webhook settings, the rate limits (`LM_RATE_LIMIT*`,
+ * see `RateLimits.ts`) (see `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
@@ -151,8 +153,10 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   // Days after an unpaid period end before a subscription goes on-hold (fractions allowed, for tests).
   const paymentGraceDays = yield* Config.Number("LM_PAYMENT_GRACE_DAYS").pipe(Config.option)
   const subscriptionJob = yield* Config.Int("LM_SUBSCRIPTION_JOB_INTERVAL").pipe(Config.option)
+  const rateLimits = yield* rateLimitsFromEnv
   return {
     webhooks,
+    rateLimits,
     masterKey,
     signingKey: Option.getOrUndefined(signingKey),
     offlineTtlSeconds: Option.getOrUndefined(offline),
@@ -273,9 +277,23 @@ const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>,
     return context
   }))
 
-/** The whole server on a store choice, listening on `listen`. */
-export const serverLayer = (choice: StoreChoice, listen: Listen, options: Engine.Options = {}) =>
-  serverLayerOn(storeLayer(choice), { storage: storeName(choice), description: describeStore(choice) }, listen, options)
+/**
+ * The whole server on a store choice, listening on `listen`. Rate limits are shared through the Redis of
+ * `redisUrl` (`LM_REDIS_URL`) when given, else through the store when it is PostgreSQL.
+ */
+export const serverLayer = (
+  choice: StoreChoice,
+  listen: Listen,
+  options: Engine.Options = {},
+  redisUrl: Redacted.Redacted | undefined = undefined
+) =>
+  serverLayerOn(
+    // Merged after the store: the Redis buckets replace PostgreSQL's.
+    redisUrl === undefined ? storeLayer(choice) : Layer.merge(storeLayer(choice), layerRedisRateLimits(redisUrl)),
+    { storage: storeName(choice), description: describeStore(choice) },
+    listen,
+    options
+  )
 
 /**
  * The whole server on any store layer (tests use throw-away stores). Webhooks are delivered with the undici
@@ -294,6 +312,8 @@ export const serverLayerOn = <E, R>(
       layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
         // Below the server: it closes after the server has finished its requests in flight.
         Layer.provideMerge(FastPath.layer),
+        // The public guards (the rate limit) for both the fast path and the handlers.
+        Layer.provideMerge(layerClientRateLimit),
         Layer.provideMerge(bootstrapKeyLayer),
         Layer.provideMerge(closingWithin(Engine.layer(store, engineOptions), engineCloseTimeoutMillis))
       )

@@ -5,11 +5,13 @@
  * fail with an envelope error of its own (a rate limiter's 429). The public client routes, which need no key,
  * have their own chain: `ClientGuards` (`ClientPipeline.ts`).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
+import { RateLimiter } from "@lm/domain"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import type { ApiKeyScope, AuthenticatedKey } from "../api/Authentication.js"
 import type { ApiError } from "../domain/ApiErrors.js"
 import type { IpAllowList } from "./ClientIp.js"
+import { rateLimitApiKeyGuard } from "./RateLimits.js"
 import { HttpSettings } from "./Settings.js"
 
 /** What a guard sees of the request. */
@@ -35,15 +37,26 @@ export class RestRequestValid extends Context.Service<RestRequestValid, {
   static readonly layer = (guards: ReadonlyArray<RestRequestGuard>): Layer.Layer<RestRequestValid> =>
     Layer.succeed(RestRequestValid, { guards })
 
-  /** The bundled chain (the IP allow-list when `LM_ADMIN_ALLOWED_IPS` is set), then `extra` guards. */
+  /**
+   * The bundled chain: the IP allow-list when `LM_ADMIN_ALLOWED_IPS` is set, the rate limit per API key when the
+   * engine's `RateLimiter` has limits on, then `extra` guards.
+   */
   static readonly layerBundled = (
     extra: ReadonlyArray<RestRequestGuard> = []
   ): Layer.Layer<RestRequestValid, never, HttpSettings> =>
     Layer.effect(
       RestRequestValid,
-      Effect.map(Effect.service(HttpSettings), (settings) => ({
-        guards: [...(settings.adminAllowedIps === undefined ? [] : [ipAllowListGuard(settings.adminAllowedIps)]), ...extra]
-      }))
+      Effect.gen(function*() {
+        const settings = yield* HttpSettings
+        const limiter = yield* Effect.serviceOption(RateLimiter)
+        return {
+          guards: [
+            ...(settings.adminAllowedIps === undefined ? [] : [ipAllowListGuard(settings.adminAllowedIps)]),
+            ...(Option.isSome(limiter) && limiter.value.settings.enabled ? [rateLimitApiKeyGuard(limiter.value)] : []),
+            ...extra
+          ]
+        }
+      })
     )
 }
 

@@ -137,7 +137,7 @@ const readPemFile = (name: string, file: string) =>
   })
 
 /** An integer setting of at least 1, `fallback` when unset. */
-const positiveInt = (name: string, fallback: number) =>
+export const positiveInt = (name: string, fallback: number) =>
   Effect.flatMap(Config.String(name).pipe(Config.withDefault("")), (text) =>
     readSetting(name, () => {
       if (text.trim() === "") return fallback

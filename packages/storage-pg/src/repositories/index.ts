@@ -19,6 +19,7 @@ import * as Webhooks from "./webhooks.js"
 
 export { EventLogRowsPerInsert } from "./activity.js"
 export { layerChangeFeed } from "./changeFeed.js"
+export { layer as layerSharedRateLimits } from "./rateLimits.js"
 
 /** Every port of the domain on the `PgClient` in context. */
 export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.mergeAll(

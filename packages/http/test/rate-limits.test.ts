@@ -1,0 +1,124 @@
+/**
+ * Rate limits on the wire (CONTRACT §2, §11): public routes per client IP and per (IP, license key), whichever
+ * path serves them (the fast path and the Effect handlers), management routes per API key; over a limit 429
+ * `rest_rate_limited` with `Retry-After` equal to `data.retry_after`; a client writing `X-Forwarded-For` changes
+ * nothing unless `LM_TRUST_PROXY`; `/health` is never limited; `LM_RATE_LIMIT=off` limits nothing.
+ */
+import { Layer, Redacted } from "effect"
+import { afterAll, describe, expect, it } from "vitest"
+import { RateLimit } from "@lm/domain"
+import { MemoryStore } from "@lm/storage-memory"
+import { layerRedisRateLimits } from "../src/server/RedisRateLimits.js"
+import { startApp, type TestApp } from "./support/App.js"
+
+const limits = (overrides: Partial<RateLimit.RateLimitSettings>): RateLimit.RateLimitSettings => ({
+  ...RateLimit.defaultRateLimitSettings,
+  ...overrides
+})
+
+const apps: Array<TestApp> = []
+afterAll(async () => {
+  await Promise.all(apps.map((app) => app.close()))
+})
+
+const start = async (...args: Parameters<typeof startApp>) => {
+  const app = await startApp(...args)
+  apps.push(app)
+  return app
+}
+
+const newLicense = async (app: TestApp): Promise<string> => {
+  const created = await app.call("POST", "/licenses", { body: {} })
+  expect(created.status).toBe(201)
+  return created.body.data.license_key as string
+}
+
+const validate = (app: TestApp, key: string, headers: Record<string, string> = {}) =>
+  app.call("POST", "/validate", { body: { license_key: key }, auth: null, headers })
+
+/** The 429 as the contract writes it; its wait in seconds. */
+const expectLimited = (answer: Awaited<ReturnType<TestApp["call"]>>): number => {
+  expect(answer.status, JSON.stringify(answer.body)).toBe(429)
+  expect(answer.body.code).toBe("rest_rate_limited")
+  expect(answer.body.data.status).toBe(429)
+  expect(answer.headers.get("retry-after")).toBe(String(answer.body.data.retry_after))
+  return answer.body.data.retry_after as number
+}
+
+describe.each([true, false])("rate limits (fast path %s)", (fastPath) => {
+  it("per (IP, license key) and per IP; a refused request takes nothing; a spoofed X-Forwarded-For changes nothing", async () => {
+    const app = await start("memory", {
+      settings: { fastPath },
+      rateLimits: { settings: limits({ perIp: { perMinute: 10 }, perKey: { perMinute: 4 } }) }
+    })
+    const a = await newLicense(app)
+    const b = await newLicense(app)
+    for (let i = 0; i < 4; i++) expect((await validate(app, a)).status).toBe(200)
+    // 4 a minute: the next token in 15 s.
+    expect(expectLimited(await validate(app, a))).toBe(15)
+    // The key is read as the contract reads it (trimmed, upper-cased): the same bucket.
+    expectLimited(await validate(app, ` ${a.toLowerCase()} `))
+    // Another key from the same IP has its own bucket, within the IP's 10 (the refusals took none).
+    for (let i = 0; i < 4; i++) expect((await validate(app, b)).status).toBe(200)
+    expectLimited(await validate(app, b))
+    expect((await app.call("GET", "/public-key", { auth: null })).status).toBe(200)
+    expect((await app.call("GET", "/crl", { auth: null })).status).toBe(200)
+    // The IP's 10 are spent: every public route refuses, whatever the key; the IP waits 6 s.
+    expect(expectLimited(await app.call("GET", "/public-key", { auth: null }))).toBe(6)
+    expectLimited(await app.call("GET", "/crl", { auth: null }))
+    expectLimited(await app.call("POST", "/activate", { body: { license_key: await newLicense(app), fingerprint: "fp-1" }, auth: null }))
+    // Without LM_TRUST_PROXY the header a client writes is not its address.
+    expectLimited(await validate(app, a, { "x-forwarded-for": "203.0.113.7" }))
+    // Not limited: /health.
+    expect((await app.call("GET", "/health", { auth: null })).status).toBe(200)
+  })
+
+  it("behind a trusted proxy, each client address of X-Forwarded-For has its own buckets", async () => {
+    const app = await start("memory", {
+      settings: { fastPath, trustProxyHops: 1 },
+      rateLimits: { settings: limits({ perIp: { perMinute: 3 } }) }
+    })
+    const key = await newLicense(app)
+    const from = (ip: string) => validate(app, key, { "x-forwarded-for": ip })
+    for (let i = 0; i < 3; i++) expect((await from("203.0.113.7")).status).toBe(200)
+    expectLimited(await from("203.0.113.7"))
+    // A client's own entries left of the proxy's are not taken either.
+    expectLimited(await from("198.51.100.1, 203.0.113.7"))
+    expect((await from("203.0.113.8")).status).toBe(200)
+  })
+
+  it("management routes are limited per API key", async () => {
+    const app = await start("memory", {
+      settings: { fastPath },
+      rateLimits: { settings: limits({ perApiKey: { perMinute: 3 } }) }
+    })
+    for (let i = 0; i < 3; i++) expect((await app.call("GET", "/licenses")).status).toBe(200)
+    expect(expectLimited(await app.call("GET", "/licenses"))).toBe(20)
+    expectLimited(await app.call("POST", "/licenses", { body: {} }))
+    // Bad credentials are still 401: the limit comes after authentication.
+    expect((await app.call("GET", "/licenses", { auth: "Basic eDp5" })).status).toBe(401)
+  })
+
+  it("LM_RATE_LIMIT=off limits nothing", async () => {
+    const app = await start("memory", {
+      settings: { fastPath },
+      rateLimits: { settings: limits({ enabled: false, perIp: { perMinute: 1 }, perKey: { perMinute: 1 }, perApiKey: { perMinute: 1 } }) }
+    })
+    const key = await newLicense(app)
+    for (let i = 0; i < 20; i++) expect((await validate(app, key)).status).toBe(200)
+    expect((await app.call("GET", "/licenses")).status).toBe(200)
+  })
+})
+
+describe("limits shared through a Redis that cannot be reached", () => {
+  it("the server still answers at once and limits per process", async () => {
+    // Nothing listens on port 1: every round fails, and requests never wait for Redis.
+    const app = await start("memory", {
+      storeLayer: Layer.merge(MemoryStore.layer, layerRedisRateLimits(Redacted.make("redis://127.0.0.1:1"))),
+      rateLimits: { settings: limits({ perKey: { perMinute: 3 } }), syncEveryMillis: 50 }
+    })
+    const key = await newLicense(app)
+    for (let i = 0; i < 3; i++) expect((await validate(app, key)).status).toBe(200)
+    expect(expectLimited(await validate(app, key))).toBe(20)
+  })
+})
