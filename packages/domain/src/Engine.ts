@@ -12,6 +12,8 @@
 import { Layer, type Redacted } from "effect"
 import type { ActivityRecorderOptions } from "./services/ActivityRecorder.js"
 import { ActivityRecorder } from "./services/ActivityRecorder.js"
+import type { AnomalyThresholds } from "./analytics.js"
+import { Analytics, AnalyticsSettings } from "./services/Analytics.js"
 import { ApiKeys } from "./services/ApiKeys.js"
 import { Blacklist, blacklistFromEntries } from "./services/Blacklist.js"
 import * as EventRetention from "./services/EventRetention.js"
@@ -63,6 +65,8 @@ export interface Options {
   readonly activity?: ActivityRecorderOptions | undefined
   /** Webhooks: their HTTP client, reach, retries and how often the outbox is read (see {@link WebhookOptions}). */
   readonly webhooks?: WebhookOptions | undefined
+  /** Thresholds of the anomaly rules (CONTRACT §11); each one not given keeps its default. */
+  readonly anomalyThresholds?: Partial<AnomalyThresholds> | undefined
   /** Size and age bounds of the validation cache. */
   readonly validationCache?: ValidationCacheOptions | undefined
 }
@@ -90,6 +94,9 @@ export const defaultSweepIntervalSeconds = 30
 /** The event log's retention when none is given. */
 export const defaultEventRetentionDays = 90
 
+/** The fields of `o` that are given. */
+const definedOf = <A extends object>(o: A): Partial<A> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<A>
+
 /** The webhook client and settings given, over the defaults. */
 const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
   const { sender, pollMillis: _, ...settings } = options ?? {}
@@ -105,7 +112,8 @@ const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
  * store needs. Needs the ports and `Random`.
  */
 export const services = (options: { readonly activity?: ActivityRecorderOptions | undefined } = {}) =>
-  Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer).pipe(
+  Analytics.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer)),
     Layer.provideMerge(Licensing.layer),
     Layer.provideMerge(ActivityRecorder.layer(options.activity))
   )
@@ -128,6 +136,11 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   ).pipe(
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
     Layer.provideMerge(webhookSettingsLayer(options.webhooks)),
+    Layer.provideMerge(
+      options.anomalyThresholds === undefined
+        ? Layer.empty
+        : Layer.succeed(AnalyticsSettings, { ...AnalyticsSettings.defaultValue(), ...definedOf(options.anomalyThresholds) })
+    ),
     Layer.provideMerge(options.masterKey === undefined ? MasterKey.layerEphemeral : MasterKey.layer(options.masterKey)),
     Layer.provideMerge(Random.layerCrypto),
     Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),
