@@ -66,7 +66,7 @@ export interface Options {
   /** Webhooks: their HTTP client, reach, retries and how often the outbox is read (see {@link WebhookOptions}). */
   readonly webhooks?: WebhookOptions | undefined
   /** Thresholds of the anomaly rules (CONTRACT §11); each one not given keeps its default. */
-  readonly anomalyThresholds?: Partial<AnomalyThresholds> | undefined
+  readonly anomalyThresholds?: { readonly [K in keyof AnomalyThresholds]?: AnomalyThresholds[K] | undefined } | undefined
   /** Size and age bounds of the validation cache. */
   readonly validationCache?: ValidationCacheOptions | undefined
 }
@@ -95,7 +95,8 @@ export const defaultSweepIntervalSeconds = 30
 export const defaultEventRetentionDays = 90
 
 /** The fields of `o` that are given. */
-const definedOf = <A extends object>(o: A): Partial<A> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<A>
+const definedOf = <A extends object>(o: { readonly [K in keyof A]?: A[K] | undefined }): Partial<A> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<A>
 
 /** The webhook client and settings given, over the defaults. */
 const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
@@ -139,7 +140,7 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
     Layer.provideMerge(
       options.anomalyThresholds === undefined
         ? Layer.empty
-        : Layer.succeed(AnalyticsSettings, { ...AnalyticsSettings.defaultValue(), ...definedOf(options.anomalyThresholds) })
+        : Layer.succeed(AnalyticsSettings, { ...AnalyticsSettings.defaultValue(), ...definedOf<AnomalyThresholds>(options.anomalyThresholds) })
     ),
     Layer.provideMerge(options.masterKey === undefined ? MasterKey.layerEphemeral : MasterKey.layer(options.masterKey)),
     Layer.provideMerge(Random.layerCrypto),

@@ -44,8 +44,8 @@ export const AnalyticsSettings = Context.Reference<AnomalyThresholds>("@lm/domai
 /** Subscription figures of the overview. */
 export interface SubscriptionFigures {
   readonly byStatus: Readonly<Record<string, number>>
-  /** Monthly recurring revenue per currency, in minor units. */
-  readonly mrr: ReadonlyArray<{ readonly currency: string; readonly amount: number }>
+  /** Monthly recurring revenue per currency, as the wire's decimal string (the subscriptions' money rules format it). */
+  readonly mrr: ReadonlyArray<{ readonly currency: string; readonly amount: string }>
 }
 
 /**
