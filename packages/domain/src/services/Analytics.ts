@@ -120,20 +120,30 @@ export class Analytics extends Context.Service<Analytics, {
       const overview = Effect.fn("Analytics.overview")(function*(period: AnalyticsPeriod) {
         const now = yield* Clock.currentTimeMillis
         const from = now - periodMillis(period)
-        const byStatusList = yield* Effect.forEach(licenseStatuses, (status) => Effect.map(countLicenses({ status }), (n) => [status, n] as const))
-        const byStatus = Object.fromEntries(byStatusList) as Record<LicenseStatus, number>
-        const seats = yield* repo.seats(["issued"], now)
-        const hours = yield* repo.hourly({ scope: "product", from, to: now + 1 })
-        const counts = sumCounts(hours)
-        const subscriptions = yield* (yield* SubscriptionFiguresSource).figures(now)
-        const in7Days = yield* countLicenses({ expiresAfter: now, expiresBefore: now + 7 * dayMillis })
-        const in30Days = yield* countLicenses({ expiresAfter: now, expiresBefore: now + 30 * dayMillis })
-        const appVersions = yield* repo.appVersions(now)
-        const top = yield* repo.topLicenses(from, now + 1, topLicensesCount)
-        const topLicenses = yield* Effect.forEach(top, (t) =>
-          Effect.map(licenseRepo.findById(t.licenseId), (license) => license === undefined ? undefined : { licenseKey: license.key, validations: t.validations }))
+        const subscriptionSource = yield* SubscriptionFiguresSource
+        // Independent reads, run at once: on a pooled store their round trips overlap.
+        const figures = yield* Effect.all({
+          byStatus: Effect.forEach(licenseStatuses, (status) => Effect.map(countLicenses({ status }), (n) => [status, n] as const), {
+            concurrency: "unbounded"
+          }),
+          seats: repo.seats(["issued"], now),
+          hours: repo.hourly({ scope: "product", from, to: now + 1 }),
+          subscriptions: subscriptionSource.figures(now),
+          in7Days: countLicenses({ expiresAfter: now, expiresBefore: now + 7 * dayMillis }),
+          in30Days: countLicenses({ expiresAfter: now, expiresBefore: now + 30 * dayMillis }),
+          appVersions: repo.appVersions(now),
+          top: Effect.flatMap(repo.topLicenses(from, now + 1, topLicensesCount), (top) =>
+            Effect.forEach(top, (t) =>
+              Effect.map(licenseRepo.findById(t.licenseId), (license) =>
+                license === undefined ? undefined : { licenseKey: license.key, validations: t.validations }), { concurrency: "unbounded" }))
+        }, { concurrency: "unbounded" })
+        const byStatus = Object.fromEntries(figures.byStatus) as Record<LicenseStatus, number>
+        const { appVersions, in30Days, in7Days, seats, subscriptions } = figures
+        const counts = sumCounts(figures.hours)
+        const topLicenses = figures.top
         return {
-          licenses: { total: yield* countLicenses({}), byStatus },
+          // Every license has exactly one status: the total is their sum.
+          licenses: { total: figures.byStatus.reduce((n, [, count]) => n + count, 0), byStatus },
           seats: { ...seats, utilization: seats.totalSeats === 0 ? null : seats.activeMachines / seats.totalSeats },
           validations: { total: counts.valid + counts.invalid, valid: counts.valid, invalid: counts.invalid },
           activations: counts.activations,
