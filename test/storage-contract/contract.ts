@@ -10,7 +10,7 @@
  * cases here write far fewer, so `count` sees every entry they wrote on every store.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ActivityRecorder, Licensing, Model, Ports } from "@lm/domain"
+import { ActivityRecorder, Analytics, Licensing, Model, Ports } from "@lm/domain"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, Ref, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import {
@@ -762,6 +762,142 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
         Effect.gen(function*() {
           const store = yield* Ports.Store
           yield* store.ping
+        }))
+    })
+
+    describe("analytics", () => {
+      const HOUR = 3_600_000
+      const H0 = Analytics.bucketStart(T0, "hour")
+      const entry = (licenseId: number | null, overrides: Partial<Model.ActivityEntry> = {}): Model.ActivityEntry => ({
+        ...activity(licenseId),
+        ...overrides
+      })
+      const zero = { valid: 0, invalid: 0, refused: 0, activations: 0 }
+
+      test("writing the event log adds its hourly counters, per license and per product; pruning entries leaves them", () =>
+        Effect.gen(function*() {
+          const log = yield* Ports.ActivityLog
+          const repo = yield* Ports.AnalyticsRepository
+          yield* log.record([
+            entry(1, { productId: 7 }),
+            entry(1, { productId: 7, result: "license_expired" }),
+            entry(2),
+            entry(null, { result: "license_not_found" }),
+            entry(1, { productId: 7, kind: "activate", result: "activated", at: T0 + HOUR })
+          ])
+          yield* log.record([entry(1, { productId: 7, at: T0 + HOUR }), entry(2, { kind: "heartbeat", result: "machine_inactive", at: T0 + HOUR })])
+          const all = yield* repo.hourly({ scope: "product", from: H0, to: H0 + 2 * HOUR })
+          assert.deepStrictEqual(all, [
+            { hour: H0, valid: 2, invalid: 2, refused: 2, activations: 0 },
+            { hour: H0 + HOUR, valid: 1, invalid: 0, refused: 1, activations: 1 }
+          ])
+          assert.deepStrictEqual(yield* repo.hourly({ scope: "product", scopeId: 7, from: H0, to: H0 + 2 * HOUR }), [
+            { hour: H0, valid: 1, invalid: 1, refused: 1, activations: 0 },
+            { hour: H0 + HOUR, valid: 1, invalid: 0, refused: 0, activations: 1 }
+          ])
+          assert.deepStrictEqual(yield* repo.hourly({ scope: "product", scopeId: Analytics.noProduct, from: H0, to: H0 + HOUR }), [
+            { hour: H0, ...zero, valid: 1, invalid: 1, refused: 1 }
+          ])
+          assert.deepStrictEqual(yield* repo.hourly({ scope: "license", scopeId: 2, from: H0, to: H0 + 2 * HOUR }), [
+            { hour: H0, ...zero, valid: 1 },
+            { hour: H0 + HOUR, ...zero, refused: 1 }
+          ])
+          assert.deepStrictEqual(yield* repo.hourly({ scope: "license", scopeId: 1, from: H0 + HOUR, to: H0 + 2 * HOUR }), [
+            { hour: H0 + HOUR, valid: 1, invalid: 0, refused: 0, activations: 1 }
+          ], "the range is [from, to)")
+          assert.deepStrictEqual(yield* repo.hourly({ scope: "license", scopeId: 3, from: H0, to: H0 + 2 * HOUR }), [])
+          assert.strictEqual(yield* log.prune(T0 + 2 * HOUR, 1_000), 7)
+          assert.deepStrictEqual(yield* repo.hourly({ scope: "product", from: H0, to: H0 + 2 * HOUR }), all)
+        }))
+
+      test("counters written in a transaction that fails are not kept", () =>
+        Effect.gen(function*() {
+          const store = yield* Ports.Store
+          const log = yield* Ports.ActivityLog
+          const repo = yield* Ports.AnalyticsRepository
+          yield* log.record([entry(1)])
+          const exit = yield* Effect.exit(store.transaction(Effect.andThen(log.record([entry(1), entry(1)]), Effect.fail(new Boom()))))
+          assert.isTrue(Exit.isFailure(exit))
+          assert.deepStrictEqual(yield* repo.hourly({ scope: "license", scopeId: 1, from: H0, to: H0 + HOUR }), [{ hour: H0, ...zero, valid: 1 }])
+        }))
+
+      test("top licenses, busy hours and distinct values per license", () =>
+        Effect.gen(function*() {
+          const log = yield* Ports.ActivityLog
+          const repo = yield* Ports.AnalyticsRepository
+          const many = (n: number, e: (i: number) => Model.ActivityEntry) => Array.from({ length: n }, (_, i) => e(i))
+          yield* log.record([
+            ...many(3, () => entry(1)),
+            ...many(5, (i) => entry(2, { result: i < 2 ? "valid" : "blacklisted", ipAddress: `203.0.113.${i}` })),
+            ...many(4, () => entry(null, { result: "license_not_found" })),
+            ...many(3, (i) => entry(3, { kind: "activate", result: "activated", fingerprint: `fp-${i}` })),
+            entry(3, { kind: "activate", result: "already_active", fingerprint: "fp-x" }),
+            entry(3, { kind: "activate", result: "activated", fingerprint: "fp-0", at: T0 - 2 * DAY })
+          ])
+          assert.deepStrictEqual(yield* repo.topLicenses(H0, H0 + HOUR, 10), [{ licenseId: 2, validations: 5 }, { licenseId: 1, validations: 3 }])
+          assert.deepStrictEqual(yield* repo.topLicenses(H0, H0 + HOUR, 1), [{ licenseId: 2, validations: 5 }])
+          assert.deepStrictEqual(yield* repo.topLicenses(H0 + HOUR, H0 + 2 * HOUR, 10), [])
+          assert.deepStrictEqual(yield* repo.busyHours({ from: H0, counter: "validations", atLeast: 3 }), [
+            { licenseId: 1, hour: H0, count: 3 },
+            { licenseId: 2, hour: H0, count: 5 }
+          ])
+          assert.deepStrictEqual(yield* repo.busyHours({ from: H0, counter: "refused", atLeast: 3 }), [{ licenseId: 2, hour: H0, count: 3 }])
+          assert.deepStrictEqual(yield* repo.busyHours({ from: H0 + HOUR, counter: "validations", atLeast: 1 }), [])
+          const since = T0 - DAY
+          assert.deepStrictEqual(yield* repo.distinctPerLicense({ since, column: "ip_address", atLeast: 5 }), [{ licenseId: 2, count: 5 }])
+          assert.deepStrictEqual(yield* repo.distinctPerLicense({ since, column: "ip_address", atLeast: 1 }), [
+            { licenseId: 1, count: 1 },
+            { licenseId: 2, count: 5 },
+            { licenseId: 3, count: 1 }
+          ])
+          assert.deepStrictEqual(
+            yield* repo.distinctPerLicense({ since, column: "fingerprint", kind: "activate", result: "activated", atLeast: 3 }),
+            [{ licenseId: 3, count: 3 }],
+            "the entry of two days ago and the one of another result are not counted"
+          )
+          assert.deepStrictEqual(yield* repo.distinctPerLicense({ since, column: "fingerprint", kind: "activate", result: "activated", atLeast: 4 }), [])
+        }))
+
+      test("seats and app versions count the machines holding a seat", () =>
+        Effect.gen(function*() {
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
+          const repo = yield* Ports.AnalyticsRepository
+          const limited = yield* licenses.insert(licenseDraft({ key: keyOf(1), maxActivations: 3 }))
+          const unlimited = yield* licenses.insert(licenseDraft({ key: keyOf(2), maxActivations: null }))
+          const suspended = yield* licenses.insert(licenseDraft({ key: keyOf(3), maxActivations: 10, state: "suspended" }))
+          yield* machines.insert(machineDraft(limited.id, "a", { appVersion: "1.0" }))
+          yield* machines.insert(machineDraft(limited.id, "b", { appVersion: "2.0", seatDeadline: T0 - 1 }))
+          yield* machines.insert(machineDraft(limited.id, "c", { appVersion: "2.0", status: "inactive" }))
+          yield* machines.insert(machineDraft(unlimited.id, "d", { appVersion: "2.0", seatDeadline: T0 + DAY }))
+          yield* machines.insert(machineDraft(unlimited.id, "e", { appVersion: "2.0" }))
+          yield* machines.insert(machineDraft(suspended.id, "f"))
+          assert.deepStrictEqual(yield* repo.seats(["issued"], T0), { activeMachines: 1, totalSeats: 3 })
+          assert.deepStrictEqual(yield* repo.seats(["issued", "suspended"], T0), { activeMachines: 2, totalSeats: 13 })
+          assert.deepStrictEqual(yield* repo.seats(["revoked"], T0), { activeMachines: 0, totalSeats: 0 })
+          assert.deepStrictEqual(yield* repo.appVersions(T0), [
+            { appVersion: "2.0", machines: 2 },
+            { appVersion: "1.0", machines: 1 },
+            { appVersion: null, machines: 1 }
+          ])
+        }))
+
+      test("an anomaly is recorded once per quiet window, and answered to the first caller only", () =>
+        Effect.gen(function*() {
+          const store = yield* Ports.Store
+          const repo = yield* Ports.AnalyticsRepository
+          const a = { licenseId: 1, type: "ip_churn" as const, detectedAt: T0 }
+          const b = { licenseId: 2, type: "validation_spike" as const, detectedAt: T0 }
+          assert.deepStrictEqual([...yield* store.transaction(repo.recordAnomalies([a, b], T0 - DAY))].sort((x, y) => x.licenseId - y.licenseId), [a, b])
+          assert.deepStrictEqual(yield* store.transaction(repo.recordAnomalies([{ ...a, detectedAt: T0 + 1 }], T0 + 1 - DAY)), [])
+          const later = { ...a, detectedAt: T0 + 2 * DAY }
+          const renewed = yield* store.transaction(repo.recordAnomalies([later, { ...a, type: "fingerprint_churn" }], T0 + DAY))
+          assert.deepStrictEqual([...renewed].sort((x, y) => x.type.localeCompare(y.type)), [{ ...a, type: "fingerprint_churn" }, later])
+          const since = (yield* repo.anomaliesSince(T0)).map((r) => `${r.licenseId}:${r.type}:${r.detectedAt - T0}`).sort()
+          assert.deepStrictEqual(since, ["1:fingerprint_churn:0", `1:ip_churn:${2 * DAY}`, "2:validation_spike:0"])
+          const exit = yield* Effect.exit(store.transaction(Effect.andThen(repo.recordAnomalies([{ ...b, licenseId: 9 }], T0), Effect.fail(new Boom()))))
+          assert.isTrue(Exit.isFailure(exit))
+          assert.isFalse((yield* repo.anomaliesSince(0)).some((r) => r.licenseId === 9), "rolled back with its transaction")
         }))
     })
 

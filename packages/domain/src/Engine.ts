@@ -12,6 +12,8 @@
 import { Layer, type Redacted } from "effect"
 import type { ActivityRecorderOptions } from "./services/ActivityRecorder.js"
 import { ActivityRecorder } from "./services/ActivityRecorder.js"
+import type { AnomalyThresholds } from "./analytics.js"
+import { Analytics, AnalyticsSettings } from "./services/Analytics.js"
 import { ApiKeys } from "./services/ApiKeys.js"
 import { Blacklist, blacklistFromEntries } from "./services/Blacklist.js"
 import * as EventRetention from "./services/EventRetention.js"
@@ -66,6 +68,8 @@ export interface Options {
   readonly activity?: ActivityRecorderOptions | undefined
   /** Webhooks: their HTTP client, reach, retries and how often the outbox is read (see {@link WebhookOptions}). */
   readonly webhooks?: WebhookOptions | undefined
+  /** Thresholds of the anomaly rules (CONTRACT §11); each one not given keeps its default. */
+  readonly anomalyThresholds?: { readonly [K in keyof AnomalyThresholds]?: AnomalyThresholds[K] | undefined } | undefined
   /** Size and age bounds of the validation cache. */
   readonly validationCache?: ValidationCacheOptions | undefined
   /** Days after an unpaid period end before a subscription goes on-hold (`LM_PAYMENT_GRACE_DAYS`, default 3). */
@@ -113,6 +117,10 @@ export const defaultSweepIntervalSeconds = 30
 /** The event log's retention when none is given. */
 export const defaultEventRetentionDays = 90
 
+/** The fields of `o` that are given. */
+const definedOf = <A extends object>(o: { readonly [K in keyof A]?: A[K] | undefined }): Partial<A> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<A>
+
 /** The webhook client and settings given, over the defaults. */
 const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
   const { sender, pollMillis: _, ...settings } = options ?? {}
@@ -128,7 +136,8 @@ const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
  * store needs. Needs the ports and `Random`.
  */
 export const services = (options: { readonly activity?: ActivityRecorderOptions | undefined } = {}) =>
-  Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer).pipe(
+  Analytics.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer)),
     Layer.provideMerge(Subscriptions.layer.pipe(Layer.provideMerge(Licenses.layer))),
     Layer.provideMerge(Licensing.layer),
     Layer.provideMerge(ActivityRecorder.layer(options.activity))
@@ -155,6 +164,11 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   ).pipe(
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
     Layer.provideMerge(webhookSettingsLayer(options.webhooks)),
+    Layer.provideMerge(
+      options.anomalyThresholds === undefined
+        ? Layer.empty
+        : Layer.succeed(AnalyticsSettings, { ...AnalyticsSettings.defaultValue(), ...definedOf<AnomalyThresholds>(options.anomalyThresholds) })
+    ),
     Layer.provideMerge(options.masterKey === undefined ? MasterKey.layerEphemeral : MasterKey.layer(options.masterKey)),
     Layer.provideMerge(Random.layerCrypto),
     Layer.provideMerge(Layer.succeed(Blacklist, blacklistFromEntries(options.blacklist ?? []))),

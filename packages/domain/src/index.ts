@@ -15,6 +15,7 @@
  *   `MasterKey`, which seals secrets at rest. Offline verification for
  *   client software is the separate entry point `@lm/domain/verify`.
  */
+export * as Analytics from "./analytics.js"
 export * as Billing from "./billing.js"
 export * as Engine from "./Engine.js"
 export * as Errors from "./errors.js"

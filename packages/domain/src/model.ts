@@ -209,7 +209,8 @@ const licensingEventTypes = [
   "machine.revoked",
   "machine.culled",
   "machine.lease_expired",
-  "generator.keys_generated"
+  "generator.keys_generated",
+  "anomaly.detected"
 ] as const
 
 /** Names of the subscription events of CONTRACT §11 (CONTRACT §10's moves). */
@@ -232,14 +233,12 @@ export const EventType = Schema.Literals(eventTypes)
 export type EventType = typeof EventType.Type
 
 /**
- * The events a webhook may subscribe to: the contract's whole list (CONTRACT §11), in its order. `*` subscribes
- * to every one.
+ * The events a webhook may subscribe to: the contract's whole list (CONTRACT §11). `*` subscribes to every one.
  */
 export const webhookEventTypes = [
   ...licensingEventTypes,
   "release.published",
   ...subscriptionEventTypes,
-  "anomaly.detected",
   "webhook.ping"
 ] as const
 export const WebhookEventType = Schema.Literals(webhookEventTypes)
@@ -325,7 +324,24 @@ export interface ActivityEntry {
   /** `valid`, `activated`, a refusal code, ... */
   readonly result: string
   readonly at: number
+  /** The product of the license found, when one was (the analytics filter on it); absent counts as none. */
+  readonly productId?: number | null | undefined
 }
+
+/** The periods of GET /analytics/overview (CONTRACT §11). */
+export const analyticsPeriods = ["7d", "30d", "90d"] as const
+export const AnalyticsPeriod = Schema.Literals(analyticsPeriods)
+export type AnalyticsPeriod = typeof AnalyticsPeriod.Type
+
+/** The bucket widths of GET /analytics/validations. */
+export const analyticsIntervals = ["hour", "day"] as const
+export const AnalyticsInterval = Schema.Literals(analyticsIntervals)
+export type AnalyticsInterval = typeof AnalyticsInterval.Type
+
+/** The kinds of anomaly GET /analytics/anomalies reports (CONTRACT §11). */
+export const anomalyTypes = ["fingerprint_churn", "ip_churn", "validation_spike", "failed_validation_burst"] as const
+export const AnomalyType = Schema.Literals(anomalyTypes)
+export type AnomalyType = typeof AnomalyType.Type
 
 /** Events that change what the certificate revocation list lists; each one advances its `seq`. */
 export const revocationEventTypes: ReadonlySet<EventType> = new Set<EventType>([

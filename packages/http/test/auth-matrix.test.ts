@@ -44,6 +44,10 @@ for (const store of ["memory", "pglite"] as const) {
         { method: "GET", path: "/generators" },
         { method: "GET", path: `/generators/${generator.id}` },
         { method: "GET", path: "/api-keys" },
+        { method: "GET", path: "/analytics/overview" },
+        { method: "GET", path: "/analytics/validations" },
+        { method: "GET", path: "/analytics/anomalies" },
+        { method: "GET", path: "/analytics/expiring" },
         { method: "POST", path: "/licenses", body: {} },
         { method: "PUT", path: `/licenses/${license_key}`, body: { max_activations: 1 } },
         { method: "DELETE", path: `/licenses/${license_key}` },
@@ -156,7 +160,7 @@ for (const store of ["memory", "pglite"] as const) {
       const document = (await app.call("GET", "/openapi.json", { auth: null })).body
       const documented: Array<string> = []
       for (const [path, operations] of Object.entries<any>(document.paths)) {
-        if (!/^\/api\/lm\/v1\/(licenses|machines|generators|api-keys)/.test(path)) continue
+        if (!/^\/api\/lm\/v1\/(licenses|machines|generators|api-keys|analytics)/.test(path)) continue
         for (const [method, operation] of Object.entries<any>(operations)) {
           expect([method, path, operation.security]).toEqual([method, path, [{ basic: [] }]])
           documented.push(`${method.toUpperCase()} ${path.slice("/api/lm/v1".length)}`)

@@ -20,7 +20,7 @@
  * - Violations of constraints that the ports cannot report as typed errors (a duplicate machine
  *   fingerprint, API key hash or signing key id, an update of a missing row, a deadlock) are defects.
  */
-import { Errors, License, Model, Ports } from "@lm/domain"
+import { Analytics, Errors, License, Model, Ports } from "@lm/domain"
 import { Context, Effect, Layer } from "effect"
 import { Database, type Tx } from "./Database.js"
 import type { Row, Table } from "./Table.js"
@@ -50,6 +50,13 @@ interface Pending {
   readonly events: Array<Model.DomainEvent>
   revocationBumps: number
   readonly activity: Array<Model.ActivityEntry>
+  /** The hourly counters its event-log entries add. */
+  readonly rollup: Array<Analytics.HourlyCount>
+}
+
+/** An announced anomaly (the memory form of `lm_anomalies`). */
+interface AnomalyRow extends Ports.AnomalyRecord {
+  readonly id: number
 }
 
 /** A deep copy that nobody can change afterwards: what the store keeps and hands out. */
@@ -124,6 +131,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     unique: {},
     groups: { subscription: (row) => row.subscriptionId }
   })
+  const anomalies = db.table<AnomalyRow>({ name: "anomaly", unique: { kind: (a) => `${a.licenseId}\u0000${a.type}` }, groups: {} })
   let componentSeq = 0
 
   const committedEvents: Array<StoredEvent> = []
@@ -134,6 +142,24 @@ export const make = (options: Options = {}): Context.Context<Services> => {
   let activity: Array<Model.ActivityEntry> = []
   let activityHead = 0
   const activityByLicense = new Map<number, number>()
+  /** The hourly counters (rollups) per scope, then scope id, then hour start; retention leaves them. */
+  const rollups: Record<Analytics.RollupScope, Map<number, Map<number, { valid: number; invalid: number; refused: number; activations: number }>>> = {
+    license: new Map(),
+    product: new Map()
+  }
+  const addRollup = (row: Analytics.HourlyCount) => {
+    let ofId = rollups[row.scope].get(row.scopeId)
+    if (ofId === undefined) rollups[row.scope].set(row.scopeId, ofId = new Map())
+    const held = ofId.get(row.hour)
+    if (held === undefined) {
+      ofId.set(row.hour, { valid: row.valid, invalid: row.invalid, refused: row.refused, activations: row.activations })
+    } else {
+      held.valid += row.valid
+      held.invalid += row.invalid
+      held.refused += row.refused
+      held.activations += row.activations
+    }
+  }
   const pendingOf = new WeakMap<Tx, Pending>()
 
   // ---------------------------------------------------------------------------------------------------------
@@ -181,7 +207,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
   const pending = (tx: Tx): Pending => {
     let p = pendingOf.get(tx)
     if (p === undefined) {
-      const created: Pending = { events: [], revocationBumps: 0, activity: [] }
+      const created: Pending = { events: [], revocationBumps: 0, activity: [], rollup: [] }
       pendingOf.set(tx, created)
       tx.onCommit.push(() => {
         for (const event of created.events) {
@@ -194,6 +220,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
           activity.push(entry)
           if (entry.licenseId !== null) activityByLicense.set(entry.licenseId, (activityByLicense.get(entry.licenseId) ?? 0) + 1)
         }
+        for (const row of created.rollup) addRollup(row)
         while (activity.length - activityHead > activityWindow) forgetActivity(activity[activityHead++]!)
         if (activityHead > 1_024 && activityHead * 2 > activity.length) {
           activity = activity.slice(activityHead)
@@ -687,9 +714,12 @@ export const make = (options: Options = {}): Context.Context<Services> => {
           if (entries.length === 0) return
           const p = pending(tx)
           const length = p.activity.length
+          const rollupLength = p.rollup.length
           for (const entry of entries) p.activity.push(frozen(entry))
+          p.rollup.push(...Analytics.hourlyCountsOf(entries))
           db.record(tx, () => {
             p.activity.length = length
+            p.rollup.length = rollupLength
           })
         })
       ),
@@ -715,7 +745,107 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       })
   })
 
+  const activeAt = (machine: Model.Machine, at: number) => machine.status === "active" && (machine.seatDeadline === null || machine.seatDeadline > at)
+
+  const analyticsRepository = Ports.AnalyticsRepository.of({
+    hourly: (q) =>
+      Effect.sync(() => {
+        const sums = new Map<number, { hour: number; valid: number; invalid: number; refused: number; activations: number }>()
+        const ids = q.scopeId === undefined ? [...rollups[q.scope].values()] : [rollups[q.scope].get(q.scopeId) ?? new Map()]
+        for (const ofId of ids) {
+          for (const [hour, c] of ofId) {
+            if (hour < q.from || hour >= q.to) continue
+            const sum = sums.get(hour) ?? { hour, valid: 0, invalid: 0, refused: 0, activations: 0 }
+            sums.set(hour, { hour, valid: sum.valid + c.valid, invalid: sum.invalid + c.invalid, refused: sum.refused + c.refused, activations: sum.activations + c.activations })
+          }
+        }
+        return [...sums.values()].sort((a, b) => a.hour - b.hour)
+      }),
+    topLicenses: (from, to, limit) =>
+      Effect.sync(() => {
+        const totals: Array<{ licenseId: number; validations: number }> = []
+        for (const [licenseId, ofId] of rollups.license) {
+          if (licenseId === Analytics.noLicense) continue
+          let validations = 0
+          for (const [hour, c] of ofId) if (hour >= from && hour < to) validations += c.valid + c.invalid
+          if (validations > 0) totals.push({ licenseId, validations })
+        }
+        return totals.sort((a, b) => b.validations - a.validations || a.licenseId - b.licenseId).slice(0, Math.max(0, limit))
+      }),
+    busyHours: (q) =>
+      Effect.sync(() => {
+        const out: Array<{ licenseId: number; hour: number; count: number }> = []
+        for (const [licenseId, ofId] of rollups.license) {
+          if (licenseId === Analytics.noLicense) continue
+          for (const [hour, c] of ofId) {
+            const count = q.counter === "refused" ? c.refused : c.valid + c.invalid
+            if (hour >= q.from && count >= q.atLeast) out.push({ licenseId, hour, count })
+          }
+        }
+        return out.sort((a, b) => a.licenseId - b.licenseId || a.hour - b.hour)
+      }),
+    distinctPerLicense: (q) =>
+      Effect.sync(() => {
+        const seen = new Map<number, Set<string>>()
+        for (let i = activityHead; i < activity.length; i++) {
+          const e = activity[i]!
+          if (e.licenseId === null || e.at < q.since) continue
+          if (q.kind !== undefined && e.kind !== q.kind) continue
+          if (q.result !== undefined && e.result !== q.result) continue
+          const value = q.column === "fingerprint" ? e.fingerprint : e.ipAddress
+          if (value === null) continue
+          let values = seen.get(e.licenseId)
+          if (values === undefined) seen.set(e.licenseId, values = new Set())
+          values.add(value)
+        }
+        return [...seen].filter(([, v]) => v.size >= q.atLeast).map(([licenseId, v]) => ({ licenseId, count: v.size })).sort((a, b) => a.licenseId - b.licenseId)
+      }),
+    seats: (states, at) =>
+      read((tx) => {
+        let activeMachines = 0
+        let totalSeats = 0
+        for (const license of licenses.all(db.overlayOf(tx, licenses))) {
+          if (license.maxActivations === null || !states.includes(license.state)) continue
+          totalSeats += license.maxActivations
+          for (const machine of machines.inGroup(db.overlayOf(tx, machines), "license", license.id)) if (activeAt(machine, at)) activeMachines++
+        }
+        return { activeMachines, totalSeats }
+      }),
+    appVersions: (at) =>
+      read((tx) => {
+        const counts = new Map<string | null, number>()
+        for (const machine of machines.all(db.overlayOf(tx, machines))) {
+          if (activeAt(machine, at)) counts.set(machine.appVersion, (counts.get(machine.appVersion) ?? 0) + 1)
+        }
+        return [...counts].map(([appVersion, n]) => ({ appVersion, machines: n }))
+          .sort((a, b) => b.machines - a.machines || String(a.appVersion).localeCompare(String(b.appVersion)))
+      }),
+    recordAnomalies: (found, since) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          const fresh: Array<Ports.AnomalyRecord> = []
+          for (const a of found) {
+            const held = anomalies.findUnique(db.overlayOf(tx, anomalies), "kind", `${a.licenseId}\u0000${a.type}`)
+            if (held === undefined) {
+              if (yield* db.putUnique(tx, anomalies, [frozen({ ...a, id: anomalies.nextId() })])) fresh.push(a)
+            } else if (held.detectedAt < since) {
+              yield* replace(tx, anomalies, { ...held, detectedAt: a.detectedAt })
+              fresh.push(a)
+            }
+          }
+          return fresh
+        })
+      ),
+    anomaliesSince: (since) =>
+      read((tx) =>
+        [...anomalies.all(db.overlayOf(tx, anomalies))]
+          .filter((a) => a.detectedAt >= since)
+          .map(({ detectedAt, licenseId, type }) => ({ licenseId, type, detectedAt }))
+      )
+  })
+
   return Context.make(Ports.Store, store).pipe(
+    Context.add(Ports.AnalyticsRepository, analyticsRepository),
     Context.add(Ports.LicenseRepository, licenseRepository),
     Context.add(Ports.MachineRepository, machineRepository),
     Context.add(Ports.GeneratorRepository, generatorRepository),

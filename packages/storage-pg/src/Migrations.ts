@@ -12,6 +12,7 @@ import activityTimeBrin from "./migrations/0004_activity_time_brin.js"
 import webhooks from "./migrations/0005_webhooks.js"
 import subscriptions from "./migrations/0006_subscriptions.js"
 import rateLimits from "./migrations/0007_rate_limits.js"
+import analytics from "./migrations/0008_analytics.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -26,7 +27,8 @@ export const migrations = {
   "0004_activity_time_brin": activityTimeBrin,
   "0005_webhooks": webhooks,
   "0006_subscriptions": subscriptions,
-  "0007_rate_limits": rateLimits
+  "0007_rate_limits": rateLimits,
+  "0008_analytics": analytics
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

@@ -26,7 +26,8 @@ const shipped: Record<string, string> = {
   "0004_activity_time_brin": "f05c68aee0ac95b8cd0b26750f09e7ec4220b698d15a57e45d32b8dede415a39",
   "0005_webhooks": "7182661c379645b30cfcfaa5aa4d6ba8128defcdb0fba3634f73a18286e2badd",
   "0006_subscriptions": "19676510e804f6805d3ca277dacff37b83fde4cf85b6ef63233622cc1df8ca9b",
-  "0007_rate_limits": "3316056f929aa881a7fcd41e26622c6dbc42fe2dc182d032ec7e3d689086f7d5"
+  "0007_rate_limits": "3316056f929aa881a7fcd41e26622c6dbc42fe2dc182d032ec7e3d689086f7d5",
+  "0008_analytics": "709c13ed8a430dc8a67c8a032cb3d85090b1bb99193f675a422d8a3c4e153655"
 }
 
 const migrationsDir = fileURLToPath(new URL("../src/migrations/", import.meta.url))
@@ -87,7 +88,8 @@ describe("migrations", () => {
         [4, "activity_time_brin"],
         [5, "webhooks"],
         [6, "subscriptions"],
-        [7, "rate_limits"]
+        [7, "rate_limits"],
+        [8, "analytics"]
       ]
       assert.deepStrictEqual(yield* Migrations.migrate, recorded)
       const rows = yield* sql`SELECT migration_id, name FROM ${sql(Migrations.migrationsTable)} ORDER BY migration_id`

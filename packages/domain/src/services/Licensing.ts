@@ -62,6 +62,7 @@ export interface HeartbeatInput extends ClientContext {
 /** The license a client call found, noted as soon as it is found (for the event log). */
 interface Seen {
   licenseId: number | null
+  productId: number | null
 }
 
 export class Licensing extends Context.Service<Licensing, {
@@ -92,17 +93,19 @@ export class Licensing extends Context.Service<Licensing, {
         kind: ActivityKind,
         input: ClientContext & { readonly licenseKey: string; readonly fingerprint?: string | null | undefined; readonly appVersion?: string | null | undefined },
         run: (seen: Seen) => Effect.Effect<A, E, R>,
-        describe: (a: A) => { readonly licenseId: number; readonly machineId: number | null; readonly result: string }
+        describe: (a: A) => { readonly license: License; readonly machineId: number | null; readonly result: string }
       ) => {
-        const seen: Seen = { licenseId: null }
+        const seen: Seen = { licenseId: null, productId: null }
         return Effect.onExit(run(seen), (exit) =>
           Effect.flatMap(Clock.currentTimeMillis, (at) => {
             let licenseId: number | null = seen.licenseId
+            let productId: number | null = seen.productId
             let machineId: number | null = null
             let result = "error"
             if (exit._tag === "Success") {
               const d = describe(exit.value)
-              licenseId = d.licenseId
+              licenseId = d.license.id
+              productId = d.license.productId
               machineId = d.machineId
               result = d.result
             } else {
@@ -119,7 +122,8 @@ export class Licensing extends Context.Service<Licensing, {
               ipAddress: input.ipAddress,
               appVersion: input.appVersion ?? null,
               result,
-              at
+              at,
+              productId
             })
           })
         )
@@ -135,6 +139,7 @@ export class Licensing extends Context.Service<Licensing, {
         const license = yield* licenses.findByKey(key)
         if (license === undefined) return yield* licenseNotFound()
         seen.licenseId = license.id
+        seen.productId = license.productId
         const fingerprint = input.fingerprint ?? null
         const list = yield* machines.listForValidation(license.id, fingerprint)
         const now = yield* Clock.currentTimeMillis
@@ -185,7 +190,7 @@ export class Licensing extends Context.Service<Licensing, {
       return Licensing.of({
         validate: (input) =>
           logged("validate", input, (seen) => validate(input, seen), (r) => ({
-            licenseId: r.license.id,
+            license: r.license,
             machineId: r.validation.machine?.id ?? null,
             result: r.validation.code
           })),
@@ -194,12 +199,12 @@ export class Licensing extends Context.Service<Licensing, {
             "activate",
             { ...input, fingerprint: input.facts.fingerprint, appVersion: input.facts.appVersion },
             (seen) => activate(input, seen),
-            (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: r.created ? "activated" : "already_active" })
+            (r) => ({ license: r.license, machineId: r.machine.id, result: r.created ? "activated" : "already_active" })
           ),
         deactivate: (input) =>
-          logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "deactivated" })),
+          logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "deactivated" })),
         heartbeat: (input) =>
-          logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ licenseId: r.license.id, machineId: r.machine.id, result: "ok" }))
+          logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "ok" }))
       })
     })
   )

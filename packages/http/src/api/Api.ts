@@ -9,6 +9,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { version } from "../version.js"
+import { AnalyticsGroup } from "./Analytics.js"
 import { ErrorEnvelope } from "./ErrorEnvelope.js"
 import { ApiKeysGroup } from "./ApiKeys.js"
 import { ClientGroup } from "./Client.js"
@@ -38,6 +39,7 @@ export class Api extends HttpApi.make("lm")
   .add(ApiKeysGroup)
   .add(WebhooksGroup)
   .add(SubscriptionsGroup)
+  .add(AnalyticsGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)

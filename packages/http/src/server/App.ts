@@ -17,6 +17,7 @@ import { GeneratorsHandlers } from "./handlers/Generators.js"
 import { LicensesHandlers } from "./handlers/Licenses.js"
 import { MachinesHandlers } from "./handlers/Machines.js"
 import { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
+import { AnalyticsHandlers } from "./handlers/Analytics.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { FastPath } from "./FastPath.js"
 import { layerClientRateLimit, rateLimitsFromEnv } from "./RateLimits.js"
@@ -129,10 +130,33 @@ export const webhookOptionsFromEnv = Effect.gen(function*() {
   } satisfies Engine.WebhookOptions
 })
 
+/**
+ * The anomaly thresholds from the environment (CONTRACT §11; each unset one keeps its default):
+ * `LM_ANOMALY_FINGERPRINT_CHURN` (5), `LM_ANOMALY_IP_CHURN` (10), `LM_ANOMALY_SPIKE_FACTOR` (3),
+ * `LM_ANOMALY_SPIKE_MINIMUM` (20), `LM_ANOMALY_FAILED_BURST` (20). Each must be a positive number.
+ */
+export const anomalyThresholdsFromEnv = Effect.gen(function*() {
+  const positive = (name: string, integer: boolean) =>
+    Effect.flatMap((integer ? Config.Int(name) : Config.Number(name)).pipe(Config.option), (value) =>
+      Option.isNone(value)
+        ? Effect.succeed(undefined)
+        : readSetting(name, () => {
+          if (!(value.value > 0)) throw new Error("must be a positive number")
+          return value.value
+        }))
+  return {
+    fingerprintChurn: yield* positive("LM_ANOMALY_FINGERPRINT_CHURN", true),
+    ipChurn: yield* positive("LM_ANOMALY_IP_CHURN", true),
+    spikeFactor: yield* positive("LM_ANOMALY_SPIKE_FACTOR", false),
+    spikeMinimum: yield* positive("LM_ANOMALY_SPIKE_MINIMUM", true),
+    failedBurst: yield* positive("LM_ANOMALY_FAILED_BURST", true)
+  }
+})
+
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
  * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS`,
  * `LM_PAYMENT_GRACE_DAYS`, `LM_SUBSCRIPTION_JOB_INTERVAL`, the webhook settings, the rate limits (`LM_RATE_LIMIT*`,
- * see `RateLimits.ts`) (see `Engine.Options`). */
+ * see `RateLimits.ts`) and the anomaly thresholds (see `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
@@ -157,6 +181,7 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   return {
     webhooks,
     rateLimits,
+    anomalyThresholds: yield* anomalyThresholdsFromEnv,
     masterKey,
     signingKey: Option.getOrUndefined(signingKey),
     offlineTtlSeconds: Option.getOrUndefined(offline),
@@ -201,7 +226,8 @@ export const routesLayer = (storage: string) => {
     GeneratorsHandlers,
     ApiKeysHandlers,
     WebhooksHandlers,
-    SubscriptionsHandlers
+    SubscriptionsHandlers,
+    AnalyticsHandlers
   ).pipe(
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),

@@ -1,7 +1,10 @@
-/** The domain's `ActivityLog` (the event log, for analytics) on `lm_activity`, written in batches. */
+/**
+ * The domain's `ActivityLog` (the event log, for analytics) on `lm_activity`, written in batches; each
+ * statement also adds the batch's hourly counters to `lm_activity_hourly` (the rollups the analytics read).
+ */
 import { Context, Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
-import { Model, Ports } from "@lm/domain"
+import { Analytics, Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { chunk, Count, date, oneOf } from "./rows.js"
 
@@ -26,8 +29,28 @@ const activityRow = (e: Model.ActivityEntry) => ({
   ip_address: e.ipAddress,
   app_version: e.appVersion,
   result: e.result,
-  at: date(e.at)
+  at: date(e.at),
+  product_id: e.productId ?? null
 })
+
+/**
+ * The hourly counters of a batch as one JSON parameter, sorted by their key so that concurrent writers lock the
+ * counter rows in one order (no deadlock between two batches touching the same hours).
+ */
+const countsJson = (batch: ReadonlyArray<Model.ActivityEntry>): string =>
+  JSON.stringify(
+    [...Analytics.hourlyCountsOf(batch)]
+      .sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.scopeId - b.scopeId || a.hour - b.hour))
+      .map((c) => ({
+        scope: c.scope,
+        scope_id: c.scopeId,
+        hour: new Date(c.hour).toISOString(),
+        valid: c.valid,
+        invalid: c.invalid,
+        refused: c.refused,
+        activations: c.activations
+      }))
+  )
 
 export const layer = Layer.effect(
   Ports.ActivityLog,
@@ -40,15 +63,28 @@ export const layer = Layer.effect(
      * `json_to_recordset`. The statement text stays the same whatever the number of rows, so neither the
      * client nor the server builds or parses a statement with thousands of placeholders.
      */
-    const insertActivity = (batch: ReadonlyArray<Model.ActivityEntry>) =>
-      batch.length === 1
+    const insertActivity = (batch: ReadonlyArray<Model.ActivityEntry>) => {
+      // The entries and their counters in one statement: both are written or neither.
+      const entries = batch.length === 1
         ? sql`INSERT INTO lm_activity ${sql.insert(activityRow(batch[0]!))}`
         : sql`
-          INSERT INTO lm_activity (kind, license_id, license_key, machine_id, fingerprint, ip_address, app_version, result, at)
-          SELECT kind, license_id, license_key, machine_id, fingerprint, ip_address, app_version, result, at
+          INSERT INTO lm_activity (kind, license_id, license_key, machine_id, fingerprint, ip_address, app_version, result, at, product_id)
+          SELECT kind, license_id, license_key, machine_id, fingerprint, ip_address, app_version, result, at, product_id
           FROM json_to_recordset(${JSON.stringify(batch.map((e) => ({ ...activityRow(e), at: new Date(e.at).toISOString() })))}::json)
             AS e(kind text, license_id bigint, license_key text, machine_id bigint, fingerprint text, ip_address text,
-                 app_version text, result text, at timestamptz)`
+                 app_version text, result text, at timestamptz, product_id bigint)`
+      return sql`
+        WITH entries AS (${entries})
+        INSERT INTO lm_activity_hourly (scope, scope_id, hour, valid, invalid, refused, activations)
+        SELECT scope, scope_id, hour, valid, invalid, refused, activations
+        FROM json_to_recordset(${countsJson(batch)}::json)
+          AS c(scope text, scope_id bigint, hour timestamptz, valid bigint, invalid bigint, refused bigint, activations bigint)
+        ON CONFLICT (scope, scope_id, hour) DO UPDATE SET
+          valid = lm_activity_hourly.valid + EXCLUDED.valid,
+          invalid = lm_activity_hourly.invalid + EXCLUDED.invalid,
+          refused = lm_activity_hourly.refused + EXCLUDED.refused,
+          activations = lm_activity_hourly.activations + EXCLUDED.activations`
+    }
 
     return Ports.ActivityLog.of({
       // A batch the store refuses (e.g. text it cannot hold) is retried entry by entry by the recorder, and a

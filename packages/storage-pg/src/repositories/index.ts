@@ -7,6 +7,7 @@ import { Layer } from "effect"
 import type { PgClient } from "@effect/sql-pg/PgClient"
 import { Ports } from "@lm/domain"
 import * as ActivityLog from "./activity.js"
+import * as Analytics from "./analytics.js"
 import * as ApiKeys from "./apiKeys.js"
 import * as Generators from "./generators.js"
 import * as Licenses from "./licenses.js"
@@ -31,6 +32,7 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   SigningKeys.layer,
   Outbox.layer,
   ActivityLog.layer,
+  Analytics.layer,
   Webhooks.layer,
   Subscriptions.layer
 )

@@ -1,0 +1,156 @@
+/**
+ * Analytics at scale: how long the overview and the validation series take over a large event log.
+ *
+ * For each store: a fresh store (a new database on the server of `DATABASE_URL`, dropped after; a copy of the
+ * PGlite template folder) is migrated, then seeded directly with SQL (`generate_series`, in batches): licenses
+ * (`issued`, 5 seats, product `i % 50`, expiring over the next year) and event-log entries spread evenly over the
+ * last 90 days on random licenses (9 in 10 validations, 1 in 7 of them refused; 1 in 10 activations). The hourly
+ * counters are then built from those entries with one `INSERT … SELECT … GROUP BY` that mirrors the domain's
+ * `Analytics.hourlyCountsOf` (what the event log's writer adds batch by batch), and the tables are analysed.
+ * The engine then opens the store and each query runs `BENCH_ANALYTICS_RUNS` times (median and worst printed):
+ * the overview of 7 and 90 days, the 90-day daily series, a 7-day hourly series, one license's 90-day series,
+ * and the anomalies.
+ *
+ * Run: `nice -n 10 node bench/analytics.ts` (after `npx tsc -b`). Settings: DATABASE_URL (PostgreSQL runs only
+ * with it), BENCH_ANALYTICS_STORES (postgres,pglite), BENCH_ANALYTICS_EVENTS / BENCH_ANALYTICS_LICENSES (PostgreSQL,
+ * default 10,000,000 / 1,000,000), BENCH_ANALYTICS_PGLITE_EVENTS / _LICENSES (default 1,000,000 / 100,000),
+ * BENCH_ANALYTICS_RUNS (5).
+ */
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { Engine, Services } from "@lm/domain"
+import { layerOnClient, layerPglite, layerPostgres } from "@lm/storage-pg"
+import { envNumber, freshPostgresDatabase, machineLine, pgliteDataDir } from "./support.ts"
+
+const databaseUrl = process.env.DATABASE_URL ?? ""
+const stores = (process.env.BENCH_ANALYTICS_STORES ?? "postgres,pglite").split(",").map((s) => s.trim())
+const runs = envNumber("BENCH_ANALYTICS_RUNS", 5)
+const batch = 1_000_000
+
+const progress = (line: string) => process.stderr.write(`analytics: ${new Date().toISOString().slice(11, 19)} ${line}\n`)
+
+/** The key of license `n` (an SQL expression): `B000-0000-0000-0042` for 42. */
+const keySql = (n: string) => {
+  const k = `('B' || lpad((${n})::text, 15, '0'))`
+  return `substr(${k}, 1, 4) || '-' || substr(${k}, 5, 4) || '-' || substr(${k}, 9, 4) || '-' || substr(${k}, 13, 4)`
+}
+
+const seedStatements = (licenses: number, events: number): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  for (let from = 1; from <= licenses; from += batch) {
+    const to = Math.min(licenses, from + batch - 1)
+    out.push(`
+      INSERT INTO lm_licenses (key, state, product_id, max_activations, overage_strategy, is_floating, lease_duration,
+        require_heartbeat, heartbeat_interval, expires_at, grace_days, grace_ends_at, source, created_at, updated_at)
+      SELECT ${keySql("i")}, 'issued', i % 50, 5, 'deny', false, 0, false, 0,
+        now() + (i % 365) * interval '1 day', 0, now() + (i % 365) * interval '1 day', 'api', now(), now()
+      FROM generate_series(${from}, ${to}) AS i`)
+  }
+  for (let from = 1; from <= events; from += batch) {
+    const to = Math.min(events, from + batch - 1)
+    out.push(`
+      INSERT INTO lm_activity (kind, license_id, license_key, product_id, fingerprint, ip_address, result, at)
+      SELECT CASE WHEN i % 10 = 0 THEN 'activate' ELSE 'validate' END, l, ${keySql("l")}, l % 50,
+        'fp-' || (i % 7), '10.0.' || (i % 250) || '.1',
+        CASE WHEN i % 10 = 0 THEN 'activated' WHEN i % 7 = 0 THEN 'fingerprint_not_activated' ELSE 'valid' END,
+        now() - (i::float8 / ${events}) * interval '90 days'
+      FROM generate_series(${from}, ${to}) AS i, LATERAL (SELECT 1 + (hashint4(i)::bigint & 2147483647) % ${licenses} AS l) AS pick`)
+  }
+  // The counters the writer would have added, entry by entry (see Analytics.hourlyCountsOf).
+  const counters = (scope: string, id: string) => `
+    INSERT INTO lm_activity_hourly (scope, scope_id, hour, valid, invalid, refused, activations)
+    SELECT '${scope}', ${id}, date_trunc('hour', at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',
+      count(*) FILTER (WHERE kind = 'validate' AND result = 'valid'),
+      count(*) FILTER (WHERE kind = 'validate' AND result <> 'valid'),
+      count(*) FILTER (WHERE result NOT IN ('valid', 'activated', 'already_active', 'deactivated', 'ok')),
+      count(*) FILTER (WHERE kind = 'activate' AND result = 'activated')
+    FROM lm_activity GROUP BY 1, 2, 3`
+  out.push(counters("license", "coalesce(license_id, 0)"), counters("product", "coalesce(product_id, -1)"))
+  out.push("ANALYZE")
+  return out
+}
+
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const times: Array<number> = []
+    for (let i = 0; i < runs; i++) {
+      const start = performance.now()
+      yield* effect
+      times.push(performance.now() - start)
+    }
+    return { median: median(times), worst: Math.max(...times) }
+  })
+
+/** A PostgreSQL or PGlite client layer (`layerPostgres`, `layerPglite`). */
+type ClientLayer = ReturnType<typeof layerPostgres> | ReturnType<typeof layerPglite>
+
+const measure = (client: ClientLayer, licenses: number, events: number) => {
+  // One store: the engine's and the seeding's SQL client are the same instance (layers are shared by reference).
+  const store = layerOnClient.pipe(Layer.provideMerge(client))
+  return Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const statements = seedStatements(licenses, events)
+    const seedStart = performance.now()
+    for (const [i, statement] of statements.entries()) {
+      yield* sql.unsafe(statement)
+      progress(`seed ${i + 1}/${statements.length}`)
+    }
+    const seedSeconds = (performance.now() - seedStart) / 1000
+    const hourlyRows = (yield* sql`SELECT count(*)::int AS n FROM lm_activity_hourly`)[0]!.n as number
+    const analytics = yield* Services.Analytics
+    const now = Date.now()
+    const one = (yield* sql`SELECT key FROM lm_licenses WHERE id = 1`)[0]!.key as string
+    const cases: ReadonlyArray<readonly [string, Effect.Effect<unknown, unknown>]> = [
+      ["overview 7d", analytics.overview("7d")],
+      ["overview 90d", analytics.overview("90d")],
+      ["validations 90 days by day", analytics.validations({ from: now - 90 * 86_400_000, to: now, interval: "day" })],
+      ["validations 7 days by hour", analytics.validations({ from: now - 7 * 86_400_000, to: now, interval: "hour" })],
+      ["validations of one product, 90 days by day", analytics.validations({ from: now - 90 * 86_400_000, to: now, productId: 7 })],
+      ["validations of one license, 90 days by day", analytics.validations({ from: now - 90 * 86_400_000, to: now, licenseKey: one })],
+      ["anomalies", analytics.anomalies]
+    ]
+    const results: Array<readonly [string, { median: number; worst: number }]> = []
+    for (const [name, effect] of cases) {
+      const r = yield* timed(effect)
+      progress(`${name}: ${r.median.toFixed(0)} ms`)
+      results.push([name, r])
+    }
+    return { seedSeconds, hourlyRows, results }
+  }).pipe(
+    Effect.provide(Layer.merge(Engine.layer(store, { sweepIntervalSeconds: 0, eventRetentionDays: 0 }), store)),
+    Effect.scoped
+  )
+}
+
+const report = (store: string, licenses: number, events: number, r: Awaited<ReturnType<typeof run>>) => {
+  console.log(`\n### ${store}: ${licenses.toLocaleString("en")} licenses, ${events.toLocaleString("en")} events over 90 days`)
+  console.log(`seeded in ${r.seedSeconds.toFixed(0)} s; ${r.hourlyRows.toLocaleString("en")} hourly counter rows\n`)
+  console.log(`| query | median ms | worst ms (of ${runs}) |\n|---|---|---|`)
+  for (const [name, t] of r.results) console.log(`| ${name} | ${t.median.toFixed(0)} | ${t.worst.toFixed(0)} |`)
+}
+
+const run = (client: ClientLayer, licenses: number, events: number) => Effect.runPromise(measure(client, licenses, events))
+
+console.log(`# bench/analytics.ts, ${new Date().toISOString()}\n${machineLine()}`)
+if (stores.includes("postgres") && databaseUrl !== "") {
+  const licenses = envNumber("BENCH_ANALYTICS_LICENSES", 1_000_000)
+  const events = envNumber("BENCH_ANALYTICS_EVENTS", 10_000_000)
+  const db = await freshPostgresDatabase(databaseUrl, "analytics")
+  try {
+    report("PostgreSQL", licenses, events, await run(layerPostgres({ url: db.url, maxConnections: 4 }), licenses, events))
+  } finally {
+    await db.drop()
+  }
+}
+if (stores.includes("pglite")) {
+  const licenses = envNumber("BENCH_ANALYTICS_PGLITE_LICENSES", 100_000)
+  const events = envNumber("BENCH_ANALYTICS_PGLITE_EVENTS", 1_000_000)
+  const data = await pgliteDataDir()
+  try {
+    report("PGlite", licenses, events, await run(layerPglite({ dataDir: data.dir }), licenses, events))
+  } finally {
+    await data.remove()
+  }
+}

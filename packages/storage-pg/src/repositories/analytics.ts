@@ -1,0 +1,122 @@
+/**
+ * The domain's `AnalyticsRepository`: sums of the hourly counters in `lm_activity_hourly` (written with the
+ * event log, see `activity.ts`), distinct counts over the recent event log, seat and app-version counts over
+ * licenses and machines, and the announced anomalies in `lm_anomalies`. Only sums, filters and orders: every
+ * threshold and window comes from the domain.
+ */
+import { Effect, Layer, Schema } from "effect"
+import { PgClient } from "@effect/sql-pg/PgClient"
+import { Analytics, Model, Ports } from "@lm/domain"
+import { orUnavailable } from "./failures.js"
+import { date, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+
+const HourRow = Schema.Struct({ hour: Timestamp, valid: Int8, invalid: Int8, refused: Int8, activations: Int8 })
+const hourRows = rowsOf(HourRow, "lm_activity_hourly")
+const topRows = rowsOf(Schema.Struct({ license_id: Int8, validations: Int8 }), "lm_activity_hourly")
+const busyRows = rowsOf(Schema.Struct({ license_id: Int8, hour: Timestamp, count: Int8 }), "lm_activity_hourly")
+const distinctRows = rowsOf(Schema.Struct({ license_id: Int8, count: Int8 }), "lm_activity")
+const seatsRow = oneOf(Schema.Struct({ active_machines: Int8, total_seats: Int8 }), "lm_licenses")
+const versionRows = rowsOf(Schema.Struct({ app_version: Schema.NullOr(Schema.String), machines: Int8 }), "lm_machines")
+const AnomalyRow = Schema.Struct({ license_id: Int8, type: Model.AnomalyType, detected_at: Timestamp })
+const anomalyRows = rowsOf(AnomalyRow, "lm_anomalies")
+const toRecord = (r: typeof AnomalyRow.Type): Ports.AnomalyRecord => ({ licenseId: r.license_id, type: r.type, detectedAt: r.detected_at })
+
+export const layer = Layer.effect(
+  Ports.AnalyticsRepository,
+  Effect.gen(function*() {
+    const sql = yield* PgClient
+    const noLicense = Analytics.noLicense
+
+    return Ports.AnalyticsRepository.of({
+      hourly: (q) =>
+        sql`
+          SELECT hour, sum(valid)::int8 AS valid, sum(invalid)::int8 AS invalid, sum(refused)::int8 AS refused,
+                 sum(activations)::int8 AS activations
+          FROM lm_activity_hourly
+          WHERE scope = ${q.scope} ${q.scopeId === undefined ? sql`` : sql`AND scope_id = ${q.scopeId}`}
+            AND hour >= ${date(q.from)} AND hour < ${date(q.to)}
+          GROUP BY hour ORDER BY hour`.pipe(Effect.flatMap(hourRows), orUnavailable),
+      topLicenses: (from, to, limit) =>
+        sql`
+          SELECT scope_id AS license_id, sum(valid + invalid)::int8 AS validations
+          FROM lm_activity_hourly
+          WHERE scope = 'license' AND scope_id <> ${noLicense} AND hour >= ${date(from)} AND hour < ${date(to)}
+          GROUP BY scope_id HAVING sum(valid + invalid) > 0
+          ORDER BY validations DESC, license_id LIMIT ${Math.max(0, limit)}`.pipe(
+            Effect.flatMap(topRows),
+            Effect.map((rows) => rows.map((r) => ({ licenseId: r.license_id, validations: r.validations }))),
+            orUnavailable
+          ),
+      busyHours: (q) => {
+        const count = q.counter === "refused" ? sql`refused` : sql`(valid + invalid)`
+        return sql`
+          SELECT scope_id AS license_id, hour, ${count}::int8 AS count
+          FROM lm_activity_hourly
+          WHERE scope = 'license' AND scope_id <> ${noLicense} AND hour >= ${date(q.from)} AND ${count} >= ${q.atLeast}
+          ORDER BY scope_id, hour`.pipe(
+            Effect.flatMap(busyRows),
+            Effect.map((rows) => rows.map((r) => ({ licenseId: r.license_id, hour: r.hour, count: r.count }))),
+            orUnavailable
+          )
+      },
+      distinctPerLicense: (q) => {
+        const column = q.column === "fingerprint" ? sql`fingerprint` : sql`ip_address`
+        return sql`
+          SELECT license_id, count(DISTINCT ${column})::int8 AS count
+          FROM lm_activity
+          WHERE at >= ${date(q.since)} AND license_id IS NOT NULL AND ${column} IS NOT NULL
+            ${q.kind === undefined ? sql`` : sql`AND kind = ${q.kind}`}
+            ${q.result === undefined ? sql`` : sql`AND result = ${q.result}`}
+          GROUP BY license_id HAVING count(DISTINCT ${column}) >= ${q.atLeast}
+          ORDER BY license_id`.pipe(
+            Effect.flatMap(distinctRows),
+            Effect.map((rows) => rows.map((r) => ({ licenseId: r.license_id, count: r.count }))),
+            orUnavailable
+          )
+      },
+      seats: (states, at) =>
+        sql`
+          SELECT
+            (SELECT count(*) FROM lm_machines m JOIN lm_licenses l ON l.id = m.license_id
+             WHERE l.state IN ${sql.in(states)} AND l.max_activations IS NOT NULL
+               AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(at)}))::int8 AS active_machines,
+            (SELECT coalesce(sum(max_activations), 0) FROM lm_licenses
+             WHERE state IN ${sql.in(states)} AND max_activations IS NOT NULL)::int8 AS total_seats`.pipe(
+            Effect.flatMap(seatsRow),
+            Effect.map((r) => ({ activeMachines: r.active_machines, totalSeats: r.total_seats })),
+            orUnavailable
+          ),
+      appVersions: (at) =>
+        sql`
+          SELECT app_version, count(*)::int8 AS machines FROM lm_machines
+          WHERE status = 'active' AND (seat_deadline IS NULL OR seat_deadline > ${date(at)})
+          GROUP BY app_version ORDER BY machines DESC, app_version COLLATE "C" NULLS LAST`.pipe(
+            Effect.flatMap(versionRows),
+            Effect.map((rows) => rows.map((r) => ({ appVersion: r.app_version, machines: r.machines }))),
+            orUnavailable
+          ),
+      // A new (license, type) is inserted; a known one announced before `since` is renewed; the others are left
+      // (ON CONFLICT … WHERE returns no row for them), so each anomaly is answered to one caller only.
+      recordAnomalies: (found, since) =>
+        found.length === 0
+          ? Effect.succeed([])
+          : sql`
+            INSERT INTO lm_anomalies (license_id, type, detected_at)
+            SELECT license_id, type, detected_at
+            FROM json_to_recordset(${
+            JSON.stringify(found.map((a) => ({ license_id: a.licenseId, type: a.type, detected_at: new Date(a.detectedAt).toISOString() })))
+          }::json)
+              AS a(license_id bigint, type text, detected_at timestamptz)
+            ORDER BY license_id, type
+            ON CONFLICT (license_id, type) DO UPDATE SET detected_at = EXCLUDED.detected_at
+              WHERE lm_anomalies.detected_at < ${date(since)}
+            RETURNING license_id, type, detected_at`.pipe(Effect.flatMap(anomalyRows), Effect.map((rows) => rows.map(toRecord)), orUnavailable),
+      anomaliesSince: (since) =>
+        sql`SELECT license_id, type, detected_at FROM lm_anomalies WHERE detected_at >= ${date(since)}`.pipe(
+          Effect.flatMap(anomalyRows),
+          Effect.map((rows) => rows.map(toRecord)),
+          orUnavailable
+        )
+    })
+  })
+)
