@@ -19,6 +19,7 @@ import { Generators } from "./services/Generators.js"
 import { Licenses } from "./services/Licenses.js"
 import { Licensing } from "./services/Licensing.js"
 import { Machines } from "./services/Machines.js"
+import { Releases } from "./services/Releases.js"
 import { RevocationList } from "./services/RevocationList.js"
 import { SeatBatchSettings } from "./services/SeatBatches.js"
 import { SigningKeys } from "./services/SigningKeys.js"
@@ -63,6 +64,8 @@ export interface Options {
   readonly activity?: ActivityRecorderOptions | undefined
   /** Webhooks: their HTTP client, reach, retries and how often the outbox is read (see {@link WebhookOptions}). */
   readonly webhooks?: WebhookOptions | undefined
+  /** Seconds a release download token stays valid (default 300). */
+  readonly downloadTokenTtlSeconds?: number | undefined
   /** Size and age bounds of the validation cache. */
   readonly validationCache?: ValidationCacheOptions | undefined
 }
@@ -120,12 +123,13 @@ export const services = (options: { readonly activity?: ActivityRecorderOptions 
  * delivery, flushes the event log and closes the store, in that order.
  */
 export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Options = {}) => {
-  const core = Layer.mergeAll(
-    services({ activity: options.activity }),
-    Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
-    RevocationList.layer(),
-    Webhooks.layer
-  ).pipe(
+  const core = Releases.layer({ downloadTokenTtlSeconds: options.downloadTokenTtlSeconds }).pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      services({ activity: options.activity }),
+      Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
+      RevocationList.layer(),
+      Webhooks.layer
+    )),
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
     Layer.provideMerge(webhookSettingsLayer(options.webhooks)),
     Layer.provideMerge(options.masterKey === undefined ? MasterKey.layerEphemeral : MasterKey.layer(options.masterKey)),

@@ -10,6 +10,7 @@ import licensingSchema from "./migrations/0002_licensing_schema.js"
 import changeNotifications from "./migrations/0003_change_notifications.js"
 import activityTimeBrin from "./migrations/0004_activity_time_brin.js"
 import webhooks from "./migrations/0005_webhooks.js"
+import releases from "./migrations/0007_releases.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -22,7 +23,8 @@ export const migrations = {
   "0002_licensing_schema": licensingSchema,
   "0003_change_notifications": changeNotifications,
   "0004_activity_time_brin": activityTimeBrin,
-  "0005_webhooks": webhooks
+  "0005_webhooks": webhooks,
+  "0007_releases": releases
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

@@ -24,7 +24,8 @@ const shipped: Record<string, string> = {
   "0002_licensing_schema": "afc8598afda13488e9ad679b70b1873d7aa35cf6e41d582e2a340bcc5edab5a0",
   "0003_change_notifications": "b9ce4b5742ea270cd976ed2755849cb060851c5c82874d68f287aecf1f304c16",
   "0004_activity_time_brin": "f05c68aee0ac95b8cd0b26750f09e7ec4220b698d15a57e45d32b8dede415a39",
-  "0005_webhooks": "7182661c379645b30cfcfaa5aa4d6ba8128defcdb0fba3634f73a18286e2badd"
+  "0005_webhooks": "7182661c379645b30cfcfaa5aa4d6ba8128defcdb0fba3634f73a18286e2badd",
+  "0007_releases": "a0dd4e7e70053c73674f0571291378f83f03bd399a23208abd92e4be7767e44c"
 }
 
 const migrationsDir = fileURLToPath(new URL("../src/migrations/", import.meta.url))
@@ -83,7 +84,8 @@ describe("migrations", () => {
         [2, "licensing_schema"],
         [3, "change_notifications"],
         [4, "activity_time_brin"],
-        [5, "webhooks"]
+        [5, "webhooks"],
+        [7, "releases"]
       ]
       assert.deepStrictEqual(yield* Migrations.migrate, recorded)
       const rows = yield* sql`SELECT migration_id, name FROM ${sql(Migrations.migrationsTable)} ORDER BY migration_id`

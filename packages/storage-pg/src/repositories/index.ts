@@ -12,6 +12,7 @@ import * as Generators from "./generators.js"
 import * as Licenses from "./licenses.js"
 import * as Machines from "./machines.js"
 import * as Outbox from "./outbox.js"
+import * as Releases from "./releases.js"
 import * as SigningKeys from "./signingKeys.js"
 import * as Store from "./store.js"
 import * as Webhooks from "./webhooks.js"
@@ -29,5 +30,6 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   SigningKeys.layer,
   Outbox.layer,
   ActivityLog.layer,
-  Webhooks.layer
+  Webhooks.layer,
+  Releases.layer
 )
