@@ -16,6 +16,7 @@ import { GeneratorsGroup } from "./Generators.js"
 import { LicensesGroup } from "./Licenses.js"
 import { MachinesGroup } from "./Machines.js"
 import { parseOptions } from "./ParseOptions.js"
+import { ReleasesGroup, UpdatesGroup } from "./Releases.js"
 import { SystemGroup } from "./System.js"
 import { WebhooksGroup } from "./Webhooks.js"
 
@@ -36,6 +37,8 @@ export class Api extends HttpApi.make("lm")
   .add(GeneratorsGroup)
   .add(ApiKeysGroup)
   .add(WebhooksGroup)
+  .add(ReleasesGroup)
+  .add(UpdatesGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)

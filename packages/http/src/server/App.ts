@@ -4,6 +4,7 @@
  * stops accepting, finishes requests in flight, flushes the event log and closes the store, in that order.
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { Config, Context, Effect, Exit, Layer, Option, Redacted, Result, Scope } from "effect"
 import { ActivityRecorder, ApiKeys, Engine, Ports, Secrets, Services, Webhook } from "@lm/domain"
@@ -17,9 +18,13 @@ import { GeneratorsHandlers } from "./handlers/Generators.js"
 import { LicensesHandlers } from "./handlers/Licenses.js"
 import { MachinesHandlers } from "./handlers/Machines.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
+import { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
+import { layerReleaseRoutes } from "./ReleaseRoutes.js"
+import * as FileArtifactStore from "../artifacts/FileArtifactStore.js"
 import { FastPath } from "./FastPath.js"
+import { RestRequestValid } from "./Guards.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
-import { HttpSettings, type Listen, parseSwitch, readSetting } from "./Settings.js"
+import { HttpSettings, InvalidSetting, type Listen, parseSwitch, readSetting } from "./Settings.js"
 import * as WebhookSender from "./WebhookSender.js"
 import { StorageHealth, SystemHandlers } from "./System.js"
 
@@ -127,7 +132,7 @@ export const webhookOptionsFromEnv = Effect.gen(function*() {
 })
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
- * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, the webhook settings (see
+ * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_DOWNLOAD_TOKEN_TTL`, the webhook settings (see
  * `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
@@ -139,7 +144,12 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   // A number of days, fractions allowed (0.01 is 14.4 minutes: short windows for tests and benches).
   const eventRetentionDays = yield* Config.Number("LM_EVENT_RETENTION_DAYS").pipe(Config.withDefault(Engine.defaultEventRetentionDays))
   const webhooks = yield* webhookOptionsFromEnv
+  const downloadTokenTtl = yield* Config.Int("LM_DOWNLOAD_TOKEN_TTL").pipe(Config.option)
+  if (Option.isSome(downloadTokenTtl) && downloadTokenTtl.value < 1) {
+    return yield* new InvalidSetting({ name: "LM_DOWNLOAD_TOKEN_TTL", message: "LM_DOWNLOAD_TOKEN_TTL: expected a whole number of seconds of at least 1" })
+  }
   return {
+    downloadTokenTtlSeconds: Option.getOrUndefined(downloadTokenTtl),
     webhooks,
     masterKey,
     signingKey: Option.getOrUndefined(signingKey),
@@ -181,13 +191,20 @@ export const routesLayer = (storage: string) => {
     MachinesHandlers,
     GeneratorsHandlers,
     ApiKeysHandlers,
-    WebhooksHandlers
+    WebhooksHandlers,
+    ReleasesHandlers,
+    UpdatesHandlers
   ).pipe(
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),
     Layer.provide(storageHealthLayer(storage))
   )
-  return layerRoutes(Api).pipe(Layer.provide(handlers), Layer.provide(authenticatorLayer), Layer.provide(storageHealthLayer(storage)))
+  const releaseRoutes = layerReleaseRoutes.pipe(Layer.provide(RestRequestValid.layerBundled()), Layer.provide(authenticatorLayer))
+  return layerRoutes(Api, releaseRoutes).pipe(
+    Layer.provide(handlers),
+    Layer.provide(authenticatorLayer),
+    Layer.provide(storageHealthLayer(storage))
+  )
 }
 
 /**
@@ -257,6 +274,20 @@ const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>,
     return context
   }))
 
+/**
+ * The artifact store of release uploads: the folder `HttpSettings.artifactDir` (`{LM_DATA_DIR}/artifacts` by
+ * default), or a new temporary folder when none is set (the memory store, tests), removed when the server stops.
+ */
+export const artifactStoreLayer = Layer.unwrap(Effect.gen(function*() {
+  const { artifactDir } = yield* HttpSettings
+  if (artifactDir !== undefined) return FileArtifactStore.layer(artifactDir)
+  const dir = yield* Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "lm-artifacts-"))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  )
+  return FileArtifactStore.layer(dir)
+}))
+
 /** The whole server on a store choice, listening on `listen`. */
 export const serverLayer = (choice: StoreChoice, listen: Listen, options: Engine.Options = {}) =>
   serverLayerOn(storeLayer(choice), { storage: storeName(choice), description: describeStore(choice) }, listen, options)
@@ -279,6 +310,7 @@ export const serverLayerOn = <E, R>(
         // Below the server: it closes after the server has finished its requests in flight.
         Layer.provideMerge(FastPath.layer),
         Layer.provideMerge(bootstrapKeyLayer),
+        Layer.provideMerge(artifactStoreLayer),
         Layer.provideMerge(closingWithin(Engine.layer(store, engineOptions), engineCloseTimeoutMillis))
       )
   ))
