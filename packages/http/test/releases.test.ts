@@ -10,6 +10,8 @@ import { mkdtempSync, readdirSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
+import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3"
+import S3rver from "s3rver"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../../../test/support/eventually.js"
 import { admin } from "./support/Admin.js"
@@ -217,3 +219,61 @@ for (const store of ["memory", "pglite"] satisfies Array<TestStore>) {
     })
   })
 }
+
+describe("releases over HTTP with the S3-compatible artifact store (s3rver on loopback)", () => {
+  let app: TestApp
+  let s3: S3rver
+  let client: S3Client
+
+  beforeAll(async () => {
+    s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: mkdtempSync(path.join(tmpdir(), "lm-s3rver-")) })
+    const { port } = await s3.run()
+    // The SDK's usual settings chain, as an operator would set it; s3rver predates the default CRC checksums.
+    process.env.AWS_ACCESS_KEY_ID = "S3RVER"
+    process.env.AWS_SECRET_ACCESS_KEY = "S3RVER"
+    process.env.AWS_REQUEST_CHECKSUM_CALCULATION = "when_required"
+    process.env.AWS_RESPONSE_CHECKSUM_VALIDATION = "when_required"
+    const endpoint = `http://127.0.0.1:${port}`
+    client = new S3Client({ endpoint, region: "us-east-1", forcePathStyle: true })
+    await client.send(new CreateBucketCommand({ Bucket: "releases" }))
+    app = await startApp("memory", {
+      settings: { artifactS3: { bucket: "releases", endpoint, region: "us-east-1", prefix: "lm/" }, maxArtifactBytes: MAX_ARTIFACT }
+    })
+  }, 60_000)
+  afterAll(async () => {
+    await app?.close()
+    client?.destroy()
+    await s3?.close()
+  })
+
+  it("uploads into the bucket and downloads exactly, with ranges; over the limit keeps nothing", async () => {
+    const bytes = bytesOf(2 * 1024 * 1024 + 5, 7)
+    const form = new FormData()
+    form.append("product_id", "21")
+    form.append("version", "3.0.0")
+    form.append("file", new Blob([bytes]), "big.bin")
+    const created = await fetch(`${app.apiBase}/releases`, { method: "POST", body: form, headers: { authorization: adminAuth } })
+    expect(created.status).toBe(201)
+    expect((await json(created)).data).toMatchObject({ size: bytes.length, sha256: sha256(bytes) })
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: "releases", Prefix: "lm/" }))
+    expect(listed.KeyCount).toBe(1)
+
+    const license = await admin(app).createLicense({ product_id: 21 })
+    const url: string = (await app.call("GET", `/updates/check?license_key=${license.key}&version=2.0.0`, { auth: null })).body.data.download_url
+    const whole = Buffer.from(await (await fetch(url)).arrayBuffer())
+    expect(sha256(whole)).toBe(sha256(bytes))
+    const first = await fetch(url, { headers: { range: "bytes=0-0" } })
+    expect([first.status, Buffer.from(await first.arrayBuffer()).equals(bytes.subarray(0, 1))]).toEqual([206, true])
+    const suffix = await fetch(url, { headers: { range: "bytes=-10" } })
+    expect([suffix.status, Buffer.from(await suffix.arrayBuffer()).equals(bytes.subarray(bytes.length - 10))]).toEqual([206, true])
+
+    const tooLarge = new FormData()
+    tooLarge.append("product_id", "21")
+    tooLarge.append("version", "3.0.1")
+    tooLarge.append("file", new Blob([bytesOf(MAX_ARTIFACT + 1)]), "huge.bin")
+    const refused = await fetch(`${app.apiBase}/releases`, { method: "POST", body: tooLarge, headers: { authorization: adminAuth } })
+    expect(refused.status).toBe(413)
+    await refused.text()
+    expect((await client.send(new ListObjectsV2Command({ Bucket: "releases", Prefix: "lm/" }))).KeyCount).toBe(1)
+  })
+})

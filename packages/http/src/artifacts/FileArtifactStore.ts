@@ -16,8 +16,8 @@ import { Errors, Ports } from "@lm/domain"
 /** Keys are the store's own (random UUIDs): nothing a client sends names a file. */
 const KEY = /^[0-9a-f-]{36}$/
 
-/** Counts and hashes the bytes going through; fails past `maxBytes`. */
-const measuring = (maxBytes: number) => {
+/** Counts and hashes the bytes going through; fails past `maxBytes` (every artifact store uses it). */
+export const measuring = (maxBytes: number) => {
   const hash = createHash("sha256")
   let size = 0
   const transform = new Transform({

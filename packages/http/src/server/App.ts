@@ -21,6 +21,7 @@ import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
 import { layerReleaseRoutes } from "./ReleaseRoutes.js"
 import * as FileArtifactStore from "../artifacts/FileArtifactStore.js"
+import * as S3ArtifactStore from "../artifacts/S3ArtifactStore.js"
 import { FastPath } from "./FastPath.js"
 import { RestRequestValid } from "./Guards.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
@@ -275,11 +276,21 @@ const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>,
   }))
 
 /**
- * The artifact store of release uploads: the folder `HttpSettings.artifactDir` (`{LM_DATA_DIR}/artifacts` by
+ * The artifact store of release uploads: an S3-compatible bucket (`LM_ARTIFACT_S3_BUCKET`), else the folder `HttpSettings.artifactDir` (`{LM_DATA_DIR}/artifacts` by
  * default), or a new temporary folder when none is set (the memory store, tests), removed when the server stops.
  */
 export const artifactStoreLayer = Layer.unwrap(Effect.gen(function*() {
-  const { artifactDir } = yield* HttpSettings
+  const { artifactDir, artifactS3 } = yield* HttpSettings
+  if (artifactS3 !== undefined) {
+    return S3ArtifactStore.layer({
+      bucket: artifactS3.bucket,
+      prefix: artifactS3.prefix,
+      client: {
+        region: artifactS3.region,
+        ...(artifactS3.endpoint === undefined ? {} : { endpoint: artifactS3.endpoint, forcePathStyle: true })
+      }
+    })
+  }
   if (artifactDir !== undefined) return FileArtifactStore.layer(artifactDir)
   const dir = yield* Effect.acquireRelease(
     Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "lm-artifacts-"))),

@@ -55,6 +55,21 @@ export interface Settings {
    * memory store, tests): a new temporary folder for the life of the process.
    */
   readonly artifactDir: string | undefined
+  /**
+   * `LM_ARTIFACT_S3_BUCKET` (with `LM_ARTIFACT_S3_ENDPOINT`, `LM_ARTIFACT_S3_REGION`, `LM_ARTIFACT_S3_PREFIX`): keep
+   * artifacts in an S3-compatible bucket instead of `artifactDir`, so that several servers share them. Credentials
+   * come from the AWS SDK's usual chain (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, a profile, a role).
+   */
+  readonly artifactS3: ArtifactS3Settings | undefined
+}
+
+/** Where an S3-compatible artifact store is. */
+export interface ArtifactS3Settings {
+  readonly bucket: string
+  /** An S3-compatible server's URL (path-style requests are used then); unset: AWS S3. */
+  readonly endpoint: string | undefined
+  readonly region: string
+  readonly prefix: string
 }
 
 /** Where the server listens. */
@@ -178,6 +193,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     corsOrigins: undefined,
     maxArtifactBytes: defaultMaxArtifactBytes,
     artifactDir: undefined,
+    artifactS3: undefined,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -190,7 +206,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
    * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
    * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
    * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`,
-   * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`, `LM_ARTIFACT_DIR` (default `{LM_DATA_DIR}/artifacts`).
+   * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`, `LM_ARTIFACT_DIR` (default `{LM_DATA_DIR}/artifacts`), `LM_ARTIFACT_S3_*`.
    */
   static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
     const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
@@ -228,7 +244,15 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     const dataDir = yield* Config.String("LM_DATA_DIR").pipe(Config.withDefault("./data"))
     const memory = (yield* Config.String("LM_STORAGE").pipe(Config.withDefault(""))) === "memory"
     const artifactDir = artifactDirSetting !== "" ? artifactDirSetting : memory ? undefined : `${dataDir}/artifacts`
+    const s3Bucket = yield* Config.String("LM_ARTIFACT_S3_BUCKET").pipe(Config.withDefault(""))
+    const artifactS3 = s3Bucket === "" ? undefined : {
+      bucket: s3Bucket,
+      endpoint: (yield* Config.String("LM_ARTIFACT_S3_ENDPOINT").pipe(Config.withDefault(""))) || undefined,
+      region: yield* Config.String("LM_ARTIFACT_S3_REGION").pipe(Config.withDefault("us-east-1")),
+      prefix: yield* Config.String("LM_ARTIFACT_S3_PREFIX").pipe(Config.withDefault(""))
+    }
     return HttpSettings.make({
+      artifactS3,
       maxArtifactBytes,
       artifactDir,
       tls,
