@@ -3,7 +3,8 @@
  * streamed to the artifact store (bytes and SHA-256 round-trip exactly), 409 for a taken version, JSON releases
  * with `artifact_url`, the list newest semver first, the update check and its signed `download_url`, the download
  * (ranges, ETag, If-None-Match, If-Range, HEAD, 302 for an external artifact, tampered and expired tokens, a
- * license revoked after the check), and uploads over the limit or aborted midway leaving nothing behind.
+ * license revoked after the check), and uploads over the limit or aborted midway leaving nothing behind; on
+ * PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver).
  */
 import { createHash } from "node:crypto"
 import { mkdtempSync, readdirSync } from "node:fs"
@@ -14,6 +15,7 @@ import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/cl
 import S3rver from "s3rver"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../../../test/support/eventually.js"
+import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
 import { admin } from "./support/Admin.js"
 import { adminAuth, startApp, type TestApp, type TestStore } from "./support/App.js"
 
@@ -32,14 +34,22 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 
 const MAX_ARTIFACT = 4 * 1024 * 1024
 
-for (const store of ["memory", "pglite"] satisfies Array<TestStore>) {
+/** PostgreSQL joins the stores when DATABASE_URL names a server (CI sets it), on a database of its own. */
+const postgresUrl = process.env.DATABASE_URL ?? ""
+const stores: Array<TestStore | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
+
+for (const store of stores) {
   describe(`releases over HTTP (${store})`, () => {
     let app: TestApp
     let artifactDir: string
 
     beforeAll(async () => {
       artifactDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-test-")), "artifacts")
-      app = await startApp(store, { downloadTokenTtlSeconds: 2, settings: { artifactDir, maxArtifactBytes: MAX_ARTIFACT } })
+      app = await startApp(store === "postgres" ? "memory" : store, {
+        downloadTokenTtlSeconds: 2,
+        settings: { artifactDir, maxArtifactBytes: MAX_ARTIFACT },
+        ...(store === "postgres" ? { storeLayer: freshPostgresStore(postgresUrl) } : {})
+      })
     }, 120_000)
     afterAll(() => app?.close())
 
