@@ -22,6 +22,7 @@ import { Licenses } from "./services/Licenses.js"
 import { Licensing } from "./services/Licensing.js"
 import { Machines } from "./services/Machines.js"
 import { RateLimiter, type RateLimiterOptions } from "./services/RateLimiter.js"
+import { Releases } from "./services/Releases.js"
 import { RevocationList } from "./services/RevocationList.js"
 import { SeatBatchSettings } from "./services/SeatBatches.js"
 import { SigningKeys } from "./services/SigningKeys.js"
@@ -70,6 +71,8 @@ export interface Options {
   readonly webhooks?: WebhookOptions | undefined
   /** Thresholds of the anomaly rules (CONTRACT §11); each one not given keeps its default. */
   readonly anomalyThresholds?: { readonly [K in keyof AnomalyThresholds]?: AnomalyThresholds[K] | undefined } | undefined
+  /** Seconds a release download token stays valid (default 300). */
+  readonly downloadTokenTtlSeconds?: number | undefined
   /** Size and age bounds of the validation cache. */
   readonly validationCache?: ValidationCacheOptions | undefined
   /** Days after an unpaid period end before a subscription goes on-hold (`LM_PAYMENT_GRACE_DAYS`, default 3). */
@@ -153,15 +156,16 @@ export const services = (options: { readonly activity?: ActivityRecorderOptions 
  * delivery, flushes the event log and closes the store, in that order.
  */
 export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Options = {}) => {
-  const core = Layer.mergeAll(
-    RateLimiter.layer(
-      options.rateLimits?.settings ?? { ...defaultRateLimitSettings, enabled: false },
-      options.rateLimits ?? {}
-    ).pipe(Layer.provideMerge(services({ activity: options.activity }))),
-    Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
-    RevocationList.layer(),
-    Webhooks.layer
-  ).pipe(
+  const core = Releases.layer({ downloadTokenTtlSeconds: options.downloadTokenTtlSeconds }).pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      RateLimiter.layer(
+        options.rateLimits?.settings ?? { ...defaultRateLimitSettings, enabled: false },
+        options.rateLimits ?? {}
+      ).pipe(Layer.provideMerge(services({ activity: options.activity }))),
+      Tokens.layer({ offlineTtlSeconds: options.offlineTtlSeconds }),
+      RevocationList.layer(),
+      Webhooks.layer
+    )),
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
     Layer.provideMerge(webhookSettingsLayer(options.webhooks)),
     Layer.provideMerge(

@@ -1,7 +1,7 @@
 /**
  * @lm/domain — the licensing engine: business rules as pure functions, services that orchestrate them over
  * ports, and the errors and events of the contract. Depends on `effect` only (plus node:crypto and
- * @noble/ed25519 for signing); stores and the HTTP adapter plug in from outside.
+ * @noble/ed25519 for signing, and `semver` for release versions); stores and the HTTP adapter plug in from outside.
  *
  * The surface is grouped like `effect`'s own: one namespace per module, and the service tags by name.
  * - `Engine` — the whole engine on a store (`Engine.layer`), what embedders and the bundled server use.
@@ -25,6 +25,7 @@ export * as Machine from "./machine.js"
 export * as Model from "./model.js"
 export * as Money from "./money.js"
 export * as Ports from "./ports.js"
+export * as ReleaseRules from "./release.js"
 export * as Secrets from "./secrets.js"
 export * as Services from "./services/index.js"
 export * as Subscription from "./subscription.js"
@@ -44,6 +45,7 @@ export { Generators } from "./services/Generators.js"
 export { Licenses } from "./services/Licenses.js"
 export { Licensing } from "./services/Licensing.js"
 export { Machines } from "./services/Machines.js"
+export { Releases } from "./services/Releases.js"
 export { RevocationList } from "./services/RevocationList.js"
 export { SeatBatchSettings } from "./services/SeatBatches.js"
 export { SigningKeys } from "./services/SigningKeys.js"

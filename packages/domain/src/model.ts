@@ -193,7 +193,7 @@ export interface StoredSigningKey {
   readonly createdAt: number
 }
 
-/** Names of the license and machine events of CONTRACT §11. */
+/** Names of the license, machine, generator, anomaly and release events of CONTRACT §11. */
 const licensingEventTypes = [
   "license.created",
   "license.updated",
@@ -210,7 +210,8 @@ const licensingEventTypes = [
   "machine.culled",
   "machine.lease_expired",
   "generator.keys_generated",
-  "anomaly.detected"
+  "anomaly.detected",
+  "release.published"
 ] as const
 
 /** Names of the subscription events of CONTRACT §11 (CONTRACT §10's moves). */
@@ -235,12 +236,7 @@ export type EventType = typeof EventType.Type
 /**
  * The events a webhook may subscribe to: the contract's whole list (CONTRACT §11). `*` subscribes to every one.
  */
-export const webhookEventTypes = [
-  ...licensingEventTypes,
-  "release.published",
-  ...subscriptionEventTypes,
-  "webhook.ping"
-] as const
+export const webhookEventTypes = [...eventTypes, "webhook.ping"] as const
 export const WebhookEventType = Schema.Literals(webhookEventTypes)
 export type WebhookEventType = typeof WebhookEventType.Type
 
@@ -295,6 +291,43 @@ export const WebhookDelivery = Schema.Struct({
 export type WebhookDelivery = typeof WebhookDelivery.Type
 export type WebhookDeliveryDraft = Omit<WebhookDelivery, "id">
 
+/**
+ * Release channels, most stable first (CONTRACT §9). A client on a channel also sees the more stable ones (those
+ * before it here).
+ */
+export const releaseChannels = ["stable", "rc", "beta", "alpha", "dev"] as const
+export const ReleaseChannel = Schema.Literals(releaseChannels)
+export type ReleaseChannel = typeof ReleaseChannel.Type
+
+/** A published version of a product, with its artifact (uploaded to the artifact store, or hosted elsewhere). */
+export const Release = Schema.Struct({
+  id: Schema.Int,
+  productId: Schema.Int,
+  /** Strict semver, as given. */
+  version: Schema.String,
+  /**
+   * A text whose byte order is semver precedence (see `release.ts`, `versionSortKey`). Kept by the domain on
+   * every write; stores order by it (byte-wise) and never parse versions.
+   */
+  versionKey: Schema.String,
+  channel: ReleaseChannel,
+  changelog: Schema.NullOr(Schema.String),
+  minAppVersion: Schema.NullOr(Schema.String),
+  filename: Schema.NullOr(Schema.String),
+  size: Schema.NullOr(Schema.Number),
+  /** Lowercase hex SHA-256 of the artifact's bytes (null for an external artifact not described). */
+  sha256: Schema.NullOr(Schema.String),
+  contentType: Schema.NullOr(Schema.String),
+  /** Where an external artifact is hosted; null for an uploaded one. */
+  artifactUrl: Schema.NullOr(Schema.String),
+  /** The artifact store's key of an uploaded artifact; null for an external one. */
+  artifactKey: Schema.NullOr(Schema.String),
+  releasedAt: Millis,
+  createdAt: Millis
+})
+export type Release = typeof Release.Type
+export type ReleaseDraft = Omit<Release, "id">
+
 /** A domain event, written to the outbox in the same transaction as the change it describes. */
 export interface DomainEvent {
   readonly type: EventType
@@ -308,7 +341,7 @@ export interface DomainEvent {
 export type StoredEvent = DomainEvent & { readonly id: number }
 
 /** What a client call was, for the event log (analytics). */
-export const activityKinds = ["validate", "activate", "deactivate", "heartbeat"] as const
+export const activityKinds = ["validate", "activate", "deactivate", "heartbeat", "download"] as const
 export const ActivityKind = Schema.Literals(activityKinds)
 export type ActivityKind = typeof ActivityKind.Type
 

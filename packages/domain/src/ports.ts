@@ -4,7 +4,7 @@
  */
 import { Context, Effect, type Scope } from "effect"
 import type { HourlyCount, HourTotals, RollupScope } from "./analytics.js"
-import type { LicenseExists, StorageUnavailable } from "./errors.js"
+import type { LicenseExists, ReleaseExists, StorageUnavailable } from "./errors.js"
 import type {
   ActivityEntry,
   ActivityKind,
@@ -25,6 +25,9 @@ import type {
   RenewalDraft,
   RenewalRecord,
   RenewalStatus,
+  Release,
+  ReleaseChannel,
+  ReleaseDraft,
   SortDirection,
   StoredEvent,
   StoredSigningKey,
@@ -257,6 +260,52 @@ export class WebhookDeliveryQueue extends Context.Service<WebhookDeliveryQueue, 
   readonly list: (webhookId: number, page: PageRequest) => Op<Page<WebhookDelivery>>
 }>()("@lm/domain/WebhookDeliveryQueue") {}
 
+/** Filters of a release list. */
+export interface ReleaseQuery extends PageRequest {
+  readonly productId?: number | undefined
+  /** Only releases in these channels (none when empty). */
+  readonly channels?: ReadonlyArray<ReleaseChannel> | undefined
+}
+
+/** Published releases (CONTRACT §9). A product has one release per version. */
+export class ReleaseRepository extends Context.Service<ReleaseRepository, {
+  /** Inserts a release; `ReleaseExists` when its product already has that version. */
+  readonly insert: (draft: ReleaseDraft) => Op<Release, ReleaseExists>
+  readonly findById: (id: number) => Op<Release | undefined>
+  readonly findByVersion: (productId: number, version: string) => Op<Release | undefined>
+  /** Newest first: by `versionKey` byte-wise, descending, then id descending. */
+  readonly list: (query: ReleaseQuery) => Op<Page<Release>>
+}>()("@lm/domain/ReleaseRepository") {}
+
+/** An artifact written to the artifact store: its key there, byte count and lowercase hex SHA-256. */
+export interface StoredArtifact {
+  readonly key: string
+  readonly size: number
+  readonly sha256: string
+}
+
+/** An upload over the byte limit: nothing of it is kept. */
+export class ArtifactTooLarge {
+  readonly _tag = "ArtifactTooLarge"
+  constructor(readonly maxBytes: number) {}
+}
+
+/**
+ * Where uploaded release artifacts live (a folder, an S3-compatible bucket). Artifacts stream through: nothing
+ * holds a whole one in memory. A write is all or nothing: a failed, cut off or interrupted `put` leaves nothing
+ * readable behind.
+ */
+export class ArtifactStore extends Context.Service<ArtifactStore, {
+  /** Streams `body` in, counting bytes and hashing them; fails with `ArtifactTooLarge` past `maxBytes`. */
+  readonly put: (body: AsyncIterable<Uint8Array>, maxBytes: number) => Op<StoredArtifact, ArtifactTooLarge>
+  /** The artifact's bytes, or the inclusive byte range `[start, end]` of them; undefined when it is gone. */
+  readonly open: (
+    key: string,
+    range?: { readonly start: number; readonly end: number }
+  ) => Op<AsyncIterable<Uint8Array> | undefined>
+  readonly delete: (key: string) => Op<void>
+}>()("@lm/domain/ArtifactStore") {}
+
 /**
  * The event log (analytics): every client call and refusal, written in batches. A store holds an entry until
  * `prune` removes it, except that a store in memory holds only a window of the newest entries (the memory
@@ -412,6 +461,7 @@ export type StorePorts =
   | WebhookRepository
   | WebhookDeliveryQueue
   | SubscriptionRepository
+  | ReleaseRepository
 
 /** Filters of GET /subscriptions. */
 export interface SubscriptionQuery extends PageRequest {

@@ -132,6 +132,11 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     groups: { subscription: (row) => row.subscriptionId }
   })
   const anomalies = db.table<AnomalyRow>({ name: "anomaly", unique: { kind: (a) => `${a.licenseId}\u0000${a.type}` }, groups: {} })
+  const releases = db.table<Model.Release>({
+    name: "release",
+    unique: { version: (r) => `${r.productId}\u0000${r.version}` },
+    groups: { product: (r) => r.productId }
+  })
   let componentSeq = 0
 
   const committedEvents: Array<StoredEvent> = []
@@ -844,6 +849,32 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       )
   })
 
+  // ---------------------------------------------------------------------------------------------------------
+  // Releases
+
+  /** Newest first: `versionKey` descending (byte order: its characters are ASCII), then id descending. */
+  const newestFirst = (a: Model.Release, b: Model.Release) =>
+    a.versionKey === b.versionKey ? b.id - a.id : a.versionKey < b.versionKey ? 1 : -1
+
+  const releaseRepository = Ports.ReleaseRepository.of({
+    insert: (draft) =>
+      db.inTransaction((tx) =>
+        Effect.suspend(() => {
+          const row = frozen<Model.Release>({ ...draft, id: releases.nextId() })
+          return Effect.flatMap(db.putUnique(tx, releases, [row]), (written) => (written ? Effect.succeed(row) : Effect.fail(Errors.releaseExists())))
+        })
+      ),
+    findById: (id) => read((tx) => releases.get(db.overlayOf(tx, releases), id)),
+    findByVersion: (productId, version) => read((tx) => releases.findUnique(db.overlayOf(tx, releases), "version", `${productId}\u0000${version}`)),
+    list: (q) =>
+      read((tx) => {
+        const overlay = db.overlayOf(tx, releases)
+        const rows = q.productId === undefined ? [...releases.all(overlay)] : [...releases.inGroup(overlay, "product", q.productId)]
+        const channels = q.channels === undefined ? undefined : new Set(q.channels)
+        return pageOf(rows.filter((r) => channels === undefined || channels.has(r.channel)).sort(newestFirst), q)
+      })
+  })
+
   return Context.make(Ports.Store, store).pipe(
     Context.add(Ports.AnalyticsRepository, analyticsRepository),
     Context.add(Ports.LicenseRepository, licenseRepository),
@@ -855,7 +886,8 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     Context.add(Ports.ActivityLog, activityLog),
     Context.add(Ports.WebhookRepository, webhookRepository),
     Context.add(Ports.WebhookDeliveryQueue, deliveryQueue),
-    Context.add(Ports.SubscriptionRepository, subscriptionRepository)
+    Context.add(Ports.SubscriptionRepository, subscriptionRepository),
+    Context.add(Ports.ReleaseRepository, releaseRepository)
   )
 }
 

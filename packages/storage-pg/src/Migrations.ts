@@ -13,6 +13,7 @@ import webhooks from "./migrations/0005_webhooks.js"
 import subscriptions from "./migrations/0006_subscriptions.js"
 import rateLimits from "./migrations/0007_rate_limits.js"
 import analytics from "./migrations/0008_analytics.js"
+import releases from "./migrations/0009_releases.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -28,7 +29,8 @@ export const migrations = {
   "0005_webhooks": webhooks,
   "0006_subscriptions": subscriptions,
   "0007_rate_limits": rateLimits,
-  "0008_analytics": analytics
+  "0008_analytics": analytics,
+  "0009_releases": releases
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

@@ -27,7 +27,8 @@ const shipped: Record<string, string> = {
   "0005_webhooks": "7182661c379645b30cfcfaa5aa4d6ba8128defcdb0fba3634f73a18286e2badd",
   "0006_subscriptions": "19676510e804f6805d3ca277dacff37b83fde4cf85b6ef63233622cc1df8ca9b",
   "0007_rate_limits": "3316056f929aa881a7fcd41e26622c6dbc42fe2dc182d032ec7e3d689086f7d5",
-  "0008_analytics": "709c13ed8a430dc8a67c8a032cb3d85090b1bb99193f675a422d8a3c4e153655"
+  "0008_analytics": "709c13ed8a430dc8a67c8a032cb3d85090b1bb99193f675a422d8a3c4e153655",
+  "0009_releases": "a0dd4e7e70053c73674f0571291378f83f03bd399a23208abd92e4be7767e44c"
 }
 
 const migrationsDir = fileURLToPath(new URL("../src/migrations/", import.meta.url))
@@ -89,7 +90,8 @@ describe("migrations", () => {
         [5, "webhooks"],
         [6, "subscriptions"],
         [7, "rate_limits"],
-        [8, "analytics"]
+        [8, "analytics"],
+        [9, "releases"]
       ]
       assert.deepStrictEqual(yield* Migrations.migrate, recorded)
       const rows = yield* sql`SELECT migration_id, name FROM ${sql(Migrations.migrationsTable)} ORDER BY migration_id`

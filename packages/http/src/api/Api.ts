@@ -18,6 +18,7 @@ import { LicensesGroup } from "./Licenses.js"
 import { MachinesGroup } from "./Machines.js"
 import { parseOptions } from "./ParseOptions.js"
 import { SubscriptionsGroup } from "./Subscriptions.js"
+import { ReleasesGroup, UpdatesGroup } from "./Releases.js"
 import { SystemGroup } from "./System.js"
 import { WebhooksGroup } from "./Webhooks.js"
 
@@ -40,6 +41,8 @@ export class Api extends HttpApi.make("lm")
   .add(WebhooksGroup)
   .add(SubscriptionsGroup)
   .add(AnalyticsGroup)
+  .add(ReleasesGroup)
+  .add(UpdatesGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)

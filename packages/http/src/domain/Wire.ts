@@ -513,3 +513,36 @@ export const renewalToWire = (r: Model.RenewalRecord): RenewalWire => {
     created_at: iso(r.createdAt)
   }
 }
+/** A release on the wire (CONTRACT §9). */
+export const ReleaseWire = Schema.Struct({
+  id: Schema.Int,
+  product_id: Schema.Int,
+  version: Schema.String,
+  channel: Model.ReleaseChannel,
+  changelog: Schema.NullOr(Schema.String),
+  min_app_version: Schema.NullOr(Schema.String),
+  filename: Schema.NullOr(Schema.String),
+  size: Schema.NullOr(Schema.Number),
+  sha256: Schema.NullOr(Schema.String),
+  content_type: Schema.NullOr(Schema.String),
+  artifact_url: Schema.NullOr(Schema.String),
+  released_at: Schema.String,
+  created_at: Schema.String
+})
+export type ReleaseWire = typeof ReleaseWire.Type
+
+export const releaseToWire = (r: Model.Release): ReleaseWire => ({
+  id: r.id,
+  product_id: r.productId,
+  version: r.version,
+  channel: r.channel,
+  changelog: r.changelog,
+  min_app_version: r.minAppVersion,
+  filename: r.filename,
+  size: r.size,
+  sha256: r.sha256,
+  content_type: r.contentType,
+  artifact_url: r.artifactUrl,
+  released_at: iso(r.releasedAt),
+  created_at: iso(r.createdAt)
+})

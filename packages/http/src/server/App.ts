@@ -4,6 +4,7 @@
  * stops accepting, finishes requests in flight, flushes the event log and closes the store, in that order.
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { Config, Context, Effect, Exit, Layer, Option, Redacted, Result, Scope } from "effect"
 import { ActivityRecorder, ApiKeys, Engine, Ports, Secrets, Services, Webhook } from "@lm/domain"
@@ -19,7 +20,12 @@ import { MachinesHandlers } from "./handlers/Machines.js"
 import { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
 import { AnalyticsHandlers } from "./handlers/Analytics.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
+import { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
+import { layerReleaseRoutes } from "./ReleaseRoutes.js"
+import * as FileArtifactStore from "../artifacts/FileArtifactStore.js"
+import * as S3ArtifactStore from "../artifacts/S3ArtifactStore.js"
 import { FastPath } from "./FastPath.js"
+import { RestRequestValid } from "./Guards.js"
 import { layerClientRateLimit, rateLimitsFromEnv } from "./RateLimits.js"
 import { layerRedisRateLimits } from "./RedisRateLimits.js"
 import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
@@ -155,8 +161,8 @@ export const anomalyThresholdsFromEnv = Effect.gen(function*() {
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
  * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS`,
- * `LM_PAYMENT_GRACE_DAYS`, `LM_SUBSCRIPTION_JOB_INTERVAL`, the webhook settings, the rate limits (`LM_RATE_LIMIT*`,
- * see `RateLimits.ts`) and the anomaly thresholds (see `Engine.Options`). */
+ * `LM_PAYMENT_GRACE_DAYS`, `LM_SUBSCRIPTION_JOB_INTERVAL`, `LM_DOWNLOAD_TOKEN_TTL`, the webhook settings, the rate
+ * limits (`LM_RATE_LIMIT*`, see `RateLimits.ts`) and the anomaly thresholds (see `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
   const signingKey = yield* Config.Redacted("LM_SIGNING_KEY").pipe(Config.option)
@@ -178,7 +184,12 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   const paymentGraceDays = yield* Config.Number("LM_PAYMENT_GRACE_DAYS").pipe(Config.option)
   const subscriptionJob = yield* Config.Int("LM_SUBSCRIPTION_JOB_INTERVAL").pipe(Config.option)
   const rateLimits = yield* rateLimitsFromEnv
+  const downloadTokenTtl = yield* Config.Int("LM_DOWNLOAD_TOKEN_TTL").pipe(Config.option)
+  if (Option.isSome(downloadTokenTtl) && downloadTokenTtl.value < 1) {
+    return yield* new InvalidSetting({ name: "LM_DOWNLOAD_TOKEN_TTL", message: "LM_DOWNLOAD_TOKEN_TTL: expected a whole number of seconds of at least 1" })
+  }
   return {
+    downloadTokenTtlSeconds: Option.getOrUndefined(downloadTokenTtl),
     webhooks,
     rateLimits,
     anomalyThresholds: yield* anomalyThresholdsFromEnv,
@@ -227,13 +238,20 @@ export const routesLayer = (storage: string) => {
     ApiKeysHandlers,
     WebhooksHandlers,
     SubscriptionsHandlers,
-    AnalyticsHandlers
+    AnalyticsHandlers,
+    ReleasesHandlers,
+    UpdatesHandlers
   ).pipe(
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),
     Layer.provide(storageHealthLayer(storage))
   )
-  return layerRoutes(Api).pipe(Layer.provide(handlers), Layer.provide(authenticatorLayer), Layer.provide(storageHealthLayer(storage)))
+  const releaseRoutes = layerReleaseRoutes.pipe(Layer.provide(RestRequestValid.layerBundled()), Layer.provide(authenticatorLayer))
+  return layerRoutes(Api, releaseRoutes).pipe(
+    Layer.provide(handlers),
+    Layer.provide(authenticatorLayer),
+    Layer.provide(storageHealthLayer(storage))
+  )
 }
 
 /**
@@ -304,6 +322,30 @@ const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>,
   }))
 
 /**
+ * The artifact store of release uploads: an S3-compatible bucket (`LM_ARTIFACT_S3_BUCKET`), else the folder `HttpSettings.artifactDir` (`{LM_DATA_DIR}/artifacts` by
+ * default), or a new temporary folder when none is set (the memory store, tests), removed when the server stops.
+ */
+export const artifactStoreLayer = Layer.unwrap(Effect.gen(function*() {
+  const { artifactDir, artifactS3 } = yield* HttpSettings
+  if (artifactS3 !== undefined) {
+    return S3ArtifactStore.layer({
+      bucket: artifactS3.bucket,
+      prefix: artifactS3.prefix,
+      client: {
+        region: artifactS3.region,
+        ...(artifactS3.endpoint === undefined ? {} : { endpoint: artifactS3.endpoint, forcePathStyle: true })
+      }
+    })
+  }
+  if (artifactDir !== undefined) return FileArtifactStore.layer(artifactDir)
+  const dir = yield* Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "lm-artifacts-"))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  )
+  return FileArtifactStore.layer(dir)
+}))
+
+/**
  * The whole server on a store choice, listening on `listen`. Rate limits are shared through the Redis of
  * `redisUrl` (`LM_REDIS_URL`) when given, else through the store when it is PostgreSQL.
  */
@@ -341,6 +383,7 @@ export const serverLayerOn = <E, R>(
         // The public guards (the rate limit) for both the fast path and the handlers.
         Layer.provideMerge(layerClientRateLimit),
         Layer.provideMerge(bootstrapKeyLayer),
+        Layer.provideMerge(artifactStoreLayer),
         Layer.provideMerge(closingWithin(Engine.layer(store, engineOptions), engineCloseTimeoutMillis))
       )
   ))

@@ -41,6 +41,37 @@ type Declared = ApiErrors.ForStatus<401 | 403 | 429 | 503>
 const asDeclared = (error: ApiErrors.DomainErrorLike | ApiErrors.ApiError): Declared =>
   (ApiErrors.isApiError(error) ? error : ApiErrors.fromDomain(error)) as Declared
 
+/**
+ * Checks a request's credentials as {@link Authentication} does (the credential shape, the key, its scope for
+ * the method, the guards) and answers its key; the routes outside the HttpApi (the streamed release upload) call
+ * it with the `Authorization` header's Basic credentials.
+ */
+export const makeCheckCredentials = Effect.gen(function*() {
+  const authenticator = yield* ApiKeyAuthenticator
+  const { guards } = yield* RestRequestValid
+  const { trustProxyHops } = yield* HttpSettings
+  return Effect.fnUntraced(function*(request: HttpServerRequest, consumerKey: string, consumerSecret: string) {
+    if (!Services.isCredentialShape(consumerKey, consumerSecret)) return yield* unauthorized()
+    const key = yield* Effect.mapError(authenticator.authenticate(consumerKey, consumerSecret), asDeclared)
+    if (key === undefined) return yield* unauthorized()
+    if (!Services.scopeAllows(key.scope, request.method)) return yield* forbiddenScope(key.scope)
+    if (guards.length > 0) {
+      const guarded = { http: request, clientIp: clientIp(request, trustProxyHops), apiKey: key }
+      if (!(yield* Effect.mapError(runGuards(guards, guarded, key.scope), asDeclared))) return yield* forbiddenGuard()
+    }
+    return key
+  })
+})
+
+/** The Basic credentials of an `Authorization` header, or undefined. */
+export const basicCredentials = (header: string | undefined): { readonly user: string; readonly password: string } | undefined => {
+  const match = header === undefined ? null : /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header)
+  if (match === null) return undefined
+  const text = Buffer.from(match[1]!, "base64").toString("utf8")
+  const colon = text.indexOf(":")
+  return colon < 0 ? undefined : { user: text.slice(0, colon), password: text.slice(colon + 1) }
+}
+
 /** The layer implementing {@link Authentication}. */
 export const AuthenticationLive: Layer.Layer<
   Authentication,
@@ -49,22 +80,11 @@ export const AuthenticationLive: Layer.Layer<
 > = Layer.effect(
   Authentication,
   Effect.gen(function*() {
-    const authenticator = yield* ApiKeyAuthenticator
-    const { guards } = yield* RestRequestValid
-    const { trustProxyHops } = yield* HttpSettings
+    const check = yield* makeCheckCredentials
     return Authentication.of({
       basic: Effect.fnUntraced(function*(httpEffect, { credential }) {
-        const consumerKey = credential.username
-        const consumerSecret = Redacted.value(credential.password)
-        if (!Services.isCredentialShape(consumerKey, consumerSecret)) return yield* unauthorized()
-        const key = yield* Effect.mapError(authenticator.authenticate(consumerKey, consumerSecret), asDeclared)
-        if (key === undefined) return yield* unauthorized()
         const request = yield* HttpServerRequest
-        if (!Services.scopeAllows(key.scope, request.method)) return yield* forbiddenScope(key.scope)
-        if (guards.length > 0) {
-          const guarded = { http: request, clientIp: clientIp(request, trustProxyHops), apiKey: key }
-          if (!(yield* Effect.mapError(runGuards(guards, guarded, key.scope), asDeclared))) return yield* forbiddenGuard()
-        }
+        const key = yield* check(request, credential.username, Redacted.value(credential.password))
         return yield* Effect.provideService(httpEffect, CurrentApiKey, key)
       })
     })

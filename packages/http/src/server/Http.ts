@@ -40,7 +40,11 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
  * The routes of `api` under `HttpSettings.restRoot`, plus `GET {api_base}/openapi.json` and the global request
  * envelope (request ids, 404/405/413/500). Provide the group handlers (`HttpApiBuilder.group(api, ...)`).
  */
-export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
+export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint, E = never, R = never>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  /** Routes served beside the API's (e.g. the streamed release upload), mounted the same way. */
+  extraRoutes: Layer.Layer<never, E, R | HttpRouter.HttpRouter> = Layer.empty as Layer.Layer<never, E, R | HttpRouter.HttpRouter>
+) =>
   Layer.unwrap(Effect.gen(function*() {
     const { corsOrigins, maxBodyBytes, restRoot } = yield* HttpSettings
     const table = makeRouteTable()
@@ -51,7 +55,7 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
       openApiPath,
       Effect.sync(() => document ??= HttpServerResponse.jsonUnsafe(openApiDocument(api, restRoot)))
     )
-    return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, requestEnvelope({
+    return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, extraRoutes, requestEnvelope({
       table,
       maxBodyBytes,
       cors: makeCorsPolicy({ restRoot, corsOrigins })

@@ -45,6 +45,31 @@ export interface Settings {
    * allow any origin (`*`), management routes none; set: both allow exactly these.
    */
   readonly corsOrigins: ReadonlyArray<string> | undefined
+  /**
+   * `LM_MAX_ARTIFACT_BYTES` (default 512 MiB): the largest release artifact an upload may carry; the one route
+   * whose body is not bound by `maxBodyBytes` (it streams to the artifact store).
+   */
+  readonly maxArtifactBytes: number
+  /**
+   * `LM_ARTIFACT_DIR` (default `{LM_DATA_DIR}/artifacts`): the folder of uploaded release artifacts. Undefined (the
+   * memory store, tests): a new temporary folder for the life of the process.
+   */
+  readonly artifactDir: string | undefined
+  /**
+   * `LM_ARTIFACT_S3_BUCKET` (with `LM_ARTIFACT_S3_ENDPOINT`, `LM_ARTIFACT_S3_REGION`, `LM_ARTIFACT_S3_PREFIX`): keep
+   * artifacts in an S3-compatible bucket instead of `artifactDir`, so that several servers share them. Credentials
+   * come from the AWS SDK's usual chain (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, a profile, a role).
+   */
+  readonly artifactS3: ArtifactS3Settings | undefined
+}
+
+/** Where an S3-compatible artifact store is. */
+export interface ArtifactS3Settings {
+  readonly bucket: string
+  /** An S3-compatible server's URL (path-style requests are used then); unset: AWS S3. */
+  readonly endpoint: string | undefined
+  readonly region: string
+  readonly prefix: string
 }
 
 /** Where the server listens. */
@@ -54,6 +79,9 @@ export interface Listen {
   /** `PORT`, default 8080; 0 picks a free port. */
   readonly port: number
 }
+
+/** 512 MiB: the default limit of a release artifact (CONTRACT §9). */
+export const defaultMaxArtifactBytes = 512 * 1024 * 1024
 
 /** 1 MiB: the contract's body limit. */
 export const defaultMaxBodyBytes = 1024 * 1024
@@ -163,6 +191,9 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     tls: undefined,
     forceHttps: false,
     corsOrigins: undefined,
+    maxArtifactBytes: defaultMaxArtifactBytes,
+    artifactDir: undefined,
+    artifactS3: undefined,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -175,7 +206,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
    * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
    * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
    * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`,
-   * `LM_CORS_ORIGINS`.
+   * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`, `LM_ARTIFACT_DIR` (default `{LM_DATA_DIR}/artifacts`), `LM_ARTIFACT_S3_*`.
    */
   static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
     const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
@@ -208,7 +239,22 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     const forceHttps = yield* readSetting("LM_FORCE_HTTPS", () => parseSwitch(forceHttpsSetting, false))
     const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
     const corsOrigins = yield* readSetting("LM_CORS_ORIGINS", () => parseCorsOrigins(corsSetting))
+    const maxArtifactBytes = yield* positiveInt("LM_MAX_ARTIFACT_BYTES", defaults.maxArtifactBytes)
+    const artifactDirSetting = yield* Config.String("LM_ARTIFACT_DIR").pipe(Config.withDefault(""))
+    const dataDir = yield* Config.String("LM_DATA_DIR").pipe(Config.withDefault("./data"))
+    const memory = (yield* Config.String("LM_STORAGE").pipe(Config.withDefault(""))) === "memory"
+    const artifactDir = artifactDirSetting !== "" ? artifactDirSetting : memory ? undefined : `${dataDir}/artifacts`
+    const s3Bucket = yield* Config.String("LM_ARTIFACT_S3_BUCKET").pipe(Config.withDefault(""))
+    const artifactS3 = s3Bucket === "" ? undefined : {
+      bucket: s3Bucket,
+      endpoint: (yield* Config.String("LM_ARTIFACT_S3_ENDPOINT").pipe(Config.withDefault(""))) || undefined,
+      region: yield* Config.String("LM_ARTIFACT_S3_REGION").pipe(Config.withDefault("us-east-1")),
+      prefix: yield* Config.String("LM_ARTIFACT_S3_PREFIX").pipe(Config.withDefault(""))
+    }
     return HttpSettings.make({
+      artifactS3,
+      maxArtifactBytes,
+      artifactDir,
       tls,
       corsOrigins,
       forceHttps,

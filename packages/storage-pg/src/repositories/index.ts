@@ -13,6 +13,7 @@ import * as Generators from "./generators.js"
 import * as Licenses from "./licenses.js"
 import * as Machines from "./machines.js"
 import * as Outbox from "./outbox.js"
+import * as Releases from "./releases.js"
 import * as SigningKeys from "./signingKeys.js"
 import * as Store from "./store.js"
 import * as Subscriptions from "./subscriptions.js"
@@ -34,5 +35,6 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   ActivityLog.layer,
   Analytics.layer,
   Webhooks.layer,
-  Subscriptions.layer
+  Subscriptions.layer,
+  Releases.layer
 )

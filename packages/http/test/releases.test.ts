@@ -1,0 +1,289 @@
+/**
+ * Releases and licensed updates over HTTP (CONTRACT §9), on the memory store and PGlite: a multipart upload
+ * streamed to the artifact store (bytes and SHA-256 round-trip exactly), 409 for a taken version, JSON releases
+ * with `artifact_url`, the list newest semver first, the update check and its signed `download_url`, the download
+ * (ranges, ETag, If-None-Match, If-Range, HEAD, 302 for an external artifact, tampered and expired tokens, a
+ * license revoked after the check), and uploads over the limit or aborted midway leaving nothing behind; on
+ * PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver).
+ */
+import { createHash } from "node:crypto"
+import { mkdtempSync, readdirSync } from "node:fs"
+import { request as httpRequest } from "node:http"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3"
+import S3rver from "s3rver"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually } from "../../../test/support/eventually.js"
+import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
+import { admin } from "./support/Admin.js"
+import { adminAuth, startApp, type TestApp, type TestStore } from "./support/App.js"
+
+/** Deterministic bytes. */
+const bytesOf = (size: number, seed = 1): Buffer => {
+  const out = Buffer.alloc(size)
+  let x = seed
+  for (let i = 0; i < size; i++) {
+    x = (x * 1103515245 + 12345) >>> 0
+    out[i] = x >>> 24
+  }
+  return out
+}
+const json = async (response: Response): Promise<any> => await response.json()
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
+
+const MAX_ARTIFACT = 4 * 1024 * 1024
+
+/** PostgreSQL joins the stores when DATABASE_URL names a server (CI sets it), on a database of its own. */
+const postgresUrl = process.env.DATABASE_URL ?? ""
+const stores: Array<TestStore | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
+
+for (const store of stores) {
+  describe(`releases over HTTP (${store})`, () => {
+    let app: TestApp
+    let artifactDir: string
+
+    beforeAll(async () => {
+      artifactDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-test-")), "artifacts")
+      app = await startApp(store === "postgres" ? "memory" : store, {
+        downloadTokenTtlSeconds: 2,
+        settings: { artifactDir, maxArtifactBytes: MAX_ARTIFACT },
+        ...(store === "postgres" ? { storeLayer: freshPostgresStore(postgresUrl) } : {})
+      })
+    }, 120_000)
+    afterAll(() => app?.close())
+
+    const upload = (fields: Record<string, string>, file: Uint8Array | undefined, filename = "app.tar.gz", auth: string | null = adminAuth) => {
+      const form = new FormData()
+      for (const [name, value] of Object.entries(fields)) form.append(name, value)
+      if (file !== undefined) form.append("file", new Blob([file], { type: "application/gzip" }), filename)
+      return fetch(`${app.apiBase}/releases`, { method: "POST", body: form, headers: auth === null ? {} : { authorization: auth } })
+    }
+    const get = (url: string, headers: Record<string, string> = {}, method = "GET") => fetch(url, { method, headers, redirect: "manual" })
+
+    it("publishes an uploaded artifact once; its bytes and SHA-256 come back exactly, with ranges and validators", async () => {
+      const bytes = bytesOf(3 * 1024 * 1024 + 17)
+      const created = await upload({ product_id: "11", version: "1.1.0", channel: "stable", changelog: "Faster" }, bytes, "app ü.tar.gz")
+      expect(created.status).toBe(201)
+      const release = (await json(created)).data
+      expect(release).toMatchObject({
+        product_id: 11,
+        version: "1.1.0",
+        channel: "stable",
+        changelog: "Faster",
+        size: bytes.length,
+        sha256: sha256(bytes),
+        filename: "app ü.tar.gz",
+        content_type: "application/gzip",
+        artifact_url: null
+      })
+      const again = await upload({ product_id: "11", version: "1.1.0" }, bytesOf(1000))
+      expect(again.status).toBe(409)
+      expect((await json(again)).code).toBe("release_exists")
+      expect(readdirSync(artifactDir)).toHaveLength(1)
+
+      const license = await admin(app).createLicense({ product_id: 11, max_activations: 1 })
+      const check = await app.call("GET", `/updates/check?license_key=${license.key}&version=1.0.0`, { auth: null })
+      expect(check.status).toBe(200)
+      expect(check.body.data).toMatchObject({ update_available: true, current_version: "1.0.0", latest_version: "1.1.0", release: { id: release.id } })
+      const url: string = check.body.data.download_url
+      expect(url.startsWith(`${app.apiBase}/updates/download?token=`)).toBe(true)
+      expect(Date.parse(check.body.data.token_expires_at)).toBeGreaterThan(Date.now() - 5000)
+
+      const whole = await get(url)
+      expect(whole.status).toBe(200)
+      const body = Buffer.from(await whole.arrayBuffer())
+      expect(body.length).toBe(bytes.length)
+      expect(sha256(body)).toBe(sha256(bytes))
+      expect(whole.headers.get("content-length")).toBe(String(bytes.length))
+      expect(whole.headers.get("etag")).toBe(`"${sha256(bytes)}"`)
+      expect(whole.headers.get("accept-ranges")).toBe("bytes")
+      expect(whole.headers.get("content-disposition")).toBe(`attachment; filename="app _.tar.gz"; filename*=UTF-8''app%20%C3%BC.tar.gz`)
+
+      const etag = `"${sha256(bytes)}"`
+      const last = bytes.length - 1
+      for (const [range, start, end] of [["bytes=0-0", 0, 0], [`bytes=${last}-${last}`, last, last], ["bytes=-100", bytes.length - 100, last], ["bytes=1000-", 1000, last], [`bytes=10-${last + 500}`, 10, last]] as const) {
+        const part = await get(url, { range })
+        expect(part.status, range).toBe(206)
+        expect(part.headers.get("content-range")).toBe(`bytes ${start}-${end}/${bytes.length}`)
+        expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(start, end + 1)), range).toBe(true)
+      }
+      const beyond = await get(url, { range: `bytes=${bytes.length}-` })
+      expect(beyond.status).toBe(416)
+      expect(beyond.headers.get("content-range")).toBe(`bytes */${bytes.length}`)
+      await beyond.text()
+      const unchanged = await get(url, { "if-none-match": etag })
+      expect(unchanged.status).toBe(304)
+      const staleRange = await get(url, { range: "bytes=0-0", "if-range": `"other"` })
+      expect(staleRange.status).toBe(200)
+      expect(Buffer.from(await staleRange.arrayBuffer()).length).toBe(bytes.length)
+      const head = await get(url, {}, "HEAD")
+      expect(head.status).toBe(200)
+      expect(head.headers.get("content-length")).toBe(String(bytes.length))
+      expect(await head.text()).toBe("")
+
+      const [payload, signature] = new URL(url).searchParams.get("token")!.split(".")
+      const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, "base64url").toString()), rid: release.id + 1 })).toString("base64url")
+      const tampered = await get(`${app.apiBase}/updates/download?token=${forged}.${signature}`)
+      expect(tampered.status).toBe(403)
+      expect((await json(tampered)).code).toBe("download_token_invalid")
+      expect((await json(await get(`${app.apiBase}/updates/download`))).code).toBe("download_token_invalid")
+
+      // The token's TTL is 2 s here: it expires without anything else changing.
+      await eventually(async () => {
+        const expired = await get(url)
+        expect((await json(expired)).code).toBe("download_token_expired")
+      }, { timeout: 6000, interval: 250 })
+    })
+
+    it("refuses a download once the license is revoked after the check; external artifacts redirect", async () => {
+      const created = await app.call("POST", "/releases", { body: { product_id: 12, version: "2.0.0", artifact_url: "https://cdn.example.com/app-2.0.0.zip", sha256: "a".repeat(64), size: 10 } })
+      expect(created.status).toBe(201)
+      expect(created.body.data).toMatchObject({ artifact_url: "https://cdn.example.com/app-2.0.0.zip", size: 10, sha256: "a".repeat(64) })
+      const license = await admin(app).createLicense({ product_id: 12 })
+      const check = await app.call("GET", `/updates/check?license_key=${license.key}&version=1.9.9`, { auth: null })
+      const url: string = check.body.data.download_url
+      const redirect = await get(url)
+      expect(redirect.status).toBe(302)
+      expect(redirect.headers.get("location")).toBe("https://cdn.example.com/app-2.0.0.zip")
+      await admin(app).revoke(license.key)
+      const refused = await get(url)
+      expect(refused.status).toBe(403)
+      expect((await json(refused)).code).toBe("license_revoked")
+      const mismatch = await app.call("GET", `/updates/check?license_key=${license.key}&version=1.0.0&product_id=11`, { auth: null })
+      expect([mismatch.status, mismatch.body.code]).toEqual([403, "license_revoked"])
+      const other = await admin(app).createLicense({ product_id: 12 })
+      const wrongProduct = await app.call("GET", `/updates/check?license_key=${other.key}&version=1.0.0&product_id=11`, { auth: null })
+      expect([wrongProduct.status, wrongProduct.body.code]).toEqual([403, "product_mismatch"])
+      const upToDate = await app.call("GET", `/updates/check?license_key=${other.key}&version=2.0.0`, { auth: null })
+      expect(upToDate.body.data).toMatchObject({ update_available: false, latest_version: null, release: null, download_url: null, token_expires_at: null })
+    })
+
+    it("lists releases newest semver first, filtered by product and channel", async () => {
+      for (const [version, channel] of [["1.0.0", "stable"], ["1.2.0-beta.2", "beta"], ["1.2.0-beta.10", "beta"], ["1.2.0", "stable"], ["1.10.0", "stable"]]) {
+        const created = await app.call("POST", "/releases", { body: { product_id: 13, version, channel, artifact_url: `https://cdn.example.com/${version}` } })
+        expect(created.status).toBe(201)
+      }
+      const all = await app.call("GET", "/releases?product_id=13")
+      expect(all.body.data.releases.map((r: any) => r.version)).toEqual(["1.10.0", "1.2.0", "1.2.0-beta.10", "1.2.0-beta.2", "1.0.0"])
+      expect(all.body.meta).toEqual({ total: 5, page: 1, per_page: 20, total_pages: 1 })
+      const beta = await app.call("GET", "/releases?product_id=13&channel=beta&per_page=1&page=2")
+      expect(beta.body.data.releases.map((r: any) => r.version)).toEqual(["1.2.0-beta.2"])
+      const badVersion = await app.call("POST", "/releases", { body: { product_id: 13, version: "v2", artifact_url: "https://cdn.example.com/x" } })
+      expect([badVersion.status, badVersion.body.data.params]).toEqual([400, { version: "must be a semantic version (e.g. 1.4.0 or 2.0.0-rc.1)" }])
+      const badFields = await app.call("POST", "/releases", { body: { product_id: "x", version: "2.0.0", artifact_url: "https://cdn.example.com/x", colour: "red" } })
+      expect([badFields.status, badFields.body.code]).toEqual([400, "rest_invalid_param"])
+      expect(Object.keys(badFields.body.data.params)).toContain("product_id")
+      const badUrl = await app.call("POST", "/releases", { body: { product_id: 13, version: "2.0.0", artifact_url: "ftp://x" } })
+      expect([badUrl.status, badUrl.body.data.params]).toEqual([400, { artifact_url: "must be an http or https URL" }])
+    })
+
+    it("answers 401, 415 and a missing file with envelopes, and keeps nothing", async () => {
+      const noAuth = await upload({ product_id: "14", version: "1.0.0" }, bytesOf(10), "a", null)
+      expect([noAuth.status, (await json(noAuth)).code]).toEqual([401, "rest_unauthorized"])
+      const plain = await fetch(`${app.apiBase}/releases`, { method: "POST", body: "hello", headers: { authorization: adminAuth, "content-type": "text/plain" } })
+      expect([plain.status, (await json(plain)).code]).toEqual([415, "rest_unsupported_media_type"])
+      const noFile = await upload({ product_id: "14", version: "1.0.0" }, undefined)
+      expect([noFile.status, (await json(noFile)).data.params]).toEqual([400, { file: "is required (a part named file, after the fields)" }])
+      expect((await app.call("GET", "/releases?product_id=14")).body.meta.total).toBe(0)
+    })
+
+    it("cuts off an upload over LM_MAX_ARTIFACT_BYTES with 413 and keeps nothing", async () => {
+      const before = readdirSync(artifactDir).length
+      const tooLarge = await upload({ product_id: "15", version: "1.0.0" }, bytesOf(MAX_ARTIFACT + 1))
+      expect(tooLarge.status).toBe(413)
+      expect((await json(tooLarge)).code).toBe("rest_payload_too_large")
+      expect((await app.call("GET", "/releases?product_id=15")).body.meta.total).toBe(0)
+      await eventually(() => expect(readdirSync(artifactDir)).toHaveLength(before))
+      const exact = await upload({ product_id: "15", version: "1.0.0" }, bytesOf(MAX_ARTIFACT))
+      expect(exact.status).toBe(201)
+    })
+
+    it("an upload whose client disconnects midway leaves no file and no release", async () => {
+      const before = readdirSync(artifactDir).length
+      const boundary = "----lmtest"
+      const head = `--${boundary}\r\ncontent-disposition: form-data; name="product_id"\r\n\r\n16\r\n` +
+        `--${boundary}\r\ncontent-disposition: form-data; name="version"\r\n\r\n1.0.0\r\n` +
+        `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`
+      const url = new URL(`${app.apiBase}/releases`)
+      await new Promise<void>((resolve) => {
+        const req = httpRequest({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { authorization: adminAuth, "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": String(2 * 1024 * 1024) }
+        })
+        req.on("error", () => resolve())
+        req.write(head)
+        req.write(bytesOf(512 * 1024), () => {
+          // Wait until the server is writing the file (a temporary file appears), then go away.
+          void eventually(() => expect(readdirSync(artifactDir).length).toBeGreaterThan(before)).then(() => {
+            req.destroy()
+            resolve()
+          })
+        })
+      })
+      await eventually(() => expect(readdirSync(artifactDir)).toHaveLength(before))
+      expect((await app.call("GET", "/releases?product_id=16")).body.meta.total).toBe(0)
+    })
+  })
+}
+
+describe("releases over HTTP with the S3-compatible artifact store (s3rver on loopback)", () => {
+  let app: TestApp
+  let s3: S3rver
+  let client: S3Client
+
+  beforeAll(async () => {
+    s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: mkdtempSync(path.join(tmpdir(), "lm-s3rver-")) })
+    const { port } = await s3.run()
+    // The SDK's usual settings chain, as an operator would set it; s3rver predates the default CRC checksums.
+    process.env.AWS_ACCESS_KEY_ID = "S3RVER"
+    process.env.AWS_SECRET_ACCESS_KEY = "S3RVER"
+    process.env.AWS_REQUEST_CHECKSUM_CALCULATION = "when_required"
+    process.env.AWS_RESPONSE_CHECKSUM_VALIDATION = "when_required"
+    const endpoint = `http://127.0.0.1:${port}`
+    client = new S3Client({ endpoint, region: "us-east-1", forcePathStyle: true })
+    await client.send(new CreateBucketCommand({ Bucket: "releases" }))
+    app = await startApp("memory", {
+      settings: { artifactS3: { bucket: "releases", endpoint, region: "us-east-1", prefix: "lm/" }, maxArtifactBytes: MAX_ARTIFACT }
+    })
+  }, 60_000)
+  afterAll(async () => {
+    await app?.close()
+    client?.destroy()
+    await s3?.close()
+  })
+
+  it("uploads into the bucket and downloads exactly, with ranges; over the limit keeps nothing", async () => {
+    const bytes = bytesOf(2 * 1024 * 1024 + 5, 7)
+    const form = new FormData()
+    form.append("product_id", "21")
+    form.append("version", "3.0.0")
+    form.append("file", new Blob([bytes]), "big.bin")
+    const created = await fetch(`${app.apiBase}/releases`, { method: "POST", body: form, headers: { authorization: adminAuth } })
+    expect(created.status).toBe(201)
+    expect((await json(created)).data).toMatchObject({ size: bytes.length, sha256: sha256(bytes) })
+    const listed = await client.send(new ListObjectsV2Command({ Bucket: "releases", Prefix: "lm/" }))
+    expect(listed.KeyCount).toBe(1)
+
+    const license = await admin(app).createLicense({ product_id: 21 })
+    const url: string = (await app.call("GET", `/updates/check?license_key=${license.key}&version=2.0.0`, { auth: null })).body.data.download_url
+    const whole = Buffer.from(await (await fetch(url)).arrayBuffer())
+    expect(sha256(whole)).toBe(sha256(bytes))
+    const first = await fetch(url, { headers: { range: "bytes=0-0" } })
+    expect([first.status, Buffer.from(await first.arrayBuffer()).equals(bytes.subarray(0, 1))]).toEqual([206, true])
+    const suffix = await fetch(url, { headers: { range: "bytes=-10" } })
+    expect([suffix.status, Buffer.from(await suffix.arrayBuffer()).equals(bytes.subarray(bytes.length - 10))]).toEqual([206, true])
+
+    const tooLarge = new FormData()
+    tooLarge.append("product_id", "21")
+    tooLarge.append("version", "3.0.1")
+    tooLarge.append("file", new Blob([bytesOf(MAX_ARTIFACT + 1)]), "huge.bin")
+    const refused = await fetch(`${app.apiBase}/releases`, { method: "POST", body: tooLarge, headers: { authorization: adminAuth } })
+    expect(refused.status).toBe(413)
+    await refused.text()
+    expect((await client.send(new ListObjectsV2Command({ Bucket: "releases", Prefix: "lm/" }))).KeyCount).toBe(1)
+  })
+})
