@@ -282,6 +282,24 @@ export const renew = (subscription: Subscription, now: number, transactionId: st
     }
   })
 
+/** The record of a payment that failed for the period after the current one (no proration, plan unchanged). */
+const failedRenewal = (subscription: Subscription, type: "renewal" | "early_renewal", now: number, transactionId: string | null): RenewalDraft => {
+  const from = subscription.currentPeriodEnd
+  return {
+    type,
+    amount: subscription.amount,
+    currency: subscription.currency,
+    status: "failed",
+    periodStart: from,
+    periodEnd: periodAfter(subscription, from),
+    proration: null,
+    from: null,
+    to: planOf(subscription),
+    transactionId,
+    createdAt: now
+  }
+}
+
 /**
  * A payment the gateway declined: the subscription stays as it is (the clock puts it on hold once the grace
  * days are over); a failed renewal record and `subscription.payment_failed` say so.
@@ -292,19 +310,7 @@ export const paymentDeclined = (subscription: Subscription, now: number, transac
   const next = touched(subscription, now, {})
   return Result.succeed({
     subscription: next,
-    renewal: {
-      type: now < (subscription.nextPaymentAt ?? from) ? "early_renewal" : "renewal",
-      amount: subscription.amount,
-      currency: subscription.currency,
-      status: "failed",
-      periodStart: from,
-      periodEnd: periodAfter(subscription, from),
-      proration: null,
-      from: null,
-      to: planOf(subscription),
-      transactionId,
-      createdAt: now
-    },
+    renewal: failedRenewal(subscription, now < (subscription.nextPaymentAt ?? from) ? "early_renewal" : "renewal", now, transactionId),
     events: [event("subscription.payment_failed", next, now, { transaction_id: transactionId })]
   })
 }
@@ -461,23 +467,10 @@ export const applyDue = (subscription: Subscription, due: DueMove, now: number):
         data: { at_period_end: true }
       }))
     case "payment_failed": {
-      const from = subscription.currentPeriodEnd
       return move(subscription, "payment_failed", now, () => ({
         patch: {},
         type: "subscription.payment_failed",
-        renewal: {
-          type: "renewal",
-          amount: subscription.amount,
-          currency: subscription.currency,
-          status: "failed",
-          periodStart: from,
-          periodEnd: periodAfter(subscription, from),
-          proration: null,
-          from: null,
-          to: planOf(subscription),
-          transactionId: null,
-          createdAt: now
-        }
+        renewal: failedRenewal(subscription, "renewal", now, null)
       }))
     }
   }
