@@ -178,11 +178,16 @@ const seed = async (app: TestApp): Promise<Seeded> => {
   }
 }
 
-/** The raw body of every GET route for every stored target, by path. */
+/**
+ * The raw body of every GET route for every stored target, by path. Left out: routes that need query values
+ * (`/updates/check` answers about a given version, not about what is stored) and the analytics, which count the
+ * fuzzing's own calls.
+ */
 const snapshot = async (app: TestApp, context: FuzzContext): Promise<Record<string, string>> => {
   const out: Record<string, string> = {}
   for (const op of context.operations) {
     if (op.method !== "GET" || op.template === "/openapi.json") continue
+    if (op.query.some((q) => q.required) || op.template.startsWith("/analytics/")) continue
     const combinations = op.pathParams.reduce<Array<Record<string, string>>>(
       (acc, param) => {
         const collection = param === "key" ? "licenses" : op.template.split("/")[op.template.split("/").indexOf(`{${param}}`) - 1]!
@@ -297,7 +302,31 @@ for (const store of ["memory", "pglite"] as const) {
           "POST /generators/{id}/generate",
           "GET /api-keys",
           "POST /api-keys",
-          "DELETE /api-keys/{id}"
+          "DELETE /api-keys/{id}",
+          "GET /webhooks",
+          "POST /webhooks",
+          "GET /webhooks/{id}",
+          "PUT /webhooks/{id}",
+          "DELETE /webhooks/{id}",
+          "POST /webhooks/{id}/ping",
+          "GET /webhooks/{id}/deliveries",
+          "POST /webhooks/{id}/deliveries/{delivery_id}/redeliver",
+          "GET /subscriptions",
+          "POST /subscriptions",
+          "GET /subscriptions/{id}",
+          "PUT /subscriptions/{id}",
+          "POST /subscriptions/{id}/pause",
+          "POST /subscriptions/{id}/resume",
+          "POST /subscriptions/{id}/cancel",
+          "POST /subscriptions/{id}/switch",
+          "POST /subscriptions/{id}/renew",
+          "GET /subscriptions/{id}/renewals",
+          "GET /releases",
+          "GET /updates/check",
+          "GET /analytics/overview",
+          "GET /analytics/validations",
+          "GET /analytics/anomalies",
+          "GET /analytics/expiring"
         ]
       ) expect(routes, route).toContain(route)
     })
