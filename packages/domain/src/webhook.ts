@@ -18,6 +18,15 @@ import {
 /** The retry delays in seconds after each failed attempt (`LM_WEBHOOK_RETRY_SCHEDULE`): 30 s … 24 h. */
 export const defaultRetrySchedule: ReadonlyArray<number> = [30, 120, 600, 3600, 21600, 86400]
 
+/**
+ * How long a process's claim on a delivery lasts for an attempt that may take `attemptTimeoutMillis`: twice that
+ * plus 5 s, after which another process (or the same one after a crash) attempts it again.
+ */
+export const leaseMillisFor = (attemptTimeoutMillis: number): number => attemptTimeoutMillis * 2 + 5_000
+
+/** Milliseconds one delivery attempt may take in all (`LM_WEBHOOK_TIMEOUT`, 10 s). */
+export const defaultAttemptTimeoutMillis = 10_000
+
 /** How long every attempt of a webhook may fail before it is disabled: a day. */
 export const disableAfterMillis = 24 * 60 * 60 * 1000
 

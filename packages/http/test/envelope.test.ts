@@ -203,7 +203,7 @@ describe("errors from handlers", () => {
   })
 
   it("answers a defect with 500 internal_error, no internals, and logs the cause under the request id", async () => {
-    const result = await call("/echo/defect")
+    const result = await call("/echo/defect?license_key=SECRET-KEY&token=t0k3n")
     expectEnvelope(result, 500, "internal_error")
     const requestId = result.headers.get("x-request-id")!
     expect(result.body.data).toEqual({ status: 500, request_id: requestId })
@@ -211,6 +211,9 @@ describe("errors from handlers", () => {
     const logged = logs.find((log) => log.annotations.request_id === requestId)
     expect(logged?.level).toBe("Error")
     expect(logged?.cause).toContain("secret internals")
+    // The path is logged, never the query (a license key, a download token).
+    expect(String(logged?.annotations.url)).toMatch(/\/echo\/defect$/)
+    expect(JSON.stringify(logged?.annotations)).not.toMatch(/SECRET-KEY|t0k3n/)
   })
 })
 

@@ -15,11 +15,13 @@ import {
   type AttemptOutcome,
   checkEvents,
   checkUrl,
+  defaultAttemptTimeoutMillis,
   defaultRetrySchedule,
   delivered,
   deliveriesOf,
   deliveryBody,
   deliveryHeaders,
+  leaseMillisFor,
   redeliver,
   webhookAfterAttempt,
   type WebhookReach
@@ -63,7 +65,7 @@ export interface WebhookSettingsShape extends WebhookReach {
 }
 
 export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@lm/domain/WebhookSettings", {
-  defaultValue: () => ({ allowInsecure: false, allowPrivate: false, retrySchedule: defaultRetrySchedule, attemptTimeoutMillis: 10_000, leaseMillis: 60_000, batch: 16, dispatchBatch: 500 })
+  defaultValue: () => ({ allowInsecure: false, allowPrivate: false, retrySchedule: defaultRetrySchedule, attemptTimeoutMillis: defaultAttemptTimeoutMillis, leaseMillis: leaseMillisFor(defaultAttemptTimeoutMillis), batch: 16, dispatchBatch: 500 })
 })
 
 /** What a webhook create sets; PUT may set any of them and `status`. */

@@ -127,7 +127,7 @@ export const webhookOptionsFromEnv = Effect.gen(function*() {
   const timeout = yield* Config.Int("LM_WEBHOOK_TIMEOUT").pipe(Config.option)
   return {
     attemptTimeoutMillis: Option.isSome(timeout) ? Math.max(1, timeout.value) * 1000 : undefined,
-    leaseMillis: Option.isSome(timeout) ? (Math.max(1, timeout.value) * 2 + 5) * 1000 : undefined,
+    leaseMillis: Option.isSome(timeout) ? Webhook.leaseMillisFor(Math.max(1, timeout.value) * 1000) : undefined,
     allowInsecure: yield* readSetting("LM_WEBHOOK_ALLOW_INSECURE", () => parseSwitch(insecure, false)),
     allowPrivate: yield* readSetting("LM_WEBHOOK_ALLOW_PRIVATE", () => parseSwitch(privateAddresses, false)),
     retrySchedule: Option.isNone(schedule)

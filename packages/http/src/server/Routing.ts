@@ -149,7 +149,8 @@ export const internalError = (
   url: string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
   Effect.as(
-    Effect.logError("Request failed", cause).pipe(Effect.annotateLogs({ request_id: requestId, method, url })),
+    // The path only: a query may carry a license key or a download token.
+    Effect.logError("Request failed", cause).pipe(Effect.annotateLogs({ request_id: requestId, method, url: url.split("?")[0] })),
     envelope(500, "internal_error", internalErrorMessage, { request_id: requestId })
   )
 
