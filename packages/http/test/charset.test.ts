@@ -3,12 +3,12 @@
  * `rest_unsupported_media_type`, on the hot client writes (which the fast path then leaves to the HttpApi path)
  * and on management writes; UTF-8 under any of its names, or no charset, is accepted.
  */
-import { request as httpRequest } from "node:http"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { foreignCharset } from "../src/server/ErrorEnvelope.js"
 import { FastPath } from "../src/server/FastPath.js"
 import { adminAuth, startApp, type TestApp } from "./support/App.js"
+import { rawPost } from "./support/RawPost.js"
 
 describe("foreignCharset", () => {
   it("names a declared charset that is not UTF-8", () => {
@@ -34,29 +34,6 @@ describe("foreignCharset", () => {
   })
 })
 
-/** A raw POST; `chunked` sends it without a length, which the fast path leaves to the HttpApi path. */
-const post = (
-  app: TestApp,
-  path: string,
-  body: string,
-  contentType: string,
-  options: { readonly chunked?: boolean; readonly auth?: string } = {}
-) =>
-  new Promise<{ readonly status: number; readonly body: any }>((resolve, reject) => {
-    const headers: Record<string, string> = { "content-type": contentType }
-    if (!options.chunked) headers["content-length"] = String(Buffer.byteLength(body))
-    if (options.auth !== undefined) headers.authorization = options.auth
-    const req = httpRequest(`${app.apiBase}${path}`, { method: "POST", headers, agent: false }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) }))
-    })
-    req.on("error", reject)
-    // write() then end(): with no length given, Node sends the body chunked.
-    req.write(body)
-    req.end()
-  })
-
 describe("declared charsets over HTTP", () => {
   let app: TestApp
   let key: string
@@ -71,10 +48,10 @@ describe("declared charsets over HTTP", () => {
   it("refuses another charset with 415 on validate and activate, both paths, and activates nothing", async () => {
     for (const chunked of [false, true]) {
       for (const type of ["application/json; charset=latin1", "application/json; charset=ISO-8859-1", `application/json; charset="utf-16"`]) {
-        const validate = await post(app, "/validate", JSON.stringify({ license_key: key }), type, { chunked })
+        const validate = await rawPost(app, "/validate", JSON.stringify({ license_key: key }), type, { chunked })
         expect([validate.status, validate.body.code], type).toEqual([415, "rest_unsupported_media_type"])
         expect(validate.body.data.status).toBe(415)
-        const activate = await post(app, "/activate", JSON.stringify({ license_key: key, fingerprint: "f" }), type, { chunked })
+        const activate = await rawPost(app, "/activate", JSON.stringify({ license_key: key, fingerprint: "f" }), type, { chunked })
         expect([activate.status, activate.body.code], type).toEqual([415, "rest_unsupported_media_type"])
       }
     }
@@ -86,7 +63,7 @@ describe("declared charsets over HTTP", () => {
     const before = await served()
     const types = ["application/json", "application/json; charset=utf-8", "application/json; charset=UTF-8", `application/json; charset="utf-8"`]
     for (const type of types) {
-      const res = await post(app, "/validate", JSON.stringify({ license_key: key }), type)
+      const res = await rawPost(app, "/validate", JSON.stringify({ license_key: key }), type)
       expect([res.status, res.body.data.valid], type).toEqual([200, true])
     }
     expect(await served()).toBe(before + types.length)
@@ -94,11 +71,11 @@ describe("declared charsets over HTTP", () => {
 
   it("refuses another charset on POST /licenses and stores nothing; accepts UTF-8", async () => {
     const count = await total()
-    const refused = await post(app, "/licenses", "{}", "application/json; charset=windows-1252", { auth: adminAuth })
+    const refused = await rawPost(app, "/licenses", "{}", "application/json; charset=windows-1252", { auth: adminAuth })
     expect([refused.status, refused.body.code]).toEqual([415, "rest_unsupported_media_type"])
     expect(refused.body.message).toContain("windows-1252")
     expect(await total()).toBe(count)
-    const accepted = await post(app, "/licenses", "{}", `application/json; charset="UTF-8"`, { auth: adminAuth })
+    const accepted = await rawPost(app, "/licenses", "{}", `application/json; charset="UTF-8"`, { auth: adminAuth })
     expect(accepted.status).toBe(201)
     expect(await total()).toBe(count + 1)
   })

@@ -3,12 +3,12 @@
  * on both request paths (the fast path of the hot client writes, the HttpApi path of every route), at any depth,
  * with keys compared after their escapes are decoded; nothing is stored.
  */
-import { request as httpRequest } from "node:http"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FastPath } from "../src/server/FastPath.js"
 import { duplicateKey } from "../src/server/JsonKeys.js"
 import { adminAuth, startApp, type TestApp } from "./support/App.js"
+import { rawPost } from "./support/RawPost.js"
 
 describe("duplicateKey", () => {
   it("finds a key repeated in one object, at any depth, after decoding escapes", () => {
@@ -36,23 +36,6 @@ describe("duplicateKey", () => {
   })
 })
 
-/** A raw POST; `chunked` sends it without a length, which the fast path leaves to the HttpApi path. */
-const post = (app: TestApp, path: string, body: string, options: { readonly chunked?: boolean; readonly auth?: string } = {}) =>
-  new Promise<{ readonly status: number; readonly body: any }>((resolve, reject) => {
-    const headers: Record<string, string> = { "content-type": "application/json" }
-    if (!options.chunked) headers["content-length"] = String(Buffer.byteLength(body))
-    if (options.auth !== undefined) headers.authorization = options.auth
-    const req = httpRequest(`${app.apiBase}${path}`, { method: "POST", headers, agent: false }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) }))
-    })
-    req.on("error", reject)
-    // write() then end(): with no length given, Node sends the body chunked (end(body) alone would set the length).
-    req.write(body)
-    req.end()
-  })
-
 describe("duplicated keys over HTTP", () => {
   let app: TestApp
   let auth: string
@@ -76,7 +59,7 @@ describe("duplicated keys over HTTP", () => {
     for (const chunked of [false, true]) {
       for (const body of bodies) {
         for (const path of ["/validate", "/activate"]) {
-          const res = await post(app, path, body, { chunked })
+          const res = await rawPost(app, path, body, "application/json", { chunked })
           expect([res.status, res.body.code], `${path} ${body}`).toEqual([400, "rest_invalid_json"])
         }
       }
@@ -87,7 +70,7 @@ describe("duplicated keys over HTTP", () => {
     const machines = await app.call("GET", `/licenses/${key}/machines`)
     expect(machines.status).toBe(200)
     expect(machines.body.meta.total).toBe(0)
-    const res = await post(app, "/validate", `{"license_key":"${key}","license_key":"${key}"}`)
+    const res = await rawPost(app, "/validate", `{"license_key":"${key}","license_key":"${key}"}`, "application/json")
     expect(res.body.message).toContain(`"license_key"`)
   })
 
@@ -100,12 +83,12 @@ describe("duplicated keys over HTTP", () => {
       `{"meta":{"a\\u0022":1,"a\\"":2}}`
     ]) {
       for (const chunked of [false, true]) {
-        const res = await post(app, "/licenses", body, { chunked, auth })
+        const res = await rawPost(app, "/licenses", body, "application/json", { chunked, auth })
         expect([res.status, res.body.code], body).toEqual([400, "rest_invalid_json"])
       }
     }
     expect(await total()).toBe(count)
-    const ok = await post(app, "/licenses", `{"meta":{"a\\\\":1,"a":2}}`, { auth })
+    const ok = await rawPost(app, "/licenses", `{"meta":{"a\\\\":1,"a":2}}`, "application/json", { auth })
     expect(ok.status).toBe(201)
     expect(await total()).toBe(count + 1)
   })
