@@ -18,4 +18,4 @@ export {
 } from "./Client.js"
 export { Authentication } from "./Authentication.js"
 export { ErrorEnvelope } from "./ErrorEnvelope.js"
-export { BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, Conflict, PayloadTooLarge, UnsupportedMediaType, UnprocessableEntity, TooManyRequests, InternalError, ServiceUnavailable } from "../domain/ApiErrors.js"
+export { BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, Conflict, PayloadTooLarge, UnsupportedMediaType, RangeNotSatisfiable, RequestTimeout, UnprocessableEntity, TooManyRequests, InternalError, ServiceUnavailable } from "../domain/ApiErrors.js"

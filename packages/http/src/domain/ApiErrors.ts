@@ -61,6 +61,11 @@ export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("lm/MethodN
   ...envelopeError(405, "The path exists but not for this method.", {})
 ) {}
 
+/** 408: `rest_request_timeout` (a body that stopped arriving); sent with `Connection: close`. */
+export class RequestTimeout extends Schema.Error<RequestTimeout>("lm/RequestTimeout")(
+  ...envelopeError(408, "The request did not arrive in time.", {})
+) {}
+
 /** 409: `license_exists`, `release_exists`, `invalid_transition` (with `data.from`, `data.action`), ... */
 export class Conflict extends Schema.Error<Conflict>("lm/Conflict")(
   ...envelopeError(409, "The request conflicts with the current state.", {
@@ -77,6 +82,11 @@ export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("lm/PayloadTo
 /** 415: `rest_unsupported_media_type`. */
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("lm/UnsupportedMediaType")(
   ...envelopeError(415, "The body is not JSON.", {})
+) {}
+
+/** 416: `rest_range_not_satisfiable` (a `Range` past the end of an artifact); sent with a `Content-Range` naming its size. */
+export class RangeNotSatisfiable extends Schema.Error<RangeNotSatisfiable>("lm/RangeNotSatisfiable")(
+  ...envelopeError(416, "The range is outside the artifact.", {})
 ) {}
 
 /** 422: `machine_limit_exceeded` with `data.max_activations`, `data.activation_count`, `data.ceiling`. */
@@ -112,9 +122,11 @@ export const byStatus = {
   403: Forbidden,
   404: NotFound,
   405: MethodNotAllowed,
+  408: RequestTimeout,
   409: Conflict,
   413: PayloadTooLarge,
   415: UnsupportedMediaType,
+  416: RangeNotSatisfiable,
   422: UnprocessableEntity,
   429: TooManyRequests,
   500: InternalError,

@@ -21,7 +21,7 @@ import { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
 import { AnalyticsHandlers } from "./handlers/Analytics.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
-import { layerReleaseRoutes } from "./ReleaseRoutes.js"
+import { ReleaseRoutes } from "./ReleaseRoutes.js"
 import * as FileArtifactStore from "../artifacts/FileArtifactStore.js"
 import * as S3ArtifactStore from "../artifacts/S3ArtifactStore.js"
 import { FastPath } from "./FastPath.js"
@@ -242,12 +242,12 @@ export const routesLayer = (storage: string) => {
     ReleasesHandlers,
     UpdatesHandlers
   ).pipe(
+    Layer.provide(ReleaseRoutes.layer),
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),
     Layer.provide(storageHealthLayer(storage))
   )
-  const releaseRoutes = layerReleaseRoutes.pipe(Layer.provide(RestRequestValid.layerBundled()), Layer.provide(authenticatorLayer))
-  return layerRoutes(Api, releaseRoutes).pipe(
+  return layerRoutes(Api).pipe(
     Layer.provide(handlers),
     Layer.provide(authenticatorLayer),
     Layer.provide(storageHealthLayer(storage))

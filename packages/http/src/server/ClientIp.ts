@@ -112,3 +112,14 @@ export const forwardedHttps = (forwardedProto: string | undefined, trustProxyHop
   const hops = forwardedProto.split(",")
   return hops[Math.max(0, hops.length - trustProxyHops)]?.trim().toLowerCase() === "https"
 }
+
+/**
+ * The host a trusted proxy was asked for (`X-Forwarded-Host`, the entry `trustProxyHops` from its right end, as
+ * `X-Forwarded-Proto` is read); undefined without `LM_TRUST_PROXY` or without the header.
+ */
+export const forwardedHost = (forwardedHostHeader: string | undefined, trustProxyHops: number): string | undefined => {
+  if (trustProxyHops <= 0 || forwardedHostHeader === undefined) return undefined
+  const hops = forwardedHostHeader.split(",")
+  const entry = hops[Math.max(0, hops.length - trustProxyHops)]?.trim()
+  return entry === "" ? undefined : entry
+}

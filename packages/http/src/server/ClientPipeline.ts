@@ -1,6 +1,7 @@
 /**
  * The one pipeline of the public client routes (`client` group: validate, activate, deactivate, heartbeat,
- * crl, public-key; CONTRACT §4, §5). Both ways a request arrives run it: the group's HttpApi handlers
+ * crl, public-key; CONTRACT §4, §5); its guards also run before the update routes' domain calls
+ * (`handlers/Releases.ts`, {@link makePublicGuard}). Both ways a request arrives run it: the group's HttpApi handlers
  * (`handlers/Client.ts`) and the fast path in front of the Effect stack (`FastPath.ts`). The transport decodes
  * the endpoint's input with the endpoint's own schema and states the request's facts (its client IP by the
  * contract's rule, `ClientIp.ts`, read once; its headers); the pipeline then runs, in order:
@@ -34,9 +35,15 @@ export interface ClientRequestFacts {
   readonly headers: { readonly [name: string]: string | ReadonlyArray<string> | undefined }
 }
 
+/**
+ * Every public route a guard may see: the client endpoints, and the update routes (`updates/check`,
+ * `updates/download`), whose handlers run the same guards ({@link makePublicGuard}) before their domain call.
+ */
+export type PublicEndpoint = ClientEndpoint | "update-check" | "download"
+
 /** What a public guard sees of a request. */
 export interface ClientGuardRequest extends ClientRequestFacts {
-  readonly endpoint: ClientEndpoint
+  readonly endpoint: PublicEndpoint
   /** The license key the body names, as decoded (the writes); undefined for `crl` and `public-key`. */
   readonly licenseKey: string | undefined
 }
@@ -80,24 +87,34 @@ export type ClientPipeline = <E extends ClientEndpoint>(
   facts: ClientRequestFacts
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
 
+/**
+ * The provided {@link ClientGuards} as one check, run in order: succeeds to let the request through, fails with the
+ * first refusal's envelope error. Undefined when there are none (nothing runs per request then).
+ */
+export const makePublicGuard: Effect.Effect<((request: ClientGuardRequest) => Effect.Effect<void, ApiError>) | undefined> = Effect.gen(
+  function*() {
+    const { guards } = yield* ClientGuards
+    if (guards.length === 0) return undefined
+    return (request: ClientGuardRequest) => Effect.forEach(guards, (guard) => guard(request), { discard: true })
+  }
+)
+
 /** The pipeline on the engine's services and the provided {@link ClientGuards}. */
 export const makeClientPipeline: Effect.Effect<ClientPipeline, never, Effect.Services<typeof makeClientAnswers>> = Effect.gen(
   function*() {
     const answers = yield* makeClientAnswers
-    const { guards } = yield* ClientGuards
+    const guard = yield* makePublicGuard
     const answer = <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts) =>
       (answers[endpoint] as (input: ClientInput<E>, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError>)(
         input,
         facts.clientIp ?? null
       )
     // Without guards (the default) nothing is built per request for them.
-    const guarded = guards.length === 0 ? answer : <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts) => {
-      const request: ClientGuardRequest = { ...facts, endpoint, licenseKey: licenseKeyOf(input) }
-      return Effect.andThen(
-        Effect.forEach(guards, (guard) => guard(request), { discard: true }),
+    const guarded = guard === undefined ? answer : <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts) =>
+      Effect.andThen(
+        guard({ ...facts, endpoint, licenseKey: licenseKeyOf(input) }),
         Effect.suspend(() => answer(endpoint, input, facts))
       )
-    }
     return (endpoint, input, facts) => Effect.catch(guarded(endpoint, input, facts), (error) => Effect.succeed(errorResponse(error)))
   }
 )

@@ -9,6 +9,7 @@
  *   with `data.params` naming each bad field;
  * - writes envelope errors and domain errors (anything with a string `code` and a numeric `status`) as the
  *   envelope, with their headers.
+ * An endpoint annotated {@link StreamedBody} (the release upload) skips the body rules: its handler applies them.
  * Defects pass through to the global middleware (`Routing.ts`), which answers 500.
  */
 import { Context, Effect, Layer } from "effect"
@@ -16,7 +17,7 @@ import type { Schema } from "effect"
 import { Headers, HttpMethod, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { HttpApiError } from "effect/http-api"
-import { ErrorEnvelope } from "../api/ErrorEnvelope.js"
+import { ErrorEnvelope, StreamedBody } from "../api/ErrorEnvelope.js"
 import * as ApiErrors from "../domain/ApiErrors.js"
 import * as InvalidParams from "../domain/InvalidParams.js"
 import { duplicateKey } from "./JsonKeys.js"
@@ -214,7 +215,9 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
       Effect.withFiber((fiber) => {
         let request = Context.getUnsafe(fiber.context, HttpServerRequest)
         let effect = httpEffect
-        if (endpoint.payload.size > 0 && HttpMethod.hasBody(request.method)) {
+        const jsonBody = endpoint.payload.size > 0 && HttpMethod.hasBody(request.method) &&
+          !Context.get(endpoint.annotations, StreamedBody)
+        if (jsonBody) {
           const charset = foreignCharset(request.headers["content-type"])
           if (charset !== undefined) return Effect.sync(() => unsupportedCharset(charset))
           const length = request.headers["content-length"]
@@ -227,7 +230,7 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
         }
         const badUrl = badTextInUrl(request.url)
         if (badUrl !== undefined) return Effect.succeed(badUrl)
-        if (endpoint.payload.size > 0 && HttpMethod.hasBody(request.method)) {
+        if (jsonBody) {
           // The decoder reads the same body text again from the request, at no cost.
           const decode = effect
           effect = Effect.flatMap(

@@ -21,6 +21,7 @@ import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { openApiPath } from "../api/Api.js"
 import { AuthenticationLive } from "./Authentication.js"
+import { watchBody } from "./BodyTimeout.js"
 import { makeCorsPolicy } from "./Cors.js"
 import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
@@ -42,7 +43,7 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
  */
 export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Constraint, E = never, R = never>(
   api: HttpApi.HttpApi<Id, Groups>,
-  /** Routes served beside the API's (e.g. the streamed release upload), mounted the same way. */
+  /** Routes served beside the API's (an embedder's), mounted the same way. */
   extraRoutes: Layer.Layer<never, E, R | HttpRouter.HttpRouter> = Layer.empty as Layer.Layer<never, E, R | HttpRouter.HttpRouter>
 ) =>
   Layer.unwrap(Effect.gen(function*() {
@@ -125,19 +126,19 @@ const limitConnections = (server: Server, settings: Pick<Settings, "maxConnectio
 }
 
 /**
- * Node's HTTP server, or HTTPS server with `settings.tls`, with the request timeouts of `settings` (checked
- * every quarter of the shorter one, at most every second) and the connection caps. A certificate and key Node
+ * Node's HTTP server, or HTTPS server with `settings.tls`, with the headers timeout of `settings` (checked every
+ * quarter of it, at most every second; the body timeouts are per route, `BodyTimeout.ts`) and the connection caps. A certificate and key Node
  * cannot use refuse the start.
  */
 const makeNodeServer = (settings: Settings): Effect.Effect<Server, InvalidSetting> =>
   Effect.try({
     try: () => {
       const headersTimeout = settings.headersTimeoutSeconds * 1000
-      const requestTimeout = headersTimeout + settings.bodyTimeoutSeconds * 1000
       const options = {
         headersTimeout,
-        requestTimeout,
-        connectionsCheckingInterval: Math.min(1000, Math.ceil(Math.min(headersTimeout, settings.bodyTimeoutSeconds * 1000) / 4))
+        // Node's total request timeout is off: the body's time bound is per route (`BodyTimeout.ts`).
+        requestTimeout: 0,
+        connectionsCheckingInterval: Math.min(1000, Math.ceil(headersTimeout / 4))
       }
       // An HTTPS server is an HTTP server over TLS sockets: the same requests, responses and events.
       const server: Server = settings.tls === undefined
@@ -228,7 +229,9 @@ const layerNodeServer = (
             let draining = false
             const tls = settings.tls !== undefined
             const { forceHttps, trustProxyHops } = settings
+            const bodyTimeoutMillis = settings.bodyTimeoutSeconds * 1000
             const offer = (request: IncomingMessage, response: ServerResponse) => {
+              watchBody(server, request, bodyTimeoutMillis)
               if (draining) response.shouldKeepAlive = false
               const socket = request.socket
               if (!latest.has(socket)) socket.once("close", forget(socket))

@@ -1,28 +1,33 @@
 /**
- * The two release routes served beside the HttpApi, because their bodies are not JSON envelopes under the 1 MiB
- * cap (CONTRACT §9):
+ * The raw handlers of the two release routes whose bodies are not JSON envelopes under the 1 MiB cap
+ * (CONTRACT §9). Both are endpoints of the HttpApi (`api/Releases.ts`: the OpenAPI document, CORS, the
+ * `Authentication` middleware of `POST /releases`); their handlers (`handlers/Releases.ts`) hand the raw request
+ * here:
  *
  * - `POST {api_base}/releases` (API key, write scope): `multipart/form-data` parsed by busboy as it arrives, the
  *   fields first and then one `file` part streamed to the artifact store (SHA-256 and size computed on the way, at
- *   most `LM_MAX_ARTIFACT_BYTES`: past it 413 and nothing is kept); or JSON (under the usual 1 MiB cap and JSON
- *   rules) with `artifact_url` for an external artifact. Anything else is 415.
- * - `GET`/`HEAD {api_base}/updates/download?token=…` (public): the token and the license are checked by the
- *   domain, then the artifact streams from the store with `Content-Length`, `Content-Disposition`, `ETag` (its
- *   SHA-256), `Accept-Ranges`, one `Range` (206, or 416 when unsatisfiable), `If-None-Match` (304) and `If-Range`;
- *   an external artifact is a 302 to its URL.
+ *   most `LM_MAX_ARTIFACT_BYTES`: past it 413 and nothing is kept; no byte for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`:
+ *   408 and nothing is kept); or JSON (under the usual 1 MiB cap and JSON rules) with `artifact_url` for an
+ *   external artifact. Anything else is 415.
+ * - `GET`/`HEAD {api_base}/updates/download?token=…` (public): the public guards (rate limits), then the token
+ *   and the license are checked by the domain, then the artifact streams from the store with `Content-Length`,
+ *   `Content-Disposition`, `ETag` (its SHA-256), `Accept-Ranges`, one `Range` (206, or 416 when unsatisfiable),
+ *   `If-None-Match` (304) and `If-Range`; an external artifact is a 302 to its URL.
  */
 import type { IncomingMessage } from "node:http"
 import type { Readable } from "node:stream"
 import busboy from "busboy"
-import { Effect, Layer, Schema } from "effect"
-import { Errors, Model, Ports, Releases, type Services } from "@lm/domain"
-import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpServerRequest } from "effect/http/HttpServerRequest"
+import { Context, Effect, Layer, Schema } from "effect"
+import { Errors, Ports, Releases, type Services } from "@lm/domain"
+import { HttpServerResponse } from "effect/http"
+import type { HttpServerRequest } from "effect/http/HttpServerRequest"
+import { ExternalReleasePayload, releaseFields } from "../api/Releases.js"
 import * as ApiErrors from "../domain/ApiErrors.js"
 import { ok } from "../domain/Envelope.js"
 import { releaseToWire } from "../domain/Wire.js"
-import { basicCredentials, makeCheckCredentials } from "./Authentication.js"
+import { idleTimer, takeOverBodyTimeout } from "./BodyTimeout.js"
 import { clientIp } from "./ClientIp.js"
+import { makePublicGuard } from "./ClientPipeline.js"
 import { foreignCharset, refuseBodyText, unsupportedCharset } from "./ErrorEnvelope.js"
 import { envelope, errorResponse } from "./Responses.js"
 import { payloadTooLarge } from "./Routing.js"
@@ -34,25 +39,8 @@ const fromDomain = (error: ApiErrors.DomainErrorLike | ApiErrors.ApiError) =>
 const badParams = (params: Record<string, string>) =>
   envelope(400, "rest_invalid_param", `Invalid parameter: ${Object.keys(params).join(", ")}.`, { params })
 
-/** The release fields of an upload or a JSON body, as text or JSON values. */
-const ReleaseFields = Schema.Struct({
-  product_id: Schema.Int,
-  version: Schema.String,
-  channel: Schema.optionalKey(Model.ReleaseChannel),
-  changelog: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  min_app_version: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  released_at: Schema.optionalKey(Schema.String)
-})
-
-/** The JSON body of an external release. */
-const ExternalReleaseBody = Schema.Struct({
-  ...ReleaseFields.fields,
-  artifact_url: Schema.String,
-  filename: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  size: Schema.optionalKey(Schema.NullOr(Schema.Int)),
-  sha256: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  content_type: Schema.optionalKey(Schema.NullOr(Schema.String))
-})
+/** The release fields of an upload (multipart text, `product_id` read as a number) or of a JSON body. */
+const ReleaseFields = Schema.Struct({ product_id: Schema.Int, ...releaseFields })
 
 /** The release input of decoded fields, or the 400 naming the bad ones. */
 const releaseInput = (fields: typeof ReleaseFields.Type): Services.ReleaseInput | HttpServerResponse.HttpServerResponse => {
@@ -77,7 +65,7 @@ const decodeFields = <A, I>(schema: Schema.Codec<A, I>, value: unknown): A | Htt
   if (result._tag === "Success") return result.value
   const params: Record<string, string> = {}
   const issue = String(result.cause)
-  for (const key of Object.keys(ExternalReleaseBody.fields)) if (issue.includes(`["${key}"]`)) params[key] = "is missing or invalid"
+  for (const key of Object.keys(ExternalReleasePayload.fields)) if (issue.includes(`["${key}"]`)) params[key] = "is missing or invalid"
   if (Object.keys(params).length === 0) params.body = "has missing, unknown or invalid fields"
   return badParams(params)
 }
@@ -89,217 +77,239 @@ const multipartFields = (fields: Record<string, string>): Record<string, unknown
   return out
 }
 
-/** The upload route's and the download route's handlers. */
-export const layerReleaseRoutes = Layer.effectDiscard(Effect.gen(function*() {
-  const router = yield* HttpRouter.HttpRouter
-  const settings = yield* HttpSettings
-  const releases = yield* Releases
-  const artifacts = yield* Ports.ArtifactStore
-  const check = yield* makeCheckCredentials
-  const context = yield* Effect.context<never>()
-  const run = <A>(effect: Effect.Effect<A>) => Effect.runPromiseWith(context)(effect)
+/** The upload route's and the download route's raw handlers; refusals are answered with their envelope. */
+export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
+  /** `POST /releases`, after the `Authentication` middleware. */
+  readonly upload: (request: HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+  /** `GET`/`HEAD /updates/download` with the query's token. */
+  readonly download: (request: HttpServerRequest, token: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+}>()("lm/http/ReleaseRoutes") {
+  static readonly layer = Layer.effect(ReleaseRoutes, Effect.gen(function*() {
+    const settings = yield* HttpSettings
+    const releases = yield* Releases
+    const artifacts = yield* Ports.ArtifactStore
+    const guard = yield* makePublicGuard
+    const context = yield* Effect.context<never>()
+    const run = <A>(effect: Effect.Effect<A>) => Effect.runPromiseWith(context)(effect)
 
-  /** Publishes an uploaded artifact; the artifact is removed again when the release cannot be written. */
-  const publishUpload = (input: Services.ReleaseInput, file: Readable, info: busboy.FileInfo) =>
-    Effect.gen(function*() {
-      const prepared = yield* Effect.exit(releases.prepare(input))
-      if (prepared._tag === "Failure") {
-        file.resume()
-        return yield* Effect.failCause(prepared.cause)
-      }
-      const stored = yield* artifacts.put(file, settings.maxArtifactBytes)
-      return yield* releases.publish(input, {
-        _tag: "Stored",
-        key: stored.key,
-        size: stored.size,
-        sha256: stored.sha256,
-        filename: info.filename || "artifact",
-        contentType: info.mimeType || "application/octet-stream"
-      }).pipe(Effect.onError(() => Effect.ignore(artifacts.delete(stored.key))))
-    }).pipe(
-      Effect.map((release) => HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })),
-      Effect.catch((error) =>
-        Effect.succeed(error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : fromDomain(error))
-      )
-    )
-
-  /** Reads a multipart upload as it arrives; answers once the form has ended (or the upload was refused). */
-  const multipart = (source: IncomingMessage) =>
-    Effect.callback<HttpServerResponse.HttpServerResponse>((resume) => {
-      let parser: busboy.Busboy
-      try {
-        parser = busboy({
-          headers: source.headers,
-          defParamCharset: "utf8",
-          limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 25 }
-        })
-      } catch {
-        resume(Effect.succeed(badParams({ body: "must be multipart/form-data with a boundary" })))
-        return
-      }
-      const fields: Record<string, string> = {}
-      let answer: Promise<HttpServerResponse.HttpServerResponse> | undefined
-      let done = false
-      const finish = (response: HttpServerResponse.HttpServerResponse) => {
-        if (done) return
-        done = true
-        resume(Effect.succeed(response))
-      }
-      parser.on("field", (name, value) => {
-        fields[name] = value
-      })
-      parser.on("file", (name, file, info) => {
-        if (name !== "file" || answer !== undefined) {
+    /** Publishes an uploaded artifact; the artifact is removed again when the release cannot be written. */
+    const publishUpload = (input: Services.ReleaseInput, file: Readable, info: busboy.FileInfo) =>
+      Effect.gen(function*() {
+        const prepared = yield* Effect.exit(releases.prepare(input))
+        if (prepared._tag === "Failure") {
           file.resume()
-          return
+          return yield* Effect.failCause(prepared.cause)
         }
-        const decoded = decodeFields(ReleaseFields, multipartFields(fields))
-        const input = HttpServerResponse.isHttpServerResponse(decoded) ? decoded : releaseInput(decoded)
-        if (HttpServerResponse.isHttpServerResponse(input)) {
-          file.resume()
-          answer = Promise.resolve(input)
-          return
-        }
-        answer = run(publishUpload(input, file, info))
-        // Refused before the whole body arrived (over the limit, a duplicate): answer now; the rest is not read.
-        void answer.then((response) => {
-          if (response.status === 413) {
-            source.unpipe(parser)
-            finish(response)
-          }
-        })
-      })
-      parser.on("close", () => {
-        if (answer === undefined) finish(badParams({ file: "is required (a part named file, after the fields)" }))
-        else void answer.then(finish)
-      })
-      parser.on("error", () => {
-        // A body cut short or malformed: whatever was streamed is removed by the store (the file stream fails).
-        if (answer === undefined) finish(badParams({ body: "is not a complete multipart/form-data body" }))
-        else void answer.then(finish)
-      })
-      // A client that goes away midway: the parser is destroyed, which fails the file stream, so the store
-      // removes what it had written and no release is published.
-      source.on("close", () => {
-        if (!source.complete) parser.destroy(new Error("The client went away before the upload ended."))
-      })
-      source.pipe(parser)
-      return Effect.sync(() => parser.destroy(new Error("The request was interrupted.")))
-    })
-
-  /** A JSON body naming an external artifact. */
-  const external = (request: HttpServerRequest) =>
-    Effect.gen(function*() {
-      const length = Number(request.headers["content-length"] ?? "0")
-      if (length > settings.maxBodyBytes) return payloadTooLarge(settings.maxBodyBytes)
-      const text = yield* Effect.orElseSucceed(request.text, () => undefined)
-      if (text === undefined) return payloadTooLarge(settings.maxBodyBytes)
-      const refused = refuseBodyText(text)
-      if (refused !== undefined) return refused
-      let json: unknown
-      try {
-        json = JSON.parse(text === "" ? "{}" : text)
-      } catch {
-        return envelope(400, "rest_invalid_json", "The request body is not valid JSON.")
-      }
-      const body = decodeFields(ExternalReleaseBody, json)
-      if (HttpServerResponse.isHttpServerResponse(body)) return body
-      const input = releaseInput(body)
-      if (HttpServerResponse.isHttpServerResponse(input)) return input
-      let url: URL | undefined
-      try {
-        url = new URL(body.artifact_url)
-      } catch {
-        url = undefined
-      }
-      if (url === undefined || (url.protocol !== "https:" && url.protocol !== "http:")) {
-        return badParams({ artifact_url: "must be an http or https URL" })
-      }
-      return yield* releases.publish(input, {
-        _tag: "External",
-        url: url.href,
-        filename: body.filename,
-        size: body.size,
-        sha256: body.sha256,
-        contentType: body.content_type
+        const stored = yield* artifacts.put(file, settings.maxArtifactBytes)
+        return yield* releases.publish(input, {
+          _tag: "Stored",
+          key: stored.key,
+          size: stored.size,
+          sha256: stored.sha256,
+          filename: info.filename || "artifact",
+          contentType: info.mimeType || "application/octet-stream"
+        }).pipe(Effect.onError(() => Effect.ignore(artifacts.delete(stored.key))))
       }).pipe(
         Effect.map((release) => HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })),
-        Effect.catch((error) => Effect.succeed(fromDomain(error)))
-      )
-    })
-
-  const upload = Effect.gen(function*() {
-    const request = yield* HttpServerRequest
-    const credentials = basicCredentials(request.headers.authorization)
-    if (credentials === undefined) return fromDomain(new Errors.Unauthorized({ message: "Valid API credentials are required." }))
-    const key = yield* Effect.exit(check(request, credentials.user, credentials.password))
-    if (key._tag === "Failure") {
-      const failure = key.cause.reasons.find((r) => r._tag === "Fail")
-      if (failure?._tag === "Fail") return fromDomain(failure.error)
-      return yield* Effect.failCause(key.cause)
-    }
-    const contentType = (request.headers["content-type"] ?? "").toLowerCase()
-    if (contentType.startsWith("multipart/form-data")) return yield* multipart(request.source as IncomingMessage)
-    if (contentType === "" || contentType.startsWith("application/json")) {
-      const charset = foreignCharset(request.headers["content-type"])
-      if (charset !== undefined) return unsupportedCharset(charset)
-      return yield* external(request)
-    }
-    return envelope(415, "rest_unsupported_media_type", "The body must be multipart/form-data (with a file part) or JSON (with artifact_url).")
-  })
-
-  const download = Effect.gen(function*() {
-    const request = yield* HttpServerRequest
-    const token = new URL(request.url, "http://x").searchParams.get("token")
-    if (token === null || token === "") return fromDomain(Errors.downloadTokenInvalid())
-    const authorized = yield* Effect.exit(releases.authorizeDownload(token, clientIp(request, settings.trustProxyHops) ?? null))
-    if (authorized._tag === "Failure") {
-      const failure = authorized.cause.reasons.find((r) => r._tag === "Fail")
-      if (failure?._tag === "Fail") return fromDomain(failure.error)
-      return yield* Effect.failCause(authorized.cause)
-    }
-    const release = authorized.value
-    if (release.artifactUrl !== null) return HttpServerResponse.redirect(release.artifactUrl, { status: 302 })
-    return yield* serveArtifact(request, release)
-  })
-
-  const serveArtifact = (request: HttpServerRequest, release: Parameters<typeof releaseToWire>[0]) =>
-    Effect.gen(function*() {
-      const size = release.size ?? 0
-      const etag = `"${release.sha256}"`
-      const headers: Record<string, string> = {
-        etag,
-        "accept-ranges": "bytes",
-        "content-disposition": contentDisposition(release.filename ?? "artifact"),
-        "cache-control": "private, no-store"
-      }
-      if (etagMatches(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers })
-      const rangeHeader = request.headers.range
-      const ifRange = request.headers["if-range"]
-      const range = rangeHeader !== undefined && (ifRange === undefined || ifRange === etag) ? parseRange(rangeHeader, size) : undefined
-      if (range === "unsatisfiable") {
-        return HttpServerResponse.text(
-          JSON.stringify({ success: false, code: "rest_range_not_satisfiable", message: "The range is outside the artifact.", data: { status: 416 } }),
-          { status: 416, headers: { "content-range": `bytes */${size}` }, contentType: "application/json" }
+        Effect.catch((error) =>
+          Effect.succeed(error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : fromDomain(error))
         )
+      )
+
+    /** Reads a multipart upload as it arrives; answers once the form has ended (or the upload was refused). */
+    const multipart = (source: IncomingMessage) =>
+      Effect.callback<HttpServerResponse.HttpServerResponse>((resume) => {
+        let parser: busboy.Busboy
+        try {
+          parser = busboy({
+            headers: source.headers,
+            defParamCharset: "utf8",
+            limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 25 }
+          })
+        } catch {
+          resume(Effect.succeed(badParams({ body: "must be multipart/form-data with a boundary" })))
+          return
+        }
+        const fields: Record<string, string> = {}
+        let answer: Promise<HttpServerResponse.HttpServerResponse> | undefined
+        let done = false
+        const finish = (response: HttpServerResponse.HttpServerResponse) => {
+          idle.stop()
+          if (done) return
+          done = true
+          resume(Effect.succeed(response))
+        }
+        // The upload may take as long as it needs while bytes keep coming (a large artifact over a slow link), so
+        // the total body timeout is not its bound: no byte for the idle timeout ends it with 408. Destroying the
+        // parser fails the file stream, so the store removes what it had written and no release is published.
+        takeOverBodyTimeout(source)
+        const idle = idleTimer(settings.uploadIdleTimeoutSeconds * 1000, () => {
+          if (source.complete) return
+          source.unpipe(parser)
+          parser.destroy(new Error("The upload stalled."))
+          finish(envelope(408, "rest_request_timeout", `No part of the upload arrived for ${settings.uploadIdleTimeoutSeconds} s.`, undefined, { connection: "close" }))
+        })
+        source.on("data", idle.touch)
+        source.once("end", idle.stop)
+        parser.on("field", (name, value) => {
+          fields[name] = value
+        })
+        parser.on("file", (name, file, info) => {
+          if (name !== "file" || answer !== undefined) {
+            file.resume()
+            return
+          }
+          const decoded = decodeFields(ReleaseFields, multipartFields(fields))
+          const input = HttpServerResponse.isHttpServerResponse(decoded) ? decoded : releaseInput(decoded)
+          if (HttpServerResponse.isHttpServerResponse(input)) {
+            file.resume()
+            answer = Promise.resolve(input)
+            return
+          }
+          answer = run(publishUpload(input, file, info))
+          // Refused before the whole body arrived (over the limit, a duplicate): answer now; the rest is not read.
+          void answer.then((response) => {
+            if (response.status === 413) {
+              source.unpipe(parser)
+              finish(response)
+            }
+          })
+        })
+        parser.on("close", () => {
+          if (answer === undefined) finish(badParams({ file: "is required (a part named file, after the fields)" }))
+          else void answer.then(finish)
+        })
+        parser.on("error", () => {
+          // A body cut short or malformed: whatever was streamed is removed by the store (the file stream fails).
+          if (answer === undefined) finish(badParams({ body: "is not a complete multipart/form-data body" }))
+          else void answer.then(finish)
+        })
+        // A client that goes away midway: the parser is destroyed, which fails the file stream, so the store
+        // removes what it had written and no release is published.
+        source.on("close", () => {
+          if (!source.complete) parser.destroy(new Error("The client went away before the upload ended."))
+        })
+        source.pipe(parser)
+        return Effect.sync(() => parser.destroy(new Error("The request was interrupted.")))
+      })
+
+    /** A JSON body naming an external artifact. */
+    const external = (request: HttpServerRequest) =>
+      Effect.gen(function*() {
+        const length = Number(request.headers["content-length"] ?? "0")
+        if (length > settings.maxBodyBytes) return payloadTooLarge(settings.maxBodyBytes)
+        const text = yield* Effect.orElseSucceed(request.text, () => undefined)
+        if (text === undefined) return payloadTooLarge(settings.maxBodyBytes)
+        const refused = refuseBodyText(text)
+        if (refused !== undefined) return refused
+        let json: unknown
+        try {
+          json = JSON.parse(text === "" ? "{}" : text)
+        } catch {
+          return envelope(400, "rest_invalid_json", "The request body is not valid JSON.")
+        }
+        const body = decodeFields(ExternalReleasePayload, json)
+        if (HttpServerResponse.isHttpServerResponse(body)) return body
+        const input = releaseInput(body)
+        if (HttpServerResponse.isHttpServerResponse(input)) return input
+        let url: URL | undefined
+        try {
+          url = new URL(body.artifact_url)
+        } catch {
+          url = undefined
+        }
+        if (url === undefined || (url.protocol !== "https:" && url.protocol !== "http:")) {
+          return badParams({ artifact_url: "must be an http or https URL" })
+        }
+        return yield* releases.publish(input, {
+          _tag: "External",
+          url: url.href,
+          filename: body.filename,
+          size: body.size,
+          sha256: body.sha256,
+          contentType: body.content_type
+        }).pipe(
+          Effect.map((release) => HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })),
+          Effect.catch((error) => Effect.succeed(fromDomain(error)))
+        )
+      })
+
+    /** `POST /releases`, after the `Authentication` middleware. */
+    const upload = (request: HttpServerRequest) => Effect.gen(function*() {
+      const contentType = (request.headers["content-type"] ?? "").toLowerCase()
+      if (contentType.startsWith("multipart/form-data")) return yield* multipart(request.source as IncomingMessage)
+      if (contentType === "" || contentType.startsWith("application/json")) {
+        const charset = foreignCharset(request.headers["content-type"])
+        if (charset !== undefined) return unsupportedCharset(charset)
+        return yield* external(request)
       }
-      const status = range === undefined ? 200 : 206
-      const start = range?.start ?? 0
-      const end = range?.end ?? size - 1
-      if (range !== undefined) headers["content-range"] = `bytes ${start}-${end}/${size}`
-      const length = size === 0 ? 0 : end - start + 1
-      const contentType = release.contentType ?? "application/octet-stream"
-      if (request.method === "HEAD" || length === 0) {
-        return HttpServerResponse.empty({ status, headers: { ...headers, "content-type": contentType, "content-length": String(length) } })
-      }
-      const body = yield* Effect.orElseSucceed(artifacts.open(release.artifactKey ?? "", { start, end }), () => undefined)
-      if (body === undefined) return envelope(404, "release_not_found", "The release's artifact is not in the artifact store.")
-      return HttpServerResponse.raw(body, { status, headers, contentType, contentLength: length })
+      return envelope(415, "rest_unsupported_media_type", "The body must be multipart/form-data (with a file part) or JSON (with artifact_url).")
     })
 
-  yield* router.add("POST", "/lm/v1/releases", upload)
-  yield* router.add("GET", "/lm/v1/updates/download", download)
-}))
+    /** `GET`/`HEAD /updates/download`: the public guards (per client IP: the key is known only once the token is checked), then the download. */
+    const download = (request: HttpServerRequest, token: string | undefined) => Effect.gen(function*() {
+      const ip = clientIp(request, settings.trustProxyHops)
+      if (guard !== undefined) {
+        const admitted = yield* Effect.exit(guard({ clientIp: ip, headers: request.headers, endpoint: "download", licenseKey: undefined }))
+        if (admitted._tag === "Failure") {
+          const failure = admitted.cause.reasons.find((r) => r._tag === "Fail")
+          if (failure?._tag === "Fail") return errorResponse(failure.error)
+          return yield* Effect.failCause(admitted.cause)
+        }
+      }
+      if (token === undefined || token === "") return fromDomain(Errors.downloadTokenInvalid())
+      const authorized = yield* Effect.exit(releases.authorizeDownload(token, ip ?? null))
+      if (authorized._tag === "Failure") {
+        const failure = authorized.cause.reasons.find((r) => r._tag === "Fail")
+        if (failure?._tag === "Fail") return fromDomain(failure.error)
+        return yield* Effect.failCause(authorized.cause)
+      }
+      const release = authorized.value
+      if (release.artifactUrl !== null) return HttpServerResponse.redirect(release.artifactUrl, { status: 302 })
+      return yield* serveArtifact(request, release)
+    })
+
+    const serveArtifact = (request: HttpServerRequest, release: Parameters<typeof releaseToWire>[0]) =>
+      Effect.gen(function*() {
+        const size = release.size ?? 0
+        const etag = `"${release.sha256}"`
+        const headers: Record<string, string> = {
+          etag,
+          "accept-ranges": "bytes",
+          "content-disposition": contentDisposition(release.filename ?? "artifact"),
+          "cache-control": "private, no-store"
+        }
+        if (etagMatches(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers })
+        const rangeHeader = request.headers.range
+        const ifRange = request.headers["if-range"]
+        const range = rangeHeader !== undefined && (ifRange === undefined || ifRange === etag) ? parseRange(rangeHeader, size) : undefined
+        if (range === "unsatisfiable") {
+          return errorResponse(ApiErrors.make(416, "rest_range_not_satisfiable", "The range is outside the artifact."), {
+            "content-range": `bytes */${size}`
+          })
+        }
+        const status = range === undefined ? 200 : 206
+        const start = range?.start ?? 0
+        const end = range?.end ?? size - 1
+        if (range !== undefined) headers["content-range"] = `bytes ${start}-${end}/${size}`
+        const length = size === 0 ? 0 : end - start + 1
+        const contentType = release.contentType ?? "application/octet-stream"
+        if (request.method === "HEAD" || length === 0) {
+          return HttpServerResponse.empty({ status, headers: { ...headers, "content-type": contentType, "content-length": String(length) } })
+        }
+        const body = yield* Effect.orElseSucceed(artifacts.open(release.artifactKey ?? "", { start, end }), () => undefined)
+        if (body === undefined) return envelope(404, "release_not_found", "The release's artifact is not in the artifact store.")
+        return HttpServerResponse.raw(body, { status, headers, contentType, contentLength: length })
+      })
+
+    const answered = (effect: Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.DomainErrorLike | ApiErrors.ApiError>) =>
+      Effect.catch(effect, (error) => Effect.succeed(fromDomain(error)))
+    return ReleaseRoutes.of({
+      upload: (request) => answered(upload(request)),
+      download: (request, token) => answered(download(request, token))
+    })
+  }))
+}
 
 /** `attachment` with the name as plain ASCII and as UTF-8 (RFC 6266). */
 const contentDisposition = (filename: string): string => {

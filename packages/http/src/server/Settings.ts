@@ -31,8 +31,13 @@ export interface Settings {
   readonly maxConnectionsPerIp: number
   /** `LM_HEADERS_TIMEOUT_SECONDS` (default 10): time for a request's line and headers to arrive. */
   readonly headersTimeoutSeconds: number
-  /** `LM_BODY_TIMEOUT_SECONDS` (default 10): further time for its body (the whole request gets both). */
+  /** `LM_BODY_TIMEOUT_SECONDS` (default 10): further time for its body, in all (every route but the release upload). */
   readonly bodyTimeoutSeconds: number
+  /**
+   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30): the release upload (`POST /releases`, multipart) may take as
+   * long as it needs, but is cut off (408, nothing kept) once no byte has arrived for this long.
+   */
+  readonly uploadIdleTimeoutSeconds: number
   /** `LM_TLS_CERT`, `LM_TLS_KEY`: the PEM texts of the files they name; the server then speaks HTTPS itself. */
   readonly tls: { readonly cert: string; readonly key: string } | undefined
   /**
@@ -188,6 +193,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     maxConnectionsPerIp: 256,
     headersTimeoutSeconds: 10,
     bodyTimeoutSeconds: 10,
+    uploadIdleTimeoutSeconds: 30,
     tls: undefined,
     forceHttps: false,
     corsOrigins: undefined,
@@ -205,6 +211,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   /**
    * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
    * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
+   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`,
    * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`,
    * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`, `LM_ARTIFACT_DIR` (default `{LM_DATA_DIR}/artifacts`), `LM_ARTIFACT_S3_*`.
    */
@@ -224,6 +231,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     const maxConnectionsPerIp = yield* positiveInt("LM_MAX_CONNECTIONS_PER_IP", defaults.maxConnectionsPerIp)
     const headersTimeoutSeconds = yield* positiveInt("LM_HEADERS_TIMEOUT_SECONDS", defaults.headersTimeoutSeconds)
     const bodyTimeoutSeconds = yield* positiveInt("LM_BODY_TIMEOUT_SECONDS", defaults.bodyTimeoutSeconds)
+    const uploadIdleTimeoutSeconds = yield* positiveInt("LM_UPLOAD_IDLE_TIMEOUT_SECONDS", defaults.uploadIdleTimeoutSeconds)
     const certFile = yield* Config.String("LM_TLS_CERT").pipe(Config.withDefault(""))
     const keyFile = yield* Config.String("LM_TLS_KEY").pipe(Config.withDefault(""))
     if ((certFile === "") !== (keyFile === "")) {
@@ -265,7 +273,8 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
       maxConnections,
       maxConnectionsPerIp,
       headersTimeoutSeconds,
-      bodyTimeoutSeconds
+      bodyTimeoutSeconds,
+      uploadIdleTimeoutSeconds
     })
   })
 
