@@ -2,7 +2,8 @@
  * CORS for browser clients (CONTRACT §2, `server/Cors.ts`) against the real server: preflights of public and
  * management routes, and `Access-Control-Allow-Origin` on every answer of a public route to a request with an
  * `Origin`, errors included, on the fast path (hot client writes with a `Content-Length`) and on the HttpApi
- * path (the same writes sent chunked, which the fast path leaves to the Effect stack; every other route).
+ * path (the same writes sent chunked, which the fast path leaves to the Effect stack; every other route), the
+ * update routes (`updates/check`, `updates/download`) included.
  */
 import { request as httpRequest } from "node:http"
 import { Effect } from "effect"
@@ -133,6 +134,37 @@ describe("CORS with LM_CORS_ORIGINS unset", () => {
     const wrongMethod = await send(app, "DELETE", "/validate", { headers: origin })
     expect(wrongMethod.status).toBe(405)
     expect(wrongMethod.headers["access-control-allow-origin"]).toBe("*")
+  })
+
+  it("allows the update routes from any origin: preflights, and the download's answers, with its headers readable", async () => {
+    const origin = "https://app.example.org"
+    for (const path of ["/updates/check", "/updates/download"]) {
+      const res = await preflight(app, path, origin, "GET", "Range, If-None-Match")
+      expect(res.status, path).toBe(204)
+      expect(res.headers["access-control-allow-origin"], path).toBe("*")
+      expect(String(res.headers["access-control-allow-methods"]).split(", "), path).toEqual(expect.arrayContaining(["GET", "HEAD"]))
+      expect(String(res.headers["access-control-allow-headers"]).split(", "), path).toEqual(expect.arrayContaining(["range", "if-none-match"]))
+      expect(String(res.headers["access-control-allow-headers"]).split(", "), path).not.toContain("authorization")
+    }
+    const form = new FormData()
+    form.append("product_id", "61")
+    form.append("version", "1.0.0")
+    form.append("file", new Blob([new Uint8Array([1, 2, 3, 4])]), "app.bin")
+    expect((await fetch(`${app.apiBase}/releases`, { method: "POST", body: form, headers: { authorization: adminAuth } })).status).toBe(201)
+    const license = await app.call("POST", "/licenses", { body: { product_id: 61 } })
+    const check = await send(app, "GET", `/updates/check?license_key=${license.body.data.license_key}&version=0.9.0`, { headers: { origin } })
+    expect(check.headers["access-control-allow-origin"]).toBe("*")
+    const path = new URL(check.body.data.download_url).pathname.slice(new URL(app.apiBase).pathname.length) +
+      new URL(check.body.data.download_url).search
+    const whole = await send(app, "GET", path, { headers: { origin, range: "bytes=1-2" } })
+    expect(whole.status).toBe(206)
+    expect(whole.headers["access-control-allow-origin"]).toBe("*")
+    expect(String(whole.headers["access-control-expose-headers"]).split(", ")).toEqual(
+      expect.arrayContaining(["ETag", "Content-Disposition", "Content-Range", "Accept-Ranges"])
+    )
+    const refused = await send(app, "GET", "/updates/download?token=forged", { headers: { origin } })
+    expect([refused.status, refused.body.code]).toEqual([403, "download_token_invalid"])
+    expect(refused.headers["access-control-allow-origin"]).toBe("*")
   })
 
   it("sends no CORS headers without an Origin", async () => {

@@ -2,7 +2,8 @@
  * Rate limits on the wire (CONTRACT §2, §11): public routes per client IP and per (IP, license key), whichever
  * path serves them (the fast path and the Effect handlers), management routes per API key; over a limit 429
  * `rest_rate_limited` with `Retry-After` equal to `data.retry_after`; a client writing `X-Forwarded-For` changes
- * nothing unless `LM_TRUST_PROXY`; `/health` is never limited; `LM_RATE_LIMIT=off` limits nothing.
+ * nothing unless `LM_TRUST_PROXY`; `/health` is never limited; `LM_RATE_LIMIT=off` limits nothing. The update
+ * routes (`updates/check`, `updates/download`) are limited like every public route.
  */
 import { Layer, Redacted } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
@@ -107,6 +108,32 @@ describe.each([true, false])("rate limits (fast path %s)", (fastPath) => {
     const key = await newLicense(app)
     for (let i = 0; i < 20; i++) expect((await validate(app, key)).status).toBe(200)
     expect((await app.call("GET", "/licenses")).status).toBe(200)
+  })
+})
+
+describe("the update routes pass the public guards", () => {
+  it("a burst over the limits on updates/check (per IP and key, then per IP) and updates/download (per IP) gets 429 with Retry-After", async () => {
+    const app = await start("memory", { rateLimits: { settings: limits({ perIp: { perMinute: 6 }, perKey: { perMinute: 3 } }) } })
+    // Management calls are limited per API key, not per IP: they take nothing from the public buckets.
+    expect((await app.call("POST", "/releases", { body: { product_id: 5, version: "1.1.0", artifact_url: "https://cdn.example.com/a.zip" } })).status).toBe(201)
+    const created = await app.call("POST", "/licenses", { body: { product_id: 5 } })
+    const key = created.body.data.license_key as string
+    const check = (licenseKey: string) => app.call("GET", `/updates/check?license_key=${licenseKey}&version=1.0.0`, { auth: null })
+    const first = await check(key)
+    expect(first.status).toBe(200)
+    for (let i = 0; i < 2; i++) expect((await check(key)).status).toBe(200)
+    // The key's 3 are spent: 20 s to the next one.
+    expect(expectLimited(await check(key))).toBe(20)
+    const download = async (url: string) => {
+      const response = await fetch(url, { redirect: "manual" })
+      const text = await response.text()
+      return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) }
+    }
+    // 3 of the IP's 6 are left: the external artifact's download is a 302 to its URL.
+    for (let i = 0; i < 3; i++) expect((await download(first.body.data.download_url)).status).toBe(302)
+    expect(expectLimited(await download(first.body.data.download_url))).toBe(10)
+    expectLimited(await download(`${app.apiBase}/updates/download?token=bad`))
+    expectLimited(await check(await newLicense(app)))
   })
 })
 

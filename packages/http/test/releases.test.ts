@@ -4,7 +4,10 @@
  * with `artifact_url`, the list newest semver first, the update check and its signed `download_url`, the download
  * (ranges, ETag, If-None-Match, If-Range, HEAD, 302 for an external artifact, tampered and expired tokens, a
  * license revoked after the check), and uploads over the limit or aborted midway leaving nothing behind; on
- * PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver).
+ * PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver). An upload that
+ * trickles for longer than the body timeout is taken while it never stalls for the idle timeout; one that stalls
+ * gets 408 and leaves nothing. `download_url` follows the Host the client reached (X-Forwarded-Proto and -Host only
+ * behind a trusted proxy); a malformed Host is a 400 envelope.
  */
 import { createHash } from "node:crypto"
 import { mkdtempSync, readdirSync } from "node:fs"
@@ -14,6 +17,7 @@ import * as path from "node:path"
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3"
 import S3rver from "s3rver"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { connect, requestText } from "../../../test/http/support/RawHttp.js"
 import { eventually } from "../../../test/support/eventually.js"
 import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
 import { admin } from "./support/Admin.js"
@@ -285,5 +289,118 @@ describe("releases over HTTP with the S3-compatible artifact store (s3rver on lo
     expect(refused.status).toBe(413)
     await refused.text()
     expect((await client.send(new ListObjectsV2Command({ Bucket: "releases", Prefix: "lm/" }))).KeyCount).toBe(1)
+  })
+})
+
+describe("release uploads: an idle timeout instead of the total body timeout; download_url's origin", () => {
+  let app: TestApp
+  let proxied: TestApp
+  let artifactDir: string
+  const boundary = "----lmidle"
+  const partsHead = (productId: number) =>
+    `--${boundary}\r\ncontent-disposition: form-data; name="product_id"\r\n\r\n${productId}\r\n` +
+    `--${boundary}\r\ncontent-disposition: form-data; name="version"\r\n\r\n1.0.0\r\n` +
+    `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="slow.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`
+  const partsTail = `\r\n--${boundary}--\r\n`
+
+  beforeAll(async () => {
+    artifactDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-idle-")), "artifacts")
+    // Short settings: headers within 1 s and the whole body 1 s after them on every other route (2 s in all); an
+    // upload may go on while a byte arrives every 2 s.
+    app = await startApp("memory", { settings: { artifactDir, headersTimeoutSeconds: 1, bodyTimeoutSeconds: 1, uploadIdleTimeoutSeconds: 2 } })
+    proxied = await startApp("memory", { settings: { trustProxyHops: 1 } })
+  }, 60_000)
+  afterAll(async () => {
+    await app?.close()
+    await proxied?.close()
+  })
+
+  /** Opens a raw connection to `server` and sends the upload's request head and first parts. */
+  const startUpload = async (server: TestApp, productId: number, fileBytes: number) => {
+    const url = new URL(`${server.apiBase}/releases`)
+    const connection = await connect(Number(url.port))
+    const length = Buffer.byteLength(partsHead(productId)) + fileBytes + Buffer.byteLength(partsTail)
+    connection.write(requestText("POST", url.pathname, {
+      authorization: adminAuth,
+      "content-type": `multipart/form-data; boundary=${boundary}`,
+      "content-length": String(length)
+    }) + partsHead(productId))
+    return connection
+  }
+
+  it("takes an upload that trickles for longer than the body timeout but never stalls for the idle timeout", async () => {
+    const bytes = bytesOf(16 * 1024, 3)
+    const connection = await startUpload(app, 31, bytes.length)
+    // 16 chunks, one every 250 ms: 4 s in all, twice the headers and body timeouts together; never 2 s without a byte.
+    for (let i = 0; i < 16; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250))
+      connection.socket.write(bytes.subarray(i * 1024, (i + 1) * 1024))
+    }
+    connection.write(partsTail)
+    const answer = await connection.next()
+    connection.destroy()
+    expect(answer.status, answer.body).toBe(201)
+    expect(JSON.parse(answer.body).data).toMatchObject({ product_id: 31, size: bytes.length, sha256: sha256(bytes) })
+  })
+
+  it("cuts off an upload that stalls for the idle timeout with 408 and keeps nothing; other routes keep the total body timeout", async () => {
+    const before = readdirSync(artifactDir).length
+    const connection = await startUpload(app, 32, 64 * 1024)
+    connection.socket.write(bytesOf(4096))
+    // The server is writing the file (a temporary file appears); then nothing more is sent.
+    await eventually(() => expect(readdirSync(artifactDir).length).toBeGreaterThan(before))
+    const answer = await connection.next()
+    expect(answer.status).toBe(408)
+    expect(JSON.parse(answer.body)).toMatchObject({ success: false, code: "rest_request_timeout", data: { status: 408 } })
+    expect(answer.headers.connection).toBe("close")
+    await connection.closed
+    await eventually(() => expect(readdirSync(artifactDir)).toHaveLength(before))
+    expect((await app.call("GET", "/releases?product_id=32")).body.meta.total).toBe(0)
+
+    // A JSON body that stops arriving still gets the total body timeout (1 s here), on releases as elsewhere.
+    const url = new URL(`${app.apiBase}/releases`)
+    const slow = await connect(Number(url.port))
+    slow.write(requestText("POST", url.pathname, { authorization: adminAuth, "content-type": "application/json", "content-length": "100" }) + `{"product_id":`)
+    const timedOut = await slow.next()
+    expect([timedOut.status, JSON.parse(timedOut.body).code]).toEqual([408, "rest_request_timeout"])
+    await slow.closed
+  })
+
+  /** The update check of a new license and release on `server`, sent raw with these headers. */
+  const checkWith = async (server: TestApp, productId: number, headers: Record<string, string>, httpVersion = "1.1") => {
+    await server.call("POST", "/releases", { body: { product_id: productId, version: "2.0.0", artifact_url: "https://cdn.example.com/a.zip" } })
+    const license = await admin(server).createLicense({ product_id: productId })
+    const url = new URL(server.apiBase)
+    const connection = await connect(Number(url.port))
+    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+    connection.write(`GET ${url.pathname}/updates/check?license_key=${license.key}&version=1.0.0 HTTP/${httpVersion}\r\n${head}connection: close\r\n\r\n`)
+    const answer = await connection.next()
+    connection.destroy()
+    return { status: answer.status, body: JSON.parse(answer.body) }
+  }
+
+  it("builds download_url from the Host the client reached; X-Forwarded-Proto and -Host only behind a trusted proxy", async () => {
+    const port = new URL(app.apiBase).port
+    const direct = await checkWith(app, 41, { host: `licensing.example.com:${port}`, "x-forwarded-proto": "https", "x-forwarded-host": "evil.example.net" })
+    expect(direct.status).toBe(200)
+    expect(direct.body.data.download_url).toMatch(new RegExp(`^http://licensing\\.example\\.com:${port}/api/lm/v1/updates/download\\?token=[\\w.-]+$`))
+
+    const viaProxy = await checkWith(proxied, 42, { host: "127.0.0.1:9", "x-forwarded-proto": "https", "x-forwarded-host": "licensing.example.com" })
+    expect(viaProxy.status).toBe(200)
+    expect(viaProxy.body.data.download_url).toMatch(/^https:\/\/licensing\.example\.com\/api\/lm\/v1\/updates\/download\?token=[\w.-]+$/)
+  })
+
+  it("answers a malformed Host with the 400 envelope, and an HTTP/1.0 request without one with the address it reached", async () => {
+    for (const host of ["evil.example.net/path?", "a b", "licensing.example.com:80:80", "user@licensing.example.com"]) {
+      const answer = await checkWith(app, 43, { host })
+      expect([answer.status, answer.body.code], host).toEqual([400, "rest_invalid_param"])
+      expect(Object.keys(answer.body.data.params)).toEqual(["host"])
+    }
+    const proxiedBad = await checkWith(proxied, 44, { host: "127.0.0.1", "x-forwarded-host": "a/b" })
+    expect([proxiedBad.status, proxiedBad.body.code]).toEqual([400, "rest_invalid_param"])
+
+    const noHost = await checkWith(app, 45, {}, "1.0")
+    expect(noHost.status).toBe(200)
+    expect(noHost.body.data.download_url.startsWith(`${app.apiBase}/updates/download?token=`)).toBe(true)
   })
 })

@@ -71,8 +71,11 @@ export const preflightMaxAgeSeconds = 7200
 /** Request headers every allowed preflight allows; management routes add `Authorization`. */
 const baseAllowedHeaders = ["content-type", "if-none-match", "x-request-id"]
 
-/** Response headers a browser script may read besides the safelisted ones. */
-const exposedHeaders = "ETag, Retry-After, WWW-Authenticate, Allow, X-Request-Id"
+/**
+ * Response headers a browser script may read besides the safelisted ones (a download's name and range too, so that
+ * a web client can save and resume it).
+ */
+const exposedHeaders = "ETag, Retry-After, WWW-Authenticate, Allow, X-Request-Id, Content-Disposition, Content-Range, Accept-Ranges"
 
 /** An HTTP header name (RFC 9110 token). */
 const headerName = /^[!#$%&'*+.^_`|~0-9a-z-]+$/
