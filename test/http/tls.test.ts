@@ -3,7 +3,8 @@
  * `LM_TLS_CERT`/`LM_TLS_KEY` it serves HTTPS itself, on the fast path and the HttpApi path, with
  * `Strict-Transport-Security` on every answer, and logs an https:// API base. `LM_FORCE_HTTPS=1` refuses plain
  * HTTP with 403 `rest_forbidden` saying HTTPS is required, unless a trusted proxy says `X-Forwarded-Proto: https`.
- * A certificate path that cannot be read refuses the start, naming the setting and the file.
+ * A certificate path that cannot be read refuses the start, naming the setting and the file. An update check over
+ * TLS gets an https `download_url`.
  */
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest"
 import { adminAuth, adminKey } from "../../packages/http/test/support/App.js"
@@ -97,6 +98,24 @@ it("LM_FORCE_HTTPS refuses plain HTTP with 403 rest_forbidden; a trusted proxy's
   expect(validated.status).toBe(200)
   expect((await viaProxy("http")).status).toBe(403)
   expect((await viaProxy(undefined)).status).toBe(403)
+}, 60_000)
+
+it("gives an update check over TLS an https download_url, which downloads over TLS", async () => {
+  const apiBase = await start({ LM_TLS_CERT: certificate.certFile, LM_TLS_KEY: certificate.keyFile })
+  const ca = certificate.cert
+  const release = await httpsRequest(`${apiBase}/releases`, ca, {
+    method: "POST",
+    headers: { authorization: adminAuth },
+    body: { product_id: 3, version: "1.1.0", artifact_url: "https://cdn.example.com/app-1.1.0.zip" }
+  })
+  expect(release.status, JSON.stringify(release.body)).toBe(201)
+  const license = await httpsRequest(`${apiBase}/licenses`, ca, { method: "POST", headers: { authorization: adminAuth }, body: { product_id: 3 } })
+  const check = await httpsRequest(`${apiBase}/updates/check?license_key=${license.body.data.license_key}&version=1.0.0`, ca)
+  expect(check.status, JSON.stringify(check.body)).toBe(200)
+  const url: string = check.body.data.download_url
+  expect(url.startsWith(`${apiBase}/updates/download?token=`)).toBe(true)
+  const download = await httpsRequest(url, ca)
+  expect([download.status, download.headers.location]).toEqual([302, "https://cdn.example.com/app-1.1.0.zip"])
 }, 60_000)
 
 it("refuses to start when the certificate cannot be read, naming the setting and the file", async () => {
