@@ -180,14 +180,14 @@ const seed = async (app: TestApp): Promise<Seeded> => {
 
 /**
  * The raw body of every GET route for every stored target, by path. Left out: routes that need query values
- * (`/updates/check` answers about a given version, not about what is stored) and the analytics, which count the
- * fuzzing's own calls.
+ * (`/updates/check` answers about a given version, `/updates/download` streams a token's artifact, not what is
+ * stored) and the analytics, which count the fuzzing's own calls.
  */
 const snapshot = async (app: TestApp, context: FuzzContext): Promise<Record<string, string>> => {
   const out: Record<string, string> = {}
   for (const op of context.operations) {
     if (op.method !== "GET" || op.template === "/openapi.json") continue
-    if (op.query.some((q) => q.required) || op.template.startsWith("/analytics/")) continue
+    if (op.query.some((q) => q.required) || op.template.startsWith("/analytics/") || op.template === "/updates/download") continue
     const combinations = op.pathParams.reduce<Array<Record<string, string>>>(
       (acc, param) => {
         const collection = param === "key" ? "licenses" : op.template.split("/")[op.template.split("/").indexOf(`{${param}}`) - 1]!
@@ -322,7 +322,9 @@ for (const store of ["memory", "pglite"] as const) {
           "POST /subscriptions/{id}/renew",
           "GET /subscriptions/{id}/renewals",
           "GET /releases",
+          "POST /releases",
           "GET /updates/check",
+          "GET /updates/download",
           "GET /analytics/overview",
           "GET /analytics/validations",
           "GET /analytics/anomalies",
