@@ -50,7 +50,7 @@ for (const store of stores) {
     beforeAll(async () => {
       artifactDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-test-")), "artifacts")
       app = await startApp(store === "postgres" ? "memory" : store, {
-        downloadTokenTtlSeconds: 2,
+        downloadTokenTtlSeconds: 6,
         settings: { artifactDir, maxArtifactBytes: MAX_ARTIFACT },
         ...(store === "postgres" ? { storeLayer: freshPostgresStore(postgresUrl) } : {})
       })
@@ -133,11 +133,11 @@ for (const store of stores) {
       expect((await json(tampered)).code).toBe("download_token_invalid")
       expect((await json(await get(`${app.apiBase}/updates/download`))).code).toBe("download_token_invalid")
 
-      // The token's TTL is 2 s here: it expires without anything else changing.
+      // The token's TTL is 6 s here (long enough for the checks above on a loaded machine): it expires without anything else changing.
       await eventually(async () => {
         const expired = await get(url)
         expect((await json(expired)).code).toBe("download_token_expired")
-      }, { timeout: 6000, interval: 250 })
+      }, { timeout: 15_000, interval: 250 })
     })
 
     it("refuses a download once the license is revoked after the check; external artifacts redirect", async () => {
