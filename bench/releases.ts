@@ -77,7 +77,6 @@ const main = async () => {
     LM_STORAGE: "memory",
     LM_ARTIFACT_DIR: path.join(dataDir, "artifacts"),
     LM_MAX_ARTIFACT_BYTES: String(1024 * MiB),
-    LM_BODY_TIMEOUT_SECONDS: "600",
     PORT: "0",
     LM_BOOTSTRAP_CONSUMER_KEY: credentials.consumerKey,
     LM_BOOTSTRAP_CONSUMER_SECRET: credentials.consumerSecret
