@@ -21,7 +21,7 @@ import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { openApiPath } from "../api/Api.js"
 import { AuthenticationLive } from "./Authentication.js"
-import { watchBody } from "./BodyTimeout.js"
+import { makeBodyDeadlines } from "./BodyTimeout.js"
 import { makeCorsPolicy } from "./Cors.js"
 import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
@@ -229,9 +229,9 @@ const layerNodeServer = (
             let draining = false
             const tls = settings.tls !== undefined
             const { forceHttps, trustProxyHops } = settings
-            const bodyTimeoutMillis = settings.bodyTimeoutSeconds * 1000
+            const bodyDeadline = makeBodyDeadlines(server, settings.bodyTimeoutSeconds * 1000)
             const offer = (request: IncomingMessage, response: ServerResponse) => {
-              watchBody(server, request, bodyTimeoutMillis)
+              bodyDeadline(request)
               if (draining) response.shouldKeepAlive = false
               const socket = request.socket
               if (!latest.has(socket)) socket.once("close", forget(socket))
