@@ -13,7 +13,7 @@ import { Layer, type Redacted } from "effect"
 import type { ActivityRecorderOptions } from "./services/ActivityRecorder.js"
 import { ActivityRecorder } from "./services/ActivityRecorder.js"
 import type { AnomalyThresholds } from "./analytics.js"
-import { Analytics, AnalyticsSettings } from "./services/Analytics.js"
+import { Analytics, AnalyticsSettings, layerSubscriptionFigures } from "./services/Analytics.js"
 import { ApiKeys } from "./services/ApiKeys.js"
 import { Blacklist, blacklistFromEntries } from "./services/Blacklist.js"
 import * as EventRetention from "./services/EventRetention.js"
@@ -149,6 +149,7 @@ const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
  */
 export const services = (options: { readonly activity?: ActivityRecorderOptions | undefined } = {}) =>
   Analytics.layer.pipe(
+    Layer.provide(layerSubscriptionFigures),
     Layer.provideMerge(Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer)),
     Layer.provideMerge(Subscriptions.layer.pipe(Layer.provideMerge(Licenses.layer))),
     Layer.provideMerge(Licensing.layer),

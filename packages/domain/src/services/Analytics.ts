@@ -31,9 +31,12 @@ import {
   type AnomalyType,
   type DomainEvent,
   type LicenseStatus,
-  licenseStatuses
+  licenseStatuses,
+  subscriptionStatuses
 } from "../model.js"
-import { AnalyticsRepository, EventOutbox, LicenseRepository, Store } from "../ports.js"
+import { monthlyRecurring, mrrStatuses } from "../billing.js"
+import { formatAmount } from "../money.js"
+import { AnalyticsRepository, EventOutbox, LicenseRepository, Store, SubscriptionRepository, type SubscriptionTotal } from "../ports.js"
 import { logRoundFailure } from "./background.js"
 import { Licenses } from "./Licenses.js"
 
@@ -50,12 +53,30 @@ export interface SubscriptionFigures {
 }
 
 /**
- * Where the overview gets its subscription figures: none until subscriptions exist (an empty `by_status` and
- * `mrr`). The subscriptions work provides this reference with figures from its store.
+ * Where the overview gets its subscription figures, read when the Analytics layer is built: the engine provides
+ * {@link layerSubscriptionFigures} (the store's subscriptions); without it, none (an empty `by_status` and `mrr`).
  */
 export const SubscriptionFiguresSource = Context.Reference<{ readonly figures: (now: number) => Effect.Effect<SubscriptionFigures, StorageUnavailable> }>(
   "@lm/domain/SubscriptionFiguresSource",
   { defaultValue: () => ({ figures: () => Effect.succeed({ byStatus: {}, mrr: [] }) }) }
+)
+
+/**
+ * The subscriptions' figures from the store's totals: every status counted (0 when none), and MRR per currency
+ * (`Billing.monthlyRecurring` over the statuses of `Billing.mrrStatuses`: `active` and `pending-cancel`, which
+ * pays until its period ends; `trial`, `pending`, `on-hold` and the ended ones bring nothing in).
+ */
+export const subscriptionFiguresOf = (totals: ReadonlyArray<SubscriptionTotal>): SubscriptionFigures => {
+  const byStatus: Record<string, number> = Object.fromEntries(subscriptionStatuses.map((s) => [s, 0]))
+  for (const t of totals) byStatus[t.status] = (byStatus[t.status] ?? 0) + t.count
+  const mrr = monthlyRecurring(totals.filter((t) => mrrStatuses.has(t.status)))
+  return { byStatus, mrr: mrr.map((m) => ({ currency: m.currency, amount: formatAmount(m.minor, m.currency) })) }
+}
+
+/** Feeds {@link SubscriptionFiguresSource} from the subscriptions' store. */
+export const layerSubscriptionFigures = Layer.effect(
+  SubscriptionFiguresSource,
+  Effect.map(SubscriptionRepository, (repo) => ({ figures: () => Effect.map(repo.totals, subscriptionFiguresOf) }))
 )
 
 /** How many licenses the overview's `top_licenses` lists. */
@@ -116,6 +137,7 @@ export class Analytics extends Context.Service<Analytics, {
       const licenses = yield* Licenses
       const store = yield* Store
       const outbox = yield* EventOutbox
+      const subscriptionSource = yield* SubscriptionFiguresSource
 
       const countLicenses = (filter: { readonly status?: LicenseStatus; readonly expiresAfter?: number; readonly expiresBefore?: number }) =>
         Effect.map(licenses.list({ ...filter, page: 1, perPage: 0 }), (page) => page.total)
@@ -123,7 +145,6 @@ export class Analytics extends Context.Service<Analytics, {
       const overview = Effect.fn("Analytics.overview")(function*(period: AnalyticsPeriod) {
         const now = yield* Clock.currentTimeMillis
         const from = now - periodMillis(period)
-        const subscriptionSource = yield* SubscriptionFiguresSource
         // Independent reads, run at once: on a pooled store their round trips overlap.
         const figures = yield* Effect.all({
           byStatus: Effect.forEach(licenseStatuses, (status) => Effect.map(countLicenses({ status }), (n) => [status, n] as const), {
