@@ -184,7 +184,7 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   const paymentGraceDays = yield* Config.Number("LM_PAYMENT_GRACE_DAYS").pipe(Config.option)
   const subscriptionJob = yield* Config.Int("LM_SUBSCRIPTION_JOB_INTERVAL").pipe(Config.option)
   const anomalyInterval = yield* Config.Number("LM_ANOMALY_INTERVAL").pipe(Config.option)
-  if (Option.isSome(anomalyInterval) && !(anomalyInterval.value >= 0)) {
+  if (Option.isSome(anomalyInterval) && !(anomalyInterval.value >= 0 && Number.isFinite(anomalyInterval.value))) {
     return yield* new InvalidSetting({ name: "LM_ANOMALY_INTERVAL", message: "LM_ANOMALY_INTERVAL: expected a number of seconds, 0 (off) or more" })
   }
   const rateLimits = yield* rateLimitsFromEnv
