@@ -119,7 +119,7 @@ const measure = (client: ClientLayer, licenses: number, events: number) => {
     }
     return { seedSeconds, hourlyRows, results }
   }).pipe(
-    Effect.provide(Layer.merge(Engine.layer(store, { sweepIntervalSeconds: 0, eventRetentionDays: 0 }), store)),
+    Effect.provide(Layer.merge(Engine.layer(store, { sweepIntervalSeconds: 0, eventRetentionDays: 0, anomalyIntervalSeconds: 0 }), store)),
     Effect.scoped
   )
 }

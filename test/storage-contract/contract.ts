@@ -1353,6 +1353,31 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.deepStrictEqual((yield* subscriptions.list({ page: 3, perPage: 2 })).items.map((s) => s.id), [made[4]!.id])
         }))
 
+      test("totals count subscriptions and sum their prices per status, currency, period and interval, past 2^53 exactly", () =>
+        Effect.gen(function*() {
+          const licenses = yield* Ports.LicenseRepository
+          const subscriptions = yield* Ports.SubscriptionRepository
+          const license = yield* licenses.insert(licenseDraft())
+          assert.deepStrictEqual(yield* subscriptions.totals, [])
+          const max = Number.MAX_SAFE_INTEGER
+          const plans: Array<Partial<Model.SubscriptionDraft>> = [
+            { status: "active", currency: "USD", billingPeriod: "month", billingInterval: 1, amount: max },
+            { status: "active", currency: "USD", billingPeriod: "month", billingInterval: 1, amount: max },
+            { status: "active", currency: "USD", billingPeriod: "month", billingInterval: 3, amount: 5 },
+            { status: "active", currency: "JPY", billingPeriod: "year", billingInterval: 1, amount: 1000 },
+            { status: "trial", currency: "USD", billingPeriod: "month", billingInterval: 1, amount: 7 }
+          ]
+          yield* Effect.forEach(plans, (plan) => subscriptions.insert(subscriptionDraft(license.id, plan), null))
+          const key = (t: Ports.SubscriptionTotal) => `${t.status} ${t.currency} ${t.billingPeriod} ${t.billingInterval}`
+          const totals = [...yield* subscriptions.totals].sort((a, b) => key(a).localeCompare(key(b)))
+          assert.deepStrictEqual(totals, [
+            { status: "active", currency: "JPY", billingPeriod: "year", billingInterval: 1, count: 1, amount: 1000n },
+            { status: "active", currency: "USD", billingPeriod: "month", billingInterval: 1, count: 2, amount: 2n * BigInt(max) },
+            { status: "active", currency: "USD", billingPeriod: "month", billingInterval: 3, count: 1, amount: 5n },
+            { status: "trial", currency: "USD", billingPeriod: "month", billingInterval: 1, count: 1, amount: 7n }
+          ])
+        }))
+
       test("claimDue claims subscriptions due at or before now, earliest first, up to the limit; a cleared due time is never claimed", () =>
         Effect.gen(function*() {
           const store = yield* Ports.Store

@@ -13,7 +13,7 @@ import { Layer, type Redacted } from "effect"
 import type { ActivityRecorderOptions } from "./services/ActivityRecorder.js"
 import { ActivityRecorder } from "./services/ActivityRecorder.js"
 import type { AnomalyThresholds } from "./analytics.js"
-import { Analytics, AnalyticsSettings } from "./services/Analytics.js"
+import { Analytics, AnalyticsSettings, layerSubscriptionFigures } from "./services/Analytics.js"
 import { ApiKeys } from "./services/ApiKeys.js"
 import { Blacklist, blacklistFromEntries } from "./services/Blacklist.js"
 import * as EventRetention from "./services/EventRetention.js"
@@ -71,6 +71,12 @@ export interface Options {
   readonly webhooks?: WebhookOptions | undefined
   /** Thresholds of the anomaly rules (CONTRACT §11); each one not given keeps its default. */
   readonly anomalyThresholds?: { readonly [K in keyof AnomalyThresholds]?: AnomalyThresholds[K] | undefined } | undefined
+  /**
+   * Seconds between background runs of the anomaly rules (default 60; also once at start): each newly detected
+   * anomaly is announced with `anomaly.detected`, once across every process on the store. 0 turns it off (then
+   * only GET /analytics/anomalies detects them).
+   */
+  readonly anomalyIntervalSeconds?: number | undefined
   /** Seconds a release download token stays valid (default 300). */
   readonly downloadTokenTtlSeconds?: number | undefined
   /** Size and age bounds of the validation cache. */
@@ -114,6 +120,9 @@ export interface WebhookOptions extends WebhookSettingsGiven {
 /** How often delivery looks for new events and due deliveries when not told. */
 export const defaultWebhookPollMillis = 500
 
+/** Seconds between background runs of the anomaly rules when none is given. */
+export const defaultAnomalyIntervalSeconds = 60
+
 /** The sweep interval when none is given. */
 export const defaultSweepIntervalSeconds = 30
 
@@ -140,6 +149,7 @@ const webhookSettingsLayer = (options: WebhookOptions | undefined) => {
  */
 export const services = (options: { readonly activity?: ActivityRecorderOptions | undefined } = {}) =>
   Analytics.layer.pipe(
+    Layer.provide(layerSubscriptionFigures),
     Layer.provideMerge(Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer)),
     Layer.provideMerge(Subscriptions.layer.pipe(Layer.provideMerge(Licenses.layer))),
     Layer.provideMerge(Licensing.layer),
@@ -191,7 +201,9 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   const retentionDays = options.eventRetentionDays ?? defaultEventRetentionDays
   const webhookPoll = options.webhooks?.pollMillis ?? defaultWebhookPollMillis
   const subscriptionJob = options.subscriptionJobIntervalSeconds ?? defaultSubscriptionJobIntervalSeconds
+  const anomalyInterval = options.anomalyIntervalSeconds ?? defaultAnomalyIntervalSeconds
   const background = Layer.mergeAll(
+    anomalyInterval > 0 ? Analytics.layerBackground(`${Math.round(anomalyInterval * 1000)} millis`) : Layer.empty,
     interval > 0 ? Sweeper.layerBackground(`${interval} seconds`) : Layer.empty,
     webhookPoll > 0 && options.webhooks?.sender !== undefined ? Webhooks.layerBackground(`${webhookPoll} millis`) : Layer.empty,
     retentionDays > 0 ? EventRetention.layerBackground({ days: retentionDays }) : Layer.empty,

@@ -4,7 +4,7 @@
  * each boundary is computed from the anchor's day, never by adding to a clamped date.
  */
 import type { BillingPeriod, Proration } from "./model.js"
-import { share } from "./money.js"
+import { divideHalfEven, share } from "./money.js"
 
 const DAY_MS = 86_400_000
 
@@ -68,4 +68,50 @@ export const prorate = (
   const credit = share(oldAmount, unused, total)
   const charge = newPeriod ? newAmount : share(newAmount, unused, total)
   return { credit, charge, net: charge - credit }
+}
+
+// ---- monthly recurring revenue ----------------------------------------------------------------------------
+
+/**
+ * How many units of a billing period one month holds, as an exact fraction (a month is a twelfth of a year of
+ * 365 days or 52 weeks): a day 365/12, a week 52/12, a month 1, a year 1/12. So the monthly share of a price
+ * per `interval` units is `price × numerator / (denominator × interval)`.
+ */
+export const periodsPerMonth: Readonly<Record<BillingPeriod, { readonly numerator: bigint; readonly denominator: bigint }>> = {
+  day: { numerator: 365n, denominator: 12n },
+  week: { numerator: 52n, denominator: 12n },
+  month: { numerator: 1n, denominator: 1n },
+  year: { numerator: 1n, denominator: 12n }
+}
+
+/** Subscription statuses whose price counts toward MRR: paying now (`pending-cancel` pays until its period ends). */
+export const mrrStatuses: ReadonlySet<string> = new Set(["active", "pending-cancel"])
+
+/** Prices of one plan shape summed by the store: `amount` is the sum of the prices (minor units) of its subscriptions. */
+export interface PlanTotal {
+  readonly currency: string
+  readonly billingPeriod: BillingPeriod
+  readonly billingInterval: number
+  readonly amount: bigint
+}
+
+const gcd = (a: bigint, b: bigint): bigint => (b === 0n ? a : gcd(b, a % b))
+
+/**
+ * Monthly recurring revenue per currency, in minor units: each plan total normalised to one month exactly (a
+ * fraction of bigints), summed per currency, and rounded half to even once at the end. Currencies sorted.
+ */
+export const monthlyRecurring = (totals: ReadonlyArray<PlanTotal>): ReadonlyArray<{ readonly currency: string; readonly minor: bigint }> => {
+  const sums = new Map<string, { n: bigint; d: bigint }>()
+  for (const t of totals) {
+    const per = periodsPerMonth[t.billingPeriod]
+    const n = t.amount * per.numerator
+    const d = per.denominator * BigInt(t.billingInterval)
+    const held = sums.get(t.currency) ?? { n: 0n, d: 1n }
+    const sumN = held.n * d + n * held.d
+    const sumD = held.d * d
+    const common = gcd(sumN < 0n ? -sumN : sumN, sumD) || 1n
+    sums.set(t.currency, { n: sumN / common, d: sumD / common })
+  }
+  return [...sums].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([currency, { d, n }]) => ({ currency, minor: divideHalfEven(n, d) }))
 }

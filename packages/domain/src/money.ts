@@ -44,10 +44,10 @@ export const parseAmount = (field: string, text: string, currency: string): Resu
 }
 
 /** Writes minor units as the currency's decimal string (`1999` USD → `"19.99"`, `-5` → `"-0.05"`, JPY `"500"`). */
-export const formatAmount = (minor: number, currency: string): string => {
+export const formatAmount = (minor: number | bigint, currency: string): string => {
   const digits = minorDigits(currency)
   const sign = minor < 0 ? "-" : ""
-  const text = BigInt(Math.abs(minor)).toString().padStart(digits + 1, "0")
+  const text = (typeof minor === "bigint" ? (minor < 0n ? -minor : minor) : BigInt(Math.abs(minor))).toString().padStart(digits + 1, "0")
   return digits === 0 ? `${sign}${text}` : `${sign}${text.slice(0, -digits)}.${text.slice(-digits)}`
 }
 

@@ -11,6 +11,7 @@ import type {
   AnomalyType,
   ApiKey,
   ApiKeyDraft,
+  BillingPeriod,
   ComponentDraft,
   DomainEvent,
   Generator,
@@ -490,10 +491,26 @@ export class SubscriptionRepository extends Context.Service<SubscriptionReposito
    * twice. Only inside a transaction.
    */
   readonly claimDue: (now: number, limit: number) => Op<ReadonlyArray<Subscription>>
+  /**
+   * Subscriptions counted and their prices (`amount`) summed per status, currency and billing period and
+   * interval: what the analytics overview's figures are computed from (the domain's `Billing.monthlyRecurring`).
+   */
+  readonly totals: Op<ReadonlyArray<SubscriptionTotal>>
   readonly insertRenewal: (subscriptionId: number, draft: RenewalDraft) => Op<RenewalRecord>
   /** A subscription's renewal records, oldest first. */
   readonly listRenewals: (subscriptionId: number, page: PageRequest) => Op<Page<RenewalRecord>>
 }>()("@lm/domain/SubscriptionRepository") {}
+
+/** One group of {@link SubscriptionRepository.totals}. */
+export interface SubscriptionTotal {
+  readonly status: SubscriptionStatus
+  readonly currency: string
+  readonly billingPeriod: BillingPeriod
+  readonly billingInterval: number
+  readonly count: number
+  /** The sum of the group's prices, in minor units (a bigint: a sum may pass 2^53). */
+  readonly amount: bigint
+}
 
 /** A payment for a subscription: reported by the caller (with the provider's transaction id) or to be charged. */
 export interface PaymentRequest {

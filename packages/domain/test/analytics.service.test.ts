@@ -4,7 +4,7 @@
  * quiet day; the validation series and the overview read the counters the log keeps.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { ActivityRecorder, Analytics, Licenses, Licensing, Ports, Services } from "@lm/domain"
 import { onEngine } from "./engine.js"
@@ -59,6 +59,28 @@ describe("Analytics service", () => {
       assert.strictEqual((yield* bursts).length, 1)
       assert.strictEqual((yield* announcements).length, 2)
     })))
+
+  it.effect("the background job announces a new anomaly once over its rounds, without anyone asking", () =>
+    onEngine(Effect.gen(function*() {
+      const licenses = yield* Licenses
+      const licensing = yield* Licensing
+      const recorder = yield* ActivityRecorder
+      const { license } = yield* licenses.create({ maxActivations: 1 })
+      // The job runs once at start (nothing to find), then every minute.
+      yield* Layer.launch(Services.Analytics.layerBackground("1 minute")).pipe(Effect.forkScoped)
+      yield* Effect.yieldNow
+      yield* Effect.forEach(Array.from({ length: 20 }), () => licensing.validate({ licenseKey: license.key, fingerprint: "nope", ipAddress: null }), {
+        discard: true
+      })
+      yield* recorder.flush
+      assert.strictEqual((yield* announcements).length, 0, "not before the next round")
+      for (let round = 0; round < 5; round++) yield* TestClock.adjust("1 minute")
+      const announced = yield* announcements
+      assert.strictEqual(announced.length, 1)
+      assert.strictEqual(announced[0]!.data.license_key, license.key)
+      // A round run by hand (another process's, say) finds nothing new either.
+      assert.strictEqual(yield* (yield* Services.Analytics).detectOnce, 0)
+    }).pipe(Effect.scoped)))
 
   it.effect("a validation spike is an hour above 3 times the 7-day hourly mean, and at least 20", () =>
     onEngine(Effect.gen(function*() {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { DAY, SECOND } from "./fixtures.js"
-import { Billing, Model } from "@lm/domain"
+import { Billing, Model, Services } from "@lm/domain"
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
@@ -97,5 +97,73 @@ describe("proration", () => {
         expect(nets).toBe(charges - credits)
       })
     )
+  })
+})
+
+describe("monthly recurring revenue", () => {
+  const total = (currency: string, billingPeriod: Model.BillingPeriod, billingInterval: number, amount: bigint) => ({
+    currency,
+    billingPeriod,
+    billingInterval,
+    amount
+  })
+  const mrr = (...totals: Array<Billing.PlanTotal>) => Billing.monthlyRecurring(totals).map((m) => [m.currency, m.minor])
+
+  it("normalises each period to a month exactly: a year /12, a week ×52/12, a day ×365/12, over the interval", () => {
+    expect(mrr(total("USD", "year", 1, 12_000n))).toEqual([["USD", 1_000n]])
+    expect(mrr(total("USD", "month", 1, 1_999n))).toEqual([["USD", 1_999n]])
+    expect(mrr(total("USD", "month", 3, 3_000n))).toEqual([["USD", 1_000n]])
+    expect(mrr(total("USD", "week", 1, 1_200n))).toEqual([["USD", 5_200n]])
+    expect(mrr(total("USD", "week", 2, 1_200n))).toEqual([["USD", 2_600n]])
+    expect(mrr(total("USD", "day", 1, 12n))).toEqual([["USD", 365n]])
+    expect(mrr(total("USD", "day", 365, 1_200n))).toEqual([["USD", 100n]])
+    expect(mrr(total("USD", "year", 2, 2_400n))).toEqual([["USD", 100n]])
+  })
+
+  it("rounds half to even once per currency, after summing exactly", () => {
+    expect(mrr(total("USD", "month", 2, 1n))).toEqual([["USD", 0n]]) // 0.5 → 0
+    expect(mrr(total("USD", "month", 2, 3n))).toEqual([["USD", 2n]]) // 1.5 → 2
+    expect(mrr(total("USD", "year", 1, 1_000n))).toEqual([["USD", 83n]]) // 83.33…
+    // Two plans of 83.33… each make 166.67…: 167, not 83 + 83.
+    expect(mrr(total("USD", "year", 1, 1_000n), total("USD", "year", 2, 2_000n))).toEqual([["USD", 167n]])
+    // A third of a cent per day and two thirds per week do not vanish on their own: 365/36 + 104/36 = 13.03 → 13.
+    expect(mrr(total("USD", "day", 3, 1n), total("USD", "week", 3, 2n))).toEqual([["USD", 13n]])
+  })
+
+  it("keeps currencies apart, sorted, and sums past 2^53 without loss", () => {
+    const big = 2n ** 60n
+    expect(mrr(total("USD", "month", 1, 1n), total("EUR", "month", 1, 2n), total("USD", "month", 1, big))).toEqual([["EUR", 2n], ["USD", big + 1n]])
+    expect(mrr()).toEqual([])
+  })
+
+  it("the overview's figures: every status counted, MRR over active and pending-cancel, in each currency's decimals", () => {
+    const group = (status: Model.SubscriptionStatus, currency: string, billingPeriod: Model.BillingPeriod, amount: bigint, count = 1) => ({
+      status,
+      currency,
+      billingPeriod,
+      billingInterval: 1,
+      count,
+      amount
+    })
+    const figures = Services.subscriptionFiguresOf([
+      group("active", "USD", "month", 4_000n, 2),
+      group("pending-cancel", "USD", "year", 12_000n),
+      group("trial", "USD", "month", 99_999n),
+      group("on-hold", "USD", "month", 99_999n),
+      group("cancelled", "USD", "month", 99_999n),
+      group("active", "JPY", "year", 1_000n), // 83.33 yen → 83
+      group("active", "KWD", "year", 18n), // 1.5 fils → 2: 0.002 KWD
+      group("pending-cancel", "KWD", "week", 3_000n) // 13 fils: 13.000 → total 13.002 KWD
+    ])
+    expect(figures.byStatus).toEqual({ pending: 0, trial: 1, active: 4, "on-hold": 1, "pending-cancel": 2, cancelled: 1, expired: 0 })
+    expect(figures.mrr).toEqual([
+      { currency: "JPY", amount: "83" },
+      { currency: "KWD", amount: "13.002" },
+      { currency: "USD", amount: "50.00" }
+    ])
+    expect(Services.subscriptionFiguresOf([])).toEqual({
+      byStatus: { pending: 0, trial: 0, active: 0, "on-hold": 0, "pending-cancel": 0, cancelled: 0, expired: 0 },
+      mrr: []
+    })
   })
 })

@@ -56,7 +56,7 @@ for (const store of ["memory", "pglite"] as const) {
         seats: { active_machines: 3, total_seats: 5, utilization: 0.6 },
         validations: { total: 8, valid: 3, invalid: 5 },
         activations: 4,
-        subscriptions: { by_status: {}, mrr: [] },
+        subscriptions: { by_status: { pending: 0, trial: 0, active: 0, "on-hold": 0, "pending-cancel": 0, cancelled: 0, expired: 0 }, mrr: [] },
         expiring: { in_7_days: 1, in_30_days: 2 },
         app_versions: [{ app_version: "2.0", machines: 2 }, { app_version: "1.0", machines: 1 }, { app_version: null, machines: 1 }],
         top_licenses: [{ license_key: a, validations: 6 }, { license_key: b, validations: 1 }]

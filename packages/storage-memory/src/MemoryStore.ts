@@ -689,6 +689,17 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       ),
     update: (subscription, dueAt) =>
       db.inTransaction((tx) => Effect.map(replace(tx, subscriptions, { ...subscription, dueAt }), (row) => subscriptionOf(row)!)),
+    totals: read((tx) => {
+      const groups = new Map<string, { -readonly [K in keyof Ports.SubscriptionTotal]: Ports.SubscriptionTotal[K] }>()
+      for (const s of subscriptions.all(db.overlayOf(tx, subscriptions))) {
+        const key = `${s.status}\u0000${s.currency}\u0000${s.billingPeriod}\u0000${s.billingInterval}`
+        const group = groups.get(key) ?? { status: s.status, currency: s.currency, billingPeriod: s.billingPeriod, billingInterval: s.billingInterval, count: 0, amount: 0n }
+        group.count += 1
+        group.amount += BigInt(s.amount)
+        groups.set(key, group)
+      }
+      return [...groups.values()]
+    }),
     claimDue: (now, limit) =>
       Effect.withFiber((fiber) => {
         const tx = db.readTx(fiber)

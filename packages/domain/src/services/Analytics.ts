@@ -3,7 +3,7 @@
  * from the hourly counters the event log keeps (never by scanning raw events, except the 24-hour churn rules)
  * and from the licenses and machines. A newly detected anomaly is announced once with `anomaly.detected`.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, type Duration, Effect, Layer, Schedule } from "effect"
 import {
   anomalyDetail,
   type AnomalyFinding,
@@ -31,9 +31,13 @@ import {
   type AnomalyType,
   type DomainEvent,
   type LicenseStatus,
-  licenseStatuses
+  licenseStatuses,
+  subscriptionStatuses
 } from "../model.js"
-import { AnalyticsRepository, EventOutbox, LicenseRepository, Store } from "../ports.js"
+import { monthlyRecurring, mrrStatuses } from "../billing.js"
+import { formatAmount } from "../money.js"
+import { AnalyticsRepository, EventOutbox, LicenseRepository, Store, SubscriptionRepository, type SubscriptionTotal } from "../ports.js"
+import { logRoundFailure } from "./background.js"
 import { Licenses } from "./Licenses.js"
 
 /** The anomaly thresholds in force (CONTRACT §11 defaults unless the settings change them). */
@@ -49,12 +53,30 @@ export interface SubscriptionFigures {
 }
 
 /**
- * Where the overview gets its subscription figures: none until subscriptions exist (an empty `by_status` and
- * `mrr`). The subscriptions work provides this reference with figures from its store.
+ * Where the overview gets its subscription figures, read when the Analytics layer is built: the engine provides
+ * {@link layerSubscriptionFigures} (the store's subscriptions); without it, none (an empty `by_status` and `mrr`).
  */
 export const SubscriptionFiguresSource = Context.Reference<{ readonly figures: (now: number) => Effect.Effect<SubscriptionFigures, StorageUnavailable> }>(
   "@lm/domain/SubscriptionFiguresSource",
   { defaultValue: () => ({ figures: () => Effect.succeed({ byStatus: {}, mrr: [] }) }) }
+)
+
+/**
+ * The subscriptions' figures from the store's totals: every status counted (0 when none), and MRR per currency
+ * (`Billing.monthlyRecurring` over the statuses of `Billing.mrrStatuses`: `active` and `pending-cancel`, which
+ * pays until its period ends; `trial`, `pending`, `on-hold` and the ended ones bring nothing in).
+ */
+export const subscriptionFiguresOf = (totals: ReadonlyArray<SubscriptionTotal>): SubscriptionFigures => {
+  const byStatus: Record<string, number> = Object.fromEntries(subscriptionStatuses.map((s) => [s, 0]))
+  for (const t of totals) byStatus[t.status] = (byStatus[t.status] ?? 0) + t.count
+  const mrr = monthlyRecurring(totals.filter((t) => mrrStatuses.has(t.status)))
+  return { byStatus, mrr: mrr.map((m) => ({ currency: m.currency, amount: formatAmount(m.minor, m.currency) })) }
+}
+
+/** Feeds {@link SubscriptionFiguresSource} from the subscriptions' store. */
+export const layerSubscriptionFigures = Layer.effect(
+  SubscriptionFiguresSource,
+  Effect.map(SubscriptionRepository, (repo) => ({ figures: () => Effect.map(repo.totals, subscriptionFiguresOf) }))
 )
 
 /** How many licenses the overview's `top_licenses` lists. */
@@ -103,6 +125,8 @@ export class Analytics extends Context.Service<Analytics, {
   readonly validations: (query: SeriesQuery) => Effect.Effect<Series, InvalidParam | LicenseNotFound | StorageUnavailable>
   /** The anomalies current now; the ones not announced in the last day are announced (`anomaly.detected`). */
   readonly anomalies: Effect.Effect<ReadonlyArray<Anomaly>, StorageUnavailable>
+  /** Runs the anomaly rules and announces the new ones (what the background job does); returns how many. */
+  readonly detectOnce: Effect.Effect<number, StorageUnavailable>
   readonly expiring: (days: number) => Effect.Effect<ReadonlyArray<LicenseView>, InvalidParam | StorageUnavailable>
 }>()("@lm/domain/Analytics") {
   static readonly layer = Layer.effect(
@@ -113,6 +137,7 @@ export class Analytics extends Context.Service<Analytics, {
       const licenses = yield* Licenses
       const store = yield* Store
       const outbox = yield* EventOutbox
+      const subscriptionSource = yield* SubscriptionFiguresSource
 
       const countLicenses = (filter: { readonly status?: LicenseStatus; readonly expiresAfter?: number; readonly expiresBefore?: number }) =>
         Effect.map(licenses.list({ ...filter, page: 1, perPage: 0 }), (page) => page.total)
@@ -120,7 +145,6 @@ export class Analytics extends Context.Service<Analytics, {
       const overview = Effect.fn("Analytics.overview")(function*(period: AnalyticsPeriod) {
         const now = yield* Clock.currentTimeMillis
         const from = now - periodMillis(period)
-        const subscriptionSource = yield* SubscriptionFiguresSource
         // Independent reads, run at once: on a pooled store their round trips overlap.
         const figures = yield* Effect.all({
           byStatus: Effect.forEach(licenseStatuses, (status) => Effect.map(countLicenses({ status }), (n) => [status, n] as const), {
@@ -209,7 +233,8 @@ export class Analytics extends Context.Service<Analytics, {
         return found
       })
 
-      const anomalies = Effect.gen(function*() {
+      /** Finds the current anomalies, records and announces the new ones; returns them and how many were new. */
+      const detect = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const found = yield* findAnomalies(now, yield* AnalyticsSettings)
         const withKeys = yield* Effect.forEach(found, (f) =>
@@ -231,16 +256,20 @@ export class Analytics extends Context.Service<Analytics, {
               }]
             })
             if (events.length > 0) yield* outbox.append(events)
-            return yield* repo.anomaliesSince(since)
+            return { known: yield* repo.anomaliesSince(since), announced: events.length }
           })
         )
-        return current.map((f) => ({
+        const anomalies = current.map((f) => ({
           licenseKey: f.license.key,
           type: f.type,
           detail: f.detail,
-          detectedAt: known.find((k) => k.licenseId === f.licenseId && k.type === f.type)?.detectedAt ?? now
+          detectedAt: known.known.find((k) => k.licenseId === f.licenseId && k.type === f.type)?.detectedAt ?? now
         }))
-      }).pipe(Effect.withSpan("Analytics.anomalies"))
+        return { anomalies, announced: known.announced }
+      })
+
+      const anomalies = detect.pipe(Effect.map((d) => d.anomalies), Effect.withSpan("Analytics.anomalies"))
+      const detectOnce = detect.pipe(Effect.map((d) => d.announced), Effect.withSpan("Analytics.detectOnce"))
 
       const expiring = Effect.fn("Analytics.expiring")(function*(days: number) {
         if (!(days >= 0) || !Number.isFinite(days)) return yield* invalidParam("days", "must be a number of days, 0 or more")
@@ -261,7 +290,25 @@ export class Analytics extends Context.Service<Analytics, {
         return out.slice(0, maxExpiring)
       })
 
-      return Analytics.of({ overview, validations, anomalies, expiring })
+      return Analytics.of({ overview, validations, anomalies, detectOnce, expiring })
     })
   )
+
+  /**
+   * Runs the anomaly rules in the background every `interval` (and once at start) for as long as the layer
+   * lives, so a new anomaly is announced without anyone asking GET /analytics/anomalies; failures are logged.
+   * Several processes may run it on one store: the record of announced anomalies lets one of them announce each.
+   */
+  static readonly layerBackground = (interval: Duration.Input) =>
+    Layer.effectDiscard(
+      Effect.gen(function*() {
+        const analytics = yield* Analytics
+        yield* analytics.detectOnce.pipe(
+          Effect.tap((n) => (n > 0 ? Effect.logInfo(`anomaly detection announced ${n} new anomaly(ies)`) : Effect.void)),
+          Effect.catchCause(logRoundFailure("anomaly detection failed")),
+          Effect.repeat(Schedule.spaced(interval)),
+          Effect.forkScoped
+        )
+      })
+    )
 }

@@ -46,7 +46,7 @@ const flags = (args: ReadonlyArray<string>): Map<string, string> => {
   return out
 }
 
-/** Runs a one-off command against the engine on the configured store (no background sweep, retention or delivery). */
+/** Runs a one-off command against the engine on the configured store (no background sweep, retention, anomaly detection or delivery). */
 const withEngine = <A, E>(program: Effect.Effect<A, E, ApiKeys | SigningKeys>) =>
   Effect.gen(function*() {
     const choice = yield* storeChoiceFromEnv
@@ -55,6 +55,7 @@ const withEngine = <A, E>(program: Effect.Effect<A, E, ApiKeys | SigningKeys>) =
       ...options,
       sweepIntervalSeconds: 0,
       eventRetentionDays: 0,
+      anomalyIntervalSeconds: 0,
       webhooks: { ...options.webhooks, pollMillis: 0 }
     })))
   })

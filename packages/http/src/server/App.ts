@@ -161,7 +161,7 @@ export const anomalyThresholdsFromEnv = Effect.gen(function*() {
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma
  * separated), `LM_SWEEP_INTERVAL`, `LM_SEAT_BATCH_WORKERS`, `LM_EVENT_RETENTION_DAYS`, `LM_FEED_STALE_MS`,
- * `LM_PAYMENT_GRACE_DAYS`, `LM_SUBSCRIPTION_JOB_INTERVAL`, `LM_DOWNLOAD_TOKEN_TTL`, the webhook settings, the rate
+ * `LM_PAYMENT_GRACE_DAYS`, `LM_SUBSCRIPTION_JOB_INTERVAL`, `LM_ANOMALY_INTERVAL`, `LM_DOWNLOAD_TOKEN_TTL`, the webhook settings, the rate
  * limits (`LM_RATE_LIMIT*`, see `RateLimits.ts`) and the anomaly thresholds (see `Engine.Options`). */
 export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function*() {
   const masterKey = yield* masterKeyFromEnv(choice)
@@ -183,6 +183,10 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
   // Days after an unpaid period end before a subscription goes on-hold (fractions allowed, for tests).
   const paymentGraceDays = yield* Config.Number("LM_PAYMENT_GRACE_DAYS").pipe(Config.option)
   const subscriptionJob = yield* Config.Int("LM_SUBSCRIPTION_JOB_INTERVAL").pipe(Config.option)
+  const anomalyInterval = yield* Config.Number("LM_ANOMALY_INTERVAL").pipe(Config.option)
+  if (Option.isSome(anomalyInterval) && !(anomalyInterval.value >= 0 && Number.isFinite(anomalyInterval.value))) {
+    return yield* new InvalidSetting({ name: "LM_ANOMALY_INTERVAL", message: "LM_ANOMALY_INTERVAL: expected a number of seconds, 0 (off) or more" })
+  }
   const rateLimits = yield* rateLimitsFromEnv
   const downloadTokenTtl = yield* Config.Int("LM_DOWNLOAD_TOKEN_TTL").pipe(Config.option)
   if (Option.isSome(downloadTokenTtl) && downloadTokenTtl.value < 1) {
@@ -202,7 +206,8 @@ export const engineOptionsFromEnv = (choice: StoreChoice) => Effect.gen(function
     eventRetentionDays,
     validationCache: { feedStaleMillis },
     paymentGraceDays: Option.getOrUndefined(paymentGraceDays),
-    subscriptionJobIntervalSeconds: Option.getOrUndefined(subscriptionJob)
+    subscriptionJobIntervalSeconds: Option.getOrUndefined(subscriptionJob),
+    anomalyIntervalSeconds: Option.getOrUndefined(anomalyInterval)
   } satisfies Engine.Options
 })
 

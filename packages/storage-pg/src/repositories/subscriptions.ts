@@ -99,6 +99,17 @@ const RenewalRow = Schema.Struct({
 }).pipe(Schema.encodeKeys(renewalColumnNames))
 
 const renewalRows = rowsOf(RenewalRow, "lm_subscription_renewals")
+
+/** A group of `totals`: the sum is decimal text (numeric, which a bigint column's sum is), read as a bigint. */
+const TotalRow = Schema.Struct({
+  status: Model.SubscriptionStatus,
+  currency: Schema.String,
+  billingPeriod: Model.BillingPeriod,
+  billingInterval: Schema.Int,
+  count: Int8,
+  amount: Schema.BigIntFromString
+}).pipe(Schema.encodeKeys({ billingPeriod: "billing_period", billingInterval: "billing_interval" }))
+const totalRows = rowsOf(TotalRow, "subscription totals")
 const oneRenewal = oneOf(RenewalRow, "lm_subscription_renewals")
 
 export const layer = Layer.effect(
@@ -166,6 +177,9 @@ export const layer = Layer.effect(
       claimDue: (now, limit) =>
         sql`SELECT * FROM lm_subscriptions WHERE due_at IS NOT NULL AND due_at <= ${date(now)}
             ORDER BY due_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED`.pipe(Effect.flatMap(subscriptionRows), orUnavailable),
+      totals: sql`
+        SELECT status, currency, billing_period, billing_interval, count(*) AS count, sum(amount)::text AS amount
+        FROM lm_subscriptions GROUP BY status, currency, billing_period, billing_interval`.pipe(Effect.flatMap(totalRows), orUnavailable),
       insertRenewal: (subscriptionId, r) =>
         sql`INSERT INTO lm_subscription_renewals ${
           sql.insert(Struct.renameKeys({
