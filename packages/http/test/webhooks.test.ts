@@ -303,9 +303,12 @@ for (const store of ["memory", "pglite"] as const) {
 describe("forbidden addresses", () => {
   let app: TestApp
   let receiver: Receiver
-  /** Every host name resolves to 127.0.0.1, as a rebinding DNS answer would make it. */
-  const toLoopback: LookupFunction = (_hostname, options, callback) =>
-    options.all ? callback(null, [{ address: "127.0.0.1", family: 4 }]) : callback(null, "127.0.0.1", 4)
+  /** Every host name resolves to `resolved.address` (127.0.0.1 unless a test says otherwise), as a rebinding DNS answer would make it. */
+  const resolved = { address: "127.0.0.1" }
+  const toLoopback: LookupFunction = (_hostname, options, callback) => {
+    const family = resolved.address.includes(":") ? 6 : 4
+    return options.all ? callback(null, [{ address: resolved.address, family }]) : callback(null, resolved.address, family)
+  }
   beforeAll(async () => {
     receiver = await startReceiver()
     app = await startApp("memory", { webhooks: { allowInsecure: true, allowPrivate: false, retrySchedule: [] }, webhookSender: { lookup: toLoopback } })
@@ -317,7 +320,10 @@ describe("forbidden addresses", () => {
 
   it("refuses loopback, private, link-local, unspecified and localhost URLs with 400 naming url", async () => {
     for (const url of ["http://127.0.0.1:9/", "http://10.1.2.3/", "http://172.16.0.9/", "http://192.168.0.1/", "http://169.254.169.254/latest",
-      "http://[::1]/", "http://[fd00::1]/", "http://[fe80::1]/", "http://0.0.0.0/", "http://localhost:8080/", "http://[::ffff:127.0.0.1]/"]) {
+      "http://[::1]/", "http://[fd00::1]/", "http://[fe80::1]/", "http://0.0.0.0/", "http://localhost:8080/", "http://[::ffff:127.0.0.1]/",
+      // IPv6 forms that carry a forbidden IPv4 address (mapped in hex, NAT64, 6to4), other special ranges, IPv4 in other notations.
+      "http://[::ffff:7f00:1]/", "http://[64:ff9b::a9fe:a9fe]/", "http://[2002:7f00:1::]/", "http://[64:ff9b:1::a00:1]/", "http://100.64.0.1/",
+      "http://198.18.0.1/", "http://224.0.0.1/", "http://255.255.255.255/", "http://2130706433/", "http://0x7f.1/"]) {
       expectInvalid(await app.call("POST", "/webhooks", { body: { url, events: ["*"] } }), "url")
     }
   })
@@ -346,5 +352,21 @@ describe("forbidden addresses", () => {
     expect(delivery).toMatchObject({ attempts: 1, response_status: null })
     expect(delivery.response_excerpt).toContain("refused to connect to 127.0.0.1")
     expect(receiver.received).toHaveLength(0)
+  })
+
+  it("judges an IPv6 address a name resolves to by the IPv4 address it carries (mapped, NAT64, 6to4)", async () => {
+    const target = await register(app, `http://receiver.test:${receiver.port}/hook`, ["license.created"])
+    try {
+      for (const address of ["::ffff:7f00:1", "64:ff9b::7f00:1", "2002:7f00:1::1", "::ffff:169.254.169.254"]) {
+        resolved.address = address
+        const ping = expectOk(await app.call("POST", `/webhooks/${target.id}/ping`))
+        expect(ping, address).toMatchObject({ delivered: false, response_status: null })
+        expect(ping.error, address).toContain(`refused to connect to ${address}`)
+      }
+      expect(receiver.received).toHaveLength(0)
+    } finally {
+      resolved.address = "127.0.0.1"
+      await app.call("DELETE", `/webhooks/${target.id}`)
+    }
   })
 })
