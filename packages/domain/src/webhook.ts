@@ -9,12 +9,14 @@ import { Result } from "effect"
 import { InvalidParam, invalidParam } from "./errors.js"
 import {
   allWebhookEvents,
+  type DomainEvent,
   type StoredEvent,
   type Webhook,
   type WebhookDelivery,
   type WebhookDeliveryDraft,
   webhookEventTypes
 } from "./model.js"
+import { isoTime } from "./time.js"
 
 /** The retry delays in seconds after each failed attempt (`LM_WEBHOOK_RETRY_SCHEDULE`): 30 s … 24 h. */
 export const defaultRetrySchedule: ReadonlyArray<number> = [30, 120, 600, 3600, 21600, 86400]
@@ -264,6 +266,33 @@ export const webhookAfterAttempt = (webhook: Webhook, success: boolean, now: num
   if (since === webhook.failingSince && !disable) return webhook
   return { ...webhook, failingSince: since, status: disable ? "disabled" : webhook.status, updatedAt: now }
 }
+
+/** Why a webhook was disabled, as `webhook.disabled` says. */
+export const disabledReason = "every delivery attempt has failed for 24 hours"
+
+/**
+ * `webhook.disabled`, written with the change that disables a webhook: its public fields (never the secret), why,
+ * and since when its attempts have failed. Webhooks subscribed to it (or to `*`) receive it; the disabled one does
+ * not, being disabled in the same transaction.
+ */
+export const disabledEvent = (webhook: Webhook, now: number): DomainEvent => ({
+  type: "webhook.disabled",
+  occurredAt: now,
+  licenseId: null,
+  machineId: null,
+  data: {
+    webhook: {
+      id: webhook.id,
+      name: webhook.name,
+      url: webhook.url,
+      events: webhook.events,
+      status: webhook.status,
+      created_at: isoTime(webhook.createdAt)
+    },
+    reason: disabledReason,
+    failing_since: webhook.failingSince === null ? null : isoTime(webhook.failingSince)
+  }
+})
 
 /** A delivery queued for one more attempt now (redeliver): pending, due now, unlocked; its attempts are kept. */
 export const redeliver = (delivery: WebhookDelivery, now: number): WebhookDelivery => ({

@@ -272,6 +272,56 @@ for (const store of ["memory", "pglite"] as const) {
         }
       }, 60_000)
 
+      it("a webhook failing for a day is disabled with webhook.disabled (its peers get it, it does not); PUT status active re-enables it", async () => {
+        const dead = await startReceiver()
+        const watcher = await startReceiver()
+        try {
+          dead.respond = 503
+          const target = await register(app, dead.url, ["*"])
+          const watching = await register(app, watcher.url, ["webhook.disabled"])
+          // A day of failures already behind it: the next failed attempt disables it.
+          const failingSince = Date.now() - 24 * 3600_000 - 1_000
+          await app.run(Effect.flatMap(Effect.service(Ports.WebhookRepository), (repo) =>
+            Effect.flatMap(repo.findById(target.id), (w) => repo.update({ ...w!, failingSince }))))
+          const key = (await createLicense(app, {})).license_key
+          const isTarget = (r: Received) => r.body.data?.webhook?.id === target.id
+          const announced = await arrival(receiver, "webhook.disabled", isTarget)
+          expect(announced.body.data).toEqual({
+            webhook: { id: target.id, name: "test", url: dead.url, events: ["*"], status: "disabled", created_at: target.created_at },
+            reason: "every delivery attempt has failed for 24 hours",
+            failing_since: new Date(failingSince).toISOString()
+          })
+          expect(announced.raw).not.toContain(target.secret)
+          expect(verifySignature(announced, hook.secret)).toBe(true)
+          const watched = await arrival(watcher, "webhook.disabled", isTarget)
+          expect(verifySignature(watched, watching.secret)).toBe(true)
+          expect(expectOk(await app.call("GET", `/webhooks/${target.id}`)).status).toBe("disabled")
+          // Once, and never to the disabled webhook itself: nothing is queued for it.
+          expect(receiver.received.filter((r) => r.headers["x-lm-event"] === "webhook.disabled" && isTarget(r))).toHaveLength(1)
+          const log = expectList(await app.call("GET", `/webhooks/${target.id}/deliveries?per_page=100`), "deliveries", { total: 1, per_page: 100 })
+          expect(log).toMatchObject([{ type: "license.created", status: "pending", attempts: 1, response_status: 503 }])
+          expect(dead.received.map((r) => r.headers["x-lm-event"])).toEqual(["license.created"])
+
+          // Re-enabled, it gets its pending delivery, and its failing streak starts over: one more failure does not disable it.
+          dead.respond = 200
+          expect(expectOk(await app.call("PUT", `/webhooks/${target.id}`, { body: { status: "active" } })).status).toBe("active")
+          await arrival(dead, "license.created", (r) => r.body.data?.license_key === key && dead.received.indexOf(r) > 0)
+          dead.respond = 503
+          const next = (await createLicense(app, {})).license_key
+          await eventually(async () => {
+            const deliveries = expectList(await app.call("GET", `/webhooks/${target.id}/deliveries?per_page=100`), "deliveries", { total: 2, per_page: 100 })
+            expect(deliveries[0]).toMatchObject({ type: "license.created", status: "failed" })
+          }, { timeout: 20_000, interval: 50 })
+          expect(dead.received.filter((r) => r.body.data?.license_key === next).length).toBeGreaterThan(0)
+          expect(expectOk(await app.call("GET", `/webhooks/${target.id}`)).status).toBe("active")
+          await app.call("DELETE", `/webhooks/${target.id}`)
+          await app.call("DELETE", `/webhooks/${watching.id}`)
+        } finally {
+          await dead.close()
+          await watcher.close()
+        }
+      }, 60_000)
+
       it("ping delivers webhook.ping now and reports it", async () => {
         const result = expectOk(await app.call("POST", `/webhooks/${hook.id}/ping`))
         expect(result).toEqual({ delivered: true, response_status: 200, duration_ms: expect.any(Number), error: null })
