@@ -1,9 +1,10 @@
 /**
- * Every event kind of CONTRACT §11 arrives (issue 16): one row per kind, caused the way a user causes it (a route,
- * the sweep, the subscriptions' period-end job, a declined payment), delivered to a real node:http receiver on
- * loopback, signed (checked with node:crypto), with the data that names what changed. On the memory store,
- * PGlite and, when DATABASE_URL names a server, PostgreSQL. `webhook.ping` and `webhook.disabled` have their own
- * tests in webhooks.test.ts; `anomaly.detected` is tested with the background anomaly detection.
+ * Every event kind of CONTRACT §11 (and `webhook.disabled`) arrives (issue 16): one row per kind, caused the way a
+ * user causes it (a route, the sweep, the subscriptions' period-end job, a declined payment, a day of failures),
+ * delivered to a real node:http receiver on loopback, signed (checked with node:crypto), with the data that names
+ * what changed. On the memory store, PGlite and, when DATABASE_URL names a server, PostgreSQL. `webhook.ping`
+ * (sent at once, never queued) and re-enabling a disabled webhook are tested in webhooks.test.ts;
+ * `anomaly.detected` with the background anomaly detection.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect } from "effect"
@@ -112,6 +113,14 @@ const kinds: ReadonlyArray<readonly [string, string, (app: TestApp) => Promise<R
     }), 201)
     return { release_id: release.id, product_id: product, version: "2.1.0", channel: "beta" }
   }],
+  // A webhook whose attempts have failed for a day (its receiver refuses connections) fails once more.
+  ["webhook.disabled", "a day of failed deliveries", async (app) => {
+    const dead = expectOk(await app.call("POST", "/webhooks", { body: { name: "dead", url: "http://127.0.0.1:1/hook", events: ["license.created"] } }), 201)
+    await app.run(Effect.flatMap(Effect.service(Ports.WebhookRepository), (repo) =>
+      Effect.flatMap(repo.findById(dead.id), (w) => repo.update({ ...w!, failingSince: Date.now() - DAY - 1_000 }))))
+    await createLicense(app, {})
+    return { webhook: { id: dead.id, name: "dead", url: dead.url, events: ["license.created"], status: "disabled", created_at: dead.created_at } }
+  }],
   ["subscription.created", "POST /subscriptions", async (app) => {
     const sub = await subscribe(app)
     return { subscription_id: sub.id, status: "active", license_id: sub.license_id }
@@ -152,8 +161,8 @@ const carries = (data: unknown, expected: Record<string, unknown>) => {
   }
 }
 
-/** Kinds tested elsewhere: `webhook.disabled` in webhooks.test.ts, `anomaly.detected` with the anomaly detection. */
-const testedElsewhere = new Set(["webhook.disabled", "anomaly.detected"])
+/** Kinds tested elsewhere: `anomaly.detected` with the background anomaly detection. */
+const testedElsewhere = new Set(["anomaly.detected"])
 
 it("the table has a row for every event kind the service writes", () => {
   expect(new Set(kinds.map(([type]) => type))).toEqual(new Set(Model.eventTypes.filter((type) => !testedElsewhere.has(type))))
