@@ -160,6 +160,24 @@ describe("webhook rules", () => {
     expect(Webhook.webhookAfterAttempt(hook, true, 2_000)).toBe(hook)
   })
 
+  it("webhook.disabled carries the webhook's public fields, why and since when, never its secret", () => {
+    const disabled: Model.Webhook = { ...hook, name: "billing", status: "disabled", sealedSecret: "lm-sealed:v1:secret", failingSince: 1_000, createdAt: 0 }
+    const event = Webhook.disabledEvent(disabled, 1_000 + Webhook.disableAfterMillis)
+    expect(event).toEqual({
+      type: "webhook.disabled",
+      occurredAt: 1_000 + Webhook.disableAfterMillis,
+      licenseId: null,
+      machineId: null,
+      data: {
+        webhook: { id: 1, name: "billing", url: "https://example.com/", events: ["*"], status: "disabled", created_at: "1970-01-01T00:00:00.000Z" },
+        reason: "every delivery attempt has failed for 24 hours",
+        failing_since: "1970-01-01T00:00:01.000Z"
+      }
+    })
+    expect(JSON.stringify(event)).not.toContain("lm-sealed")
+    expect(Result.isSuccess(Webhook.checkEvents(["webhook.disabled"]))).toBe(true)
+  })
+
   it("parses LM_WEBHOOK_RETRY_SCHEDULE", () => {
     expect(Webhook.parseRetrySchedule("30, 120,600")).toEqual(Result.succeed([30, 120, 600]))
     expect(Webhook.parseRetrySchedule("")).toEqual(Result.succeed([]))
