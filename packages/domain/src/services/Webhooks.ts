@@ -4,7 +4,7 @@
  * signed, at least once, with retries. The HTTP client is the {@link WebhookSender} an adapter provides (the
  * bundled server's runs on undici and refuses forbidden addresses at connect time).
  */
-import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { type InvalidParam, invalidParam, deliveryNotFound, type StorageUnavailable, type WebhookNotFound, webhookNotFound } from "../errors.js"
 import type { StoredEvent, Webhook, WebhookDelivery, WebhookStatus } from "../model.js"
 import { EventOutbox, type Page, type PageRequest, Store, WebhookDeliveryQueue, WebhookRepository } from "../ports.js"
@@ -128,8 +128,6 @@ export class Webhooks extends Context.Service<Webhooks, {
       // Read once, from the layer's context (the engine provides them with the layer).
       const settings = Effect.succeed(yield* WebhookSettings)
       const sender = Effect.succeed(yield* WebhookSender)
-      // Serialises the updates of webhooks' failing streaks (see `attempt`).
-      const streak = yield* Semaphore.make(1)
 
       const get = Effect.fn("Webhooks.get")(function*(id: number) {
         const webhook = yield* repo.findById(id)
@@ -274,10 +272,10 @@ export class Webhooks extends Context.Service<Webhooks, {
           const success = delivered(outcome)
           // A success on a webhook that was not failing changes nothing: the common case needs no second read.
           if (found === undefined || (success && found.webhook.failingSince === null)) return
-          // Re-read: other deliveries of the same webhook may have moved it meanwhile. One at a time in this process,
-          // so that concurrent failures of one webhook disable it (and announce it) once.
-          const disabled = yield* streak.withPermit(store.transaction(Effect.gen(function*() {
-            const latest = yield* repo.findById(delivery.webhookId)
+          // Re-read under the webhook's lock: other deliveries of it (in this process or another) may have moved it
+          // meanwhile, and concurrent failures must disable it (and announce it) once.
+          const disabled = yield* store.transaction(Effect.gen(function*() {
+            const latest = yield* repo.lockById(delivery.webhookId)
             if (latest === undefined) return undefined
             const next = webhookAfterAttempt(latest, success, now)
             if (next === latest) return undefined
@@ -286,7 +284,7 @@ export class Webhooks extends Context.Service<Webhooks, {
             // Announced in the transaction that disables it (the outbox).
             yield* outbox.append([disabledEvent(next, now)])
             return next
-          })))
+          }))
           if (disabled !== undefined) {
             yield* Effect.logWarning(`webhook ${disabled.id} disabled: every delivery to ${disabled.url} has failed for a day`)
           }
