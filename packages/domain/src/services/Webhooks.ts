@@ -272,8 +272,12 @@ export class Webhooks extends Context.Service<Webhooks, {
           const success = delivered(outcome)
           // A success on a webhook that was not failing changes nothing: the common case needs no second read.
           if (found === undefined || (success && found.webhook.failingSince === null)) return
-          // Re-read under the webhook's lock: other deliveries of it (in this process or another) may have moved it
-          // meanwhile, and concurrent failures must disable it (and announce it) once.
+          // Re-read: other deliveries of the same webhook may have moved it meanwhile. Most failures change nothing
+          // (the streak has started, the day is not over): a plain read says so.
+          const seen = yield* repo.findById(delivery.webhookId)
+          if (seen === undefined || webhookAfterAttempt(seen, success, now) === seen) return
+          // A change is made under the webhook's lock, so that concurrent failures (in this process or another)
+          // disable it, and announce it, once.
           const disabled = yield* store.transaction(Effect.gen(function*() {
             const latest = yield* repo.lockById(delivery.webhookId)
             if (latest === undefined) return undefined
