@@ -1543,6 +1543,27 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.strictEqual((yield* queue.list(b.id, { page: 1, perPage: 10 })).total, 1)
         }))
 
+      test("lockById loads a webhook (or nothing) and serialises concurrent read-modify-write transactions", () =>
+        Effect.gen(function*() {
+          const store = yield* Ports.Store
+          const repo = yield* Ports.WebhookRepository
+          const webhook = yield* repo.insert(webhookDraft({ failingSince: 0 }))
+          assert.deepStrictEqual(yield* store.transaction(repo.lockById(webhook.id)), webhook)
+          assert.isUndefined(yield* store.transaction(repo.lockById(webhook.id + 1000)))
+          // Each transaction adds 1 to failingSince after reading it under the lock: none is lost.
+          const increment = store.transaction(
+            Effect.gen(function*() {
+              const current = yield* repo.lockById(webhook.id)
+              if (current === undefined) return yield* Effect.die("webhook vanished")
+              // Let the other fibers run between the read and the write.
+              yield* Effect.yieldNow
+              yield* repo.update({ ...current, failingSince: current.failingSince! + 1 })
+            })
+          )
+          yield* Effect.forEach(Array.from({ length: 50 }), () => increment, { concurrency: "unbounded" })
+          assert.strictEqual((yield* repo.findById(webhook.id))?.failingSince, 50)
+        }))
+
       test("each committed event is claimed for dispatch until a dispatch commits; a rollback gives it back", () =>
         Effect.gen(function*() {
           const store = yield* Ports.Store

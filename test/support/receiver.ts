@@ -6,6 +6,8 @@
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import { expect } from "vitest"
+import { eventually } from "./eventually.js"
 
 /** One request the receiver got. */
 export interface Received {
@@ -76,3 +78,11 @@ export const verifySignature = (request: Received, secret: string): boolean => {
   const expected = createHmac("sha256", secret).update(`${match[1]}.${request.raw}`).digest()
   return timingSafeEqual(expected, Buffer.from(match[2]!, "hex"))
 }
+
+/** The first request of this event type the receiver got that `match` accepts (waited for, up to 20 s). */
+export const arrival = (receiver: Receiver, type: string, match: (r: Received) => boolean = () => true) =>
+  eventually(() => {
+    const found = receiver.received.find((r) => r.headers["x-lm-event"] === type && match(r))
+    expect(found, `no ${type} yet; got ${receiver.received.map((r) => r.headers["x-lm-event"]).join(", ")}`).toBeDefined()
+    return found!
+  }, { timeout: 20_000, interval: 50 })

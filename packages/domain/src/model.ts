@@ -228,8 +228,14 @@ export const subscriptionEventTypes = [
 ] as const
 export type SubscriptionEventType = (typeof subscriptionEventTypes)[number]
 
+/**
+ * Names of the events about webhooks themselves that the core writes to the outbox: `webhook.disabled` (a webhook
+ * whose deliveries all failed for a day) is an addition to CONTRACT §11's list.
+ */
+const webhookOutboxEventTypes = ["webhook.disabled"] as const
+
 /** Names of the events of CONTRACT §11 that the core causes (and writes to the outbox). */
-export const eventTypes = [...licensingEventTypes, ...subscriptionEventTypes] as const
+export const eventTypes = [...licensingEventTypes, ...subscriptionEventTypes, ...webhookOutboxEventTypes] as const
 export const EventType = Schema.Literals(eventTypes)
 export type EventType = typeof EventType.Type
 

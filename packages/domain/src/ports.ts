@@ -229,6 +229,11 @@ export class WebhookRepository extends Context.Service<WebhookRepository, {
   readonly list: (page: PageRequest) => Op<Page<Webhook>>
   /** The webhooks in `active` status, in id order (the ones events fan out to). */
   readonly listActive: Op<ReadonlyArray<Webhook>>
+  /**
+   * Loads a webhook and holds its lock until the transaction ends (FOR UPDATE), so that processes changing its
+   * failing streak and status do it one after the other. Only inside a transaction.
+   */
+  readonly lockById: (id: number) => Op<Webhook | undefined>
   readonly update: (webhook: Webhook) => Op<Webhook>
   /** Deletes the webhook and its deliveries; false when there is none. */
   readonly delete: (id: number) => Op<boolean>

@@ -4,16 +4,19 @@
  * (retry on the schedule, then `failed`) and to the webhook (disabled after a day of failures).
  */
 import { createHmac } from "node:crypto"
+import { BlockList, isIP } from "node:net"
 import { Result } from "effect"
 import { InvalidParam, invalidParam } from "./errors.js"
 import {
   allWebhookEvents,
+  type DomainEvent,
   type StoredEvent,
   type Webhook,
   type WebhookDelivery,
   type WebhookDeliveryDraft,
   webhookEventTypes
 } from "./model.js"
+import { isoTime } from "./time.js"
 
 /** The retry delays in seconds after each failed attempt (`LM_WEBHOOK_RETRY_SCHEDULE`): 30 s … 24 h. */
 export const defaultRetrySchedule: ReadonlyArray<number> = [30, 120, 600, 3600, 21600, 86400]
@@ -39,73 +42,95 @@ export interface WebhookReach {
   readonly allowPrivate: boolean
 }
 
-/** The 16 bytes of an IPv6 address (or the 4 of an IPv4 one), or undefined when `text` is not an IP address. */
-const ipBytes = (text: string): Array<number> | undefined => {
-  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text)
-  if (v4 !== null) {
-    const bytes = v4.slice(1).map(Number)
-    return bytes.every((b) => b <= 255) ? bytes : undefined
-  }
-  if (!text.includes(":")) return undefined
-  let body = text.replace(/%.*$/, "")
-  // An embedded IPv4 tail (`::ffff:10.0.0.1`) becomes two groups.
-  const tail = /(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/.exec(body)
-  if (tail !== null) {
-    const four = ipBytes(tail[1]!)
-    if (four === undefined) return undefined
-    body = body.slice(0, -tail[1]!.length) + `${((four[0]! << 8) | four[1]!).toString(16)}:${((four[2]! << 8) | four[3]!).toString(16)}`
-  }
-  const halves = body.split("::")
-  if (halves.length > 2) return undefined
-  const groupsOf = (part: string) => (part === "" ? [] : part.split(":"))
-  const head = groupsOf(halves[0]!)
-  const rest = halves.length === 2 ? groupsOf(halves[1]!) : []
-  const missing = 8 - head.length - rest.length
-  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined
-  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill("0"), ...rest]
-  if (!groups.every((g) => /^[0-9a-fA-F]{1,4}$/.test(g))) return undefined
-  return groups.flatMap((g) => {
-    const n = parseInt(g, 16)
-    return [n >> 8, n & 0xff]
-  })
-}
-
-const inV4 = (b: ReadonlyArray<number>, prefix: ReadonlyArray<number>, bits: number): boolean => {
-  for (let i = 0; i < bits; i++) {
-    const bit = (byte: number) => (byte >> (7 - (i % 8))) & 1
-    if (bit(b[Math.floor(i / 8)]!) !== bit(prefix[Math.floor(i / 8)]!)) return false
-  }
-  return true
-}
-
-/** IPv4 ranges no webhook may reach: unspecified, private, loopback, shared (CGNAT), link-local (cloud metadata). */
-const forbiddenV4: ReadonlyArray<readonly [ReadonlyArray<number>, number]> = [
-  [[0, 0, 0, 0], 8],
-  [[10, 0, 0, 0], 8],
-  [[100, 64, 0, 0], 10],
-  [[127, 0, 0, 0], 8],
-  [[169, 254, 0, 0], 16],
-  [[172, 16, 0, 0], 12],
-  [[192, 168, 0, 0], 16]
-]
+/**
+ * IPv4 ranges no webhook may reach (IANA special-purpose registry): "this network" and unspecified, private
+ * (RFC 1918), shared (CGNAT), loopback, link-local (cloud metadata), IETF protocol assignments, documentation,
+ * the old 6to4 relay, benchmarking, multicast, and reserved up to the broadcast address.
+ */
+const forbiddenV4 = new BlockList()
+for (const [network, bits] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.88.99.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4]
+] as const) forbiddenV4.addSubnet(network, bits, "ipv4")
 
 /**
- * Whether an IP address is loopback, private (RFC 1918, fc00::/7), link-local (169.254/16, fe80::/10: cloud
- * metadata lives there), shared or unspecified: addresses a webhook must not reach unless
- * `LM_WEBHOOK_ALLOW_PRIVATE`. IPv4-mapped IPv6 addresses are judged as their IPv4 address. Text that is not an IP
- * address is not forbidden here (host names are checked on the address they resolve to).
+ * IPv6 ranges no webhook may reach, besides those that embed an IPv4 address (judged by it, below): unique local
+ * (fc00::/7), link-local (fe80::/10), the old site-local (fec0::/10), multicast, discard-only, IETF protocol
+ * assignments (Teredo and benchmarking among them), documentation, SRv6 SIDs, and local-use NAT64
+ * (64:ff9b:1::/48: where its IPv4 address sits is the operator's choice, so it cannot be judged by it).
+ */
+const forbiddenV6 = new BlockList()
+for (const [network, bits] of [
+  ["fc00::", 7],
+  ["fe80::", 10],
+  ["fec0::", 10],
+  ["ff00::", 8],
+  ["100::", 64],
+  ["2001::", 23],
+  ["2001:db8::", 32],
+  ["3fff::", 20],
+  ["5f00::", 16],
+  ["64:ff9b:1::", 48]
+] as const) forbiddenV6.addSubnet(network, bits, "ipv6")
+
+/** The eight 16-bit groups of an IPv6 address (the URL parser validates it and writes it canonically: hex groups, one `::` at most). */
+const ipv6Groups = (address: string): Array<number> => {
+  const [head = "", tail] = new URL(`http://[${address}]/`).hostname.slice(1, -1).split("::")
+  const groups = (part: string | undefined) => (part === undefined || part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)))
+  const before = groups(head)
+  const after = groups(tail)
+  return [...before, ...Array<number>(8 - before.length - after.length).fill(0), ...after]
+}
+
+const v4Of = (high: number, low: number): string => `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`
+
+/**
+ * The IPv4 address an IPv6 address carries, where the IPv6 address reaches that IPv4 host: IPv4-compatible
+ * (::/96, `::` and `::1` included), IPv4-mapped (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96), NAT64
+ * (64:ff9b::/96) and 6to4 (2002::/16).
+ */
+const embeddedV4 = (g: ReadonlyArray<number>): string | undefined => {
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0)
+  if (zeros(0, 6) || (zeros(0, 5) && g[5] === 0xffff) || (zeros(0, 4) && g[4] === 0xffff && g[5] === 0)) return v4Of(g[6]!, g[7]!)
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4Of(g[6]!, g[7]!)
+  if (g[0] === 0x2002) return v4Of(g[1]!, g[2]!)
+  return undefined
+}
+
+/**
+ * Whether an IP address is one a webhook must not reach unless `LM_WEBHOOK_ALLOW_PRIVATE`: loopback, private
+ * (RFC 1918, fc00::/7), link-local (169.254/16, fe80::/10: cloud metadata lives there), unspecified, shared,
+ * multicast, broadcast or another special-purpose range. An IPv6 address that carries an IPv4 address (mapped,
+ * compatible, NAT64, 6to4) is judged by that IPv4 address too. Text that is not an IP address is not forbidden
+ * here (host names are checked on the address they resolve to).
  */
 export const isForbiddenAddress = (address: string): boolean => {
-  const bytes = ipBytes(address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address)
-  if (bytes === undefined) return false
-  if (bytes.length === 4) return forbiddenV4.some(([prefix, bits]) => inV4(bytes, prefix, bits))
-  const mapped = bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff
-  if (mapped) return isForbiddenAddress(bytes.slice(12).join("."))
-  if (bytes.every((b) => b === 0)) return true // ::
-  if (bytes.slice(0, 15).every((b) => b === 0) && bytes[15] === 1) return true // ::1
-  if ((bytes[0]! & 0xfe) === 0xfc) return true // fc00::/7
-  if (bytes[0] === 0xfe && (bytes[1]! & 0xc0) === 0x80) return true // fe80::/10
-  return false
+  // `[::1]` as a URL writes it; `fe80::1%eth0` as a socket may report it (the zone does not change the address).
+  const bare = (address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address).replace(/%.*$/, "")
+  switch (isIP(bare)) {
+    case 4:
+      return forbiddenV4.check(bare, "ipv4")
+    case 6: {
+      if (forbiddenV6.check(bare, "ipv6")) return true
+      const v4 = embeddedV4(ipv6Groups(bare))
+      return v4 !== undefined && forbiddenV4.check(v4, "ipv4")
+    }
+    default:
+      return false
+  }
 }
 
 /** Whether `address` may be connected to under these settings. */
@@ -129,7 +154,7 @@ export const checkUrl = (text: string, reach: WebhookReach): Result.Result<strin
   const host = url.hostname.toLowerCase()
   const local = host === "localhost" || host.endsWith(".localhost") || isForbiddenAddress(host)
   if (local && !reach.allowPrivate) {
-    return Result.fail(invalidParam("url", "must not point to a loopback, private, link-local or unspecified address"))
+    return Result.fail(invalidParam("url", "must not point to a loopback, private, link-local, unspecified or other special-purpose address"))
   }
   return Result.succeed(url.toString())
 }
@@ -241,6 +266,33 @@ export const webhookAfterAttempt = (webhook: Webhook, success: boolean, now: num
   if (since === webhook.failingSince && !disable) return webhook
   return { ...webhook, failingSince: since, status: disable ? "disabled" : webhook.status, updatedAt: now }
 }
+
+/** Why a webhook was disabled, as `webhook.disabled` says. */
+export const disabledReason = "every delivery attempt has failed for 24 hours"
+
+/**
+ * `webhook.disabled`, written with the change that disables a webhook: its public fields (never the secret), why,
+ * and since when its attempts have failed. Webhooks subscribed to it (or to `*`) receive it; the disabled one does
+ * not, being disabled in the same transaction.
+ */
+export const disabledEvent = (webhook: Webhook, now: number): DomainEvent => ({
+  type: "webhook.disabled",
+  occurredAt: now,
+  licenseId: null,
+  machineId: null,
+  data: {
+    webhook: {
+      id: webhook.id,
+      name: webhook.name,
+      url: webhook.url,
+      events: webhook.events,
+      status: webhook.status,
+      created_at: isoTime(webhook.createdAt)
+    },
+    reason: disabledReason,
+    failing_since: webhook.failingSince === null ? null : isoTime(webhook.failingSince)
+  }
+})
 
 /** A delivery queued for one more attempt now (redeliver): pending, due now, unlocked; its attempts are kept. */
 export const redeliver = (delivery: WebhookDelivery, now: number): WebhookDelivery => ({

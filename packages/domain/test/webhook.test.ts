@@ -37,15 +37,78 @@ const hook: Model.Webhook = {
 }
 
 describe("webhook rules", () => {
-  it("forbids loopback, private, link-local, shared and unspecified addresses, IPv4 and IPv6 alike", () => {
-    for (const address of ["127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
-      "0.0.0.0", "100.64.0.1", "::1", "::", "fc00::1", "fd12:3456::1", "fe80::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "[::1]"]) {
-      expect(Webhook.isForbiddenAddress(address), address).toBe(true)
-    }
-    for (const address of ["93.184.216.34", "172.32.0.1", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "example.com"]) {
-      expect(Webhook.isForbiddenAddress(address), address).toBe(false)
-    }
-    expect(Webhook.mayConnectTo("127.0.0.1", { allowInsecure: false, allowPrivate: true })).toBe(true)
+  /** Addresses and whether a webhook may not reach them (each row: the address, refused?, why). */
+  const addresses: ReadonlyArray<readonly [string, boolean, string]> = [
+    ["127.0.0.1", true, "loopback"],
+    ["127.1.2.3", true, "loopback /8"],
+    ["10.0.0.1", true, "RFC 1918"],
+    ["172.16.0.1", true, "RFC 1918"],
+    ["172.31.255.255", true, "RFC 1918, last"],
+    ["192.168.1.1", true, "RFC 1918"],
+    ["169.254.169.254", true, "link-local: cloud metadata"],
+    ["0.0.0.0", true, "unspecified"],
+    ["0.1.2.3", true, "this network 0/8"],
+    ["100.64.0.1", true, "shared (CGNAT) first"],
+    ["100.127.255.254", true, "shared (CGNAT) last"],
+    ["192.0.0.170", true, "IETF protocol assignments (NAT64 discovery)"],
+    ["192.0.2.1", true, "documentation"],
+    ["198.18.0.1", true, "benchmarking"],
+    ["198.19.255.255", true, "benchmarking /15"],
+    ["224.0.0.1", true, "multicast"],
+    ["239.255.255.250", true, "multicast (SSDP)"],
+    ["240.0.0.1", true, "reserved"],
+    ["255.255.255.255", true, "broadcast"],
+    ["::1", true, "IPv6 loopback"],
+    ["::", true, "IPv6 unspecified"],
+    ["[::1]", true, "bracketed, as a URL writes it"],
+    ["fc00::1", true, "unique local"],
+    ["fd12:3456::1", true, "unique local"],
+    ["fe80::1", true, "link-local"],
+    ["fe80::1%eth0", true, "link-local with a zone"],
+    ["fec0::1", true, "site-local"],
+    ["ff02::1", true, "multicast"],
+    ["2001:db8::1", true, "documentation"],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", true, "Teredo"],
+    ["::ffff:127.0.0.1", true, "IPv4-mapped loopback"],
+    ["::ffff:7f00:1", true, "IPv4-mapped loopback, hex"],
+    ["::FFFF:A9FE:A9FE", true, "IPv4-mapped metadata, upper-case hex"],
+    ["::ffff:169.254.169.254", true, "IPv4-mapped metadata"],
+    ["::ffff:0:10.0.0.1", true, "IPv4-translated private"],
+    ["::127.0.0.1", true, "IPv4-compatible loopback"],
+    ["::a00:1", true, "IPv4-compatible private, hex"],
+    ["64:ff9b::127.0.0.1", true, "NAT64 loopback"],
+    ["64:ff9b::a9fe:a9fe", true, "NAT64 metadata, hex"],
+    ["64:ff9b::192.168.0.1", true, "NAT64 private"],
+    ["64:ff9b:1::a00:1", true, "local-use NAT64"],
+    ["64:ff9b:1:ffff::808:808", true, "local-use NAT64, whatever it embeds"],
+    ["2002:7f00:1::", true, "6to4 of loopback"],
+    ["2002:a9fe:a9fe::1", true, "6to4 of metadata"],
+    ["2002:c0a8:101::", true, "6to4 of 192.168.1.1"],
+    ["93.184.216.34", false, "public IPv4"],
+    ["8.8.8.8", false, "public IPv4"],
+    ["172.32.0.1", false, "just past 172.16/12"],
+    ["100.128.0.1", false, "just past 100.64/10"],
+    ["198.20.0.1", false, "just past 198.18/15"],
+    ["223.255.255.255", false, "just below multicast"],
+    ["2606:4700::1111", false, "public IPv6"],
+    ["2a00:1450:4001:81b::200e", false, "public IPv6"],
+    ["::ffff:8.8.8.8", false, "IPv4-mapped public"],
+    ["::ffff:808:808", false, "IPv4-mapped public, hex"],
+    ["64:ff9b::8.8.8.8", false, "NAT64 of a public address"],
+    ["2002:808:808::1", false, "6to4 of a public address"],
+    ["example.com", false, "a host name: judged on what it resolves to"],
+    ["not an address", false, "not an address"]
+  ]
+
+  it.each(addresses)("%s: refused %s (%s)", (address, refused) => {
+    expect(Webhook.isForbiddenAddress(address)).toBe(refused)
+    expect(Webhook.mayConnectTo(address, strict)).toBe(!refused)
+    expect(Webhook.mayConnectTo(address, { allowInsecure: false, allowPrivate: true })).toBe(true)
+    if (address.includes(" ") || address.startsWith("[")) return
+    // The same rule judges the URL at registration (an IPv6 literal goes in brackets).
+    const host = address.includes(":") ? `[${address.replace("%", "%25")}]` : address
+    const url = Webhook.checkUrl(`https://${host}/hook`, strict)
+    expect(Result.isFailure(url), `https://${host}/hook`).toBe(refused || address.includes("%"))
   })
 
   it("accepts https URLs to public hosts; refuses http, credentials, localhost and forbidden literals, naming url", () => {
@@ -95,6 +158,24 @@ describe("webhook rules", () => {
     expect(Webhook.webhookAfterAttempt(failing, false, 1_000 + Webhook.disableAfterMillis)).toMatchObject({ status: "disabled" })
     expect(Webhook.webhookAfterAttempt(failing, true, 2_000)).toMatchObject({ status: "active", failingSince: null })
     expect(Webhook.webhookAfterAttempt(hook, true, 2_000)).toBe(hook)
+  })
+
+  it("webhook.disabled carries the webhook's public fields, why and since when, never its secret", () => {
+    const disabled: Model.Webhook = { ...hook, name: "billing", status: "disabled", sealedSecret: "lm-sealed:v1:secret", failingSince: 1_000, createdAt: 0 }
+    const event = Webhook.disabledEvent(disabled, 1_000 + Webhook.disableAfterMillis)
+    expect(event).toEqual({
+      type: "webhook.disabled",
+      occurredAt: 1_000 + Webhook.disableAfterMillis,
+      licenseId: null,
+      machineId: null,
+      data: {
+        webhook: { id: 1, name: "billing", url: "https://example.com/", events: ["*"], status: "disabled", created_at: "1970-01-01T00:00:00.000Z" },
+        reason: "every delivery attempt has failed for 24 hours",
+        failing_since: "1970-01-01T00:00:01.000Z"
+      }
+    })
+    expect(JSON.stringify(event)).not.toContain("lm-sealed")
+    expect(Result.isSuccess(Webhook.checkEvents(["webhook.disabled"]))).toBe(true)
   })
 
   it("parses LM_WEBHOOK_RETRY_SCHEDULE", () => {

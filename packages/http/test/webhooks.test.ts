@@ -1,9 +1,9 @@
 /**
  * Webhooks over real HTTP (CONTRACT §11), on the memory store and on PGlite, delivering to a real node:http
- * receiver on loopback: the routes and their refusals, the secret sealed at rest, every event kind the service
- * emits arriving signed (checked with node:crypto), filtering and `*`, retries then `failed`, redelivery, ping,
- * disabled webhooks, refusal of forbidden addresses (also the address a host name resolves to), and delivery off
- * the request path.
+ * receiver on loopback: the routes and their refusals, the secret sealed at rest, deliveries signed (checked with
+ * node:crypto), filtering and `*`, retries then `failed`, redelivery, ping, disabled webhooks (by PUT, and after
+ * a day of failures with `webhook.disabled`), refusal of forbidden addresses (also the address a host name
+ * resolves to), and delivery off the request path. That every event kind arrives: webhook-events.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { LookupFunction } from "node:net"
@@ -12,21 +12,13 @@ import { Ports } from "@lm/domain"
 import { startApp, type TestApp } from "./support/App.js"
 import { activate, createLicense, expectError, expectInvalid, expectList, expectOk, isoTime } from "./support/Management.js"
 import { eventually } from "../../../test/support/eventually.js"
-import { type Received, type Receiver, startReceiver, verifySignature } from "../../../test/support/receiver.js"
+import { arrival, type Received, type Receiver, startReceiver, verifySignature } from "../../../test/support/receiver.js"
 
 /** Tests reach the receiver on loopback over http: both settings are on unless a test says otherwise. */
 const loopback = { allowInsecure: true, allowPrivate: true }
 
 const register = async (app: TestApp, url: string, events: ReadonlyArray<string> = ["*"]) =>
   expectOk(await app.call("POST", "/webhooks", { body: { name: "test", url, events } }), 201)
-
-/** The first request of this type the receiver got (waited for). */
-const arrival = (receiver: Receiver, type: string, match: (r: Received) => boolean = () => true) =>
-  eventually(() => {
-    const found = receiver.received.find((r) => r.headers["x-lm-event"] === type && match(r))
-    expect(found, `no ${type} yet; got ${receiver.received.map((r) => r.headers["x-lm-event"]).join(", ")}`).toBeDefined()
-    return found!
-  }, { timeout: 20_000, interval: 50 })
 
 for (const store of ["memory", "pglite"] as const) {
   describe(`webhooks on ${store}`, () => {
@@ -140,80 +132,6 @@ for (const store of ["memory", "pglite"] as const) {
         }
       })
 
-      /** Every event kind the service emits today, each caused through the API (or the sweep) and delivered. */
-      const kinds: ReadonlyArray<readonly [string, (app: TestApp) => Promise<string>]> = [
-        ["license.created", async (app) => (await createLicense(app, {})).license_key],
-        ["license.updated", async (app) => {
-          const key = (await createLicense(app, {})).license_key
-          expectOk(await app.call("PUT", `/licenses/${key}`, { body: { max_activations: 7 } }))
-          return key
-        }],
-        ["license.deleted", async (app) => {
-          const key = (await createLicense(app, {})).license_key
-          expectOk(await app.call("DELETE", `/licenses/${key}`))
-          return key
-        }],
-        ["license.renewed", async (app) => {
-          const key = (await createLicense(app, {})).license_key
-          expectOk(await app.call("POST", `/licenses/${key}/renew`, { body: { days: 30 } }))
-          return key
-        }],
-        ...(["suspend", "revoke", "terminate"] as const).map((action) =>
-          [`license.${action === "terminate" ? "terminated" : `${action}${action.endsWith("e") ? "d" : "ed"}`}`, async (app: TestApp) => {
-            const key = (await createLicense(app, {})).license_key
-            expectOk(await app.call("POST", `/licenses/${key}/${action}`, { body: action === "terminate" ? { confirm: true } : {} }))
-            return key
-          }] as const
-        ),
-        ["license.reinstated", async (app) => {
-          const key = (await createLicense(app, {})).license_key
-          expectOk(await app.call("POST", `/licenses/${key}/suspend`))
-          expectOk(await app.call("POST", `/licenses/${key}/reinstate`))
-          return key
-        }],
-        ["machine.activated", async (app) => {
-          const key = (await createLicense(app, {})).license_key
-          await activate(app, key, "kind-fp")
-          return key
-        }],
-        ["machine.deactivated", async (app) => {
-          const key = (await createLicense(app, {})).license_key
-          await activate(app, key, "kind-fp")
-          expectOk(await app.call("POST", "/deactivate", { body: { license_key: key, fingerprint: "kind-fp" }, auth: null }))
-          return key
-        }],
-        ["machine.revoked", async (app) => {
-          const key = (await createLicense(app, {})).license_key
-          const machine = await activate(app, key, "kind-fp")
-          expectOk(await app.call("POST", `/machines/${machine.id}/revoke`))
-          return key
-        }],
-        ["machine.lease_expired", async (app) => {
-          const key = (await createLicense(app, { is_floating: true, lease_duration: 1 })).license_key
-          await activate(app, key, "kind-fp")
-          return key
-        }],
-        ["machine.culled", async (app) => {
-          const key = (await createLicense(app, { require_heartbeat: true, heartbeat_interval: 1 })).license_key
-          await activate(app, key, "kind-fp")
-          return key
-        }],
-        ["generator.keys_generated", async (app) => {
-          const generator = expectOk(await app.call("POST", "/generators", { body: { name: "kinds" } }), 201)
-          const res = await app.call("POST", `/generators/${generator.id}/generate`, { body: { count: 2 } })
-          expect(res.status).toBe(201)
-          return String(generator.id)
-        }]
-      ]
-
-      it.each(kinds)("delivers %s, signed", async (type, cause) => {
-        const id = await cause(app)
-        const request = await arrival(receiver, type, (r) =>
-          r.body.data?.license_key === id || String(r.body.data?.generator_id) === id)
-        expect(request.body.type).toBe(type)
-        expect(verifySignature(request, hook.secret)).toBe(true)
-      }, 60_000)
-
       it("retries a failing receiver on the schedule, then marks the delivery failed; redeliver sends it again", async () => {
         const failing = await startReceiver()
         try {
@@ -272,6 +190,56 @@ for (const store of ["memory", "pglite"] as const) {
         }
       }, 60_000)
 
+      it("a webhook failing for a day is disabled with webhook.disabled (its peers get it, it does not); PUT status active re-enables it", async () => {
+        const dead = await startReceiver()
+        const watcher = await startReceiver()
+        try {
+          dead.respond = 503
+          const target = await register(app, dead.url, ["*"])
+          const watching = await register(app, watcher.url, ["webhook.disabled"])
+          // A day of failures already behind it: the next failed attempt disables it.
+          const failingSince = Date.now() - 24 * 3600_000 - 1_000
+          await app.run(Effect.flatMap(Effect.service(Ports.WebhookRepository), (repo) =>
+            Effect.flatMap(repo.findById(target.id), (w) => repo.update({ ...w!, failingSince }))))
+          const key = (await createLicense(app, {})).license_key
+          const isTarget = (r: Received) => r.body.data?.webhook?.id === target.id
+          const announced = await arrival(receiver, "webhook.disabled", isTarget)
+          expect(announced.body.data).toEqual({
+            webhook: { id: target.id, name: "test", url: dead.url, events: ["*"], status: "disabled", created_at: target.created_at },
+            reason: "every delivery attempt has failed for 24 hours",
+            failing_since: new Date(failingSince).toISOString()
+          })
+          expect(announced.raw).not.toContain(target.secret)
+          expect(verifySignature(announced, hook.secret)).toBe(true)
+          const watched = await arrival(watcher, "webhook.disabled", isTarget)
+          expect(verifySignature(watched, watching.secret)).toBe(true)
+          expect(expectOk(await app.call("GET", `/webhooks/${target.id}`)).status).toBe("disabled")
+          // Once, and never to the disabled webhook itself: nothing is queued for it.
+          expect(receiver.received.filter((r) => r.headers["x-lm-event"] === "webhook.disabled" && isTarget(r))).toHaveLength(1)
+          const log = expectList(await app.call("GET", `/webhooks/${target.id}/deliveries?per_page=100`), "deliveries", { total: 1, per_page: 100 })
+          expect(log).toMatchObject([{ type: "license.created", status: "pending", attempts: 1, response_status: 503 }])
+          expect(dead.received.map((r) => r.headers["x-lm-event"])).toEqual(["license.created"])
+
+          // Re-enabled, it gets its pending delivery, and its failing streak starts over: one more failure does not disable it.
+          dead.respond = 200
+          expect(expectOk(await app.call("PUT", `/webhooks/${target.id}`, { body: { status: "active" } })).status).toBe("active")
+          await arrival(dead, "license.created", (r) => r.body.data?.license_key === key && dead.received.indexOf(r) > 0)
+          dead.respond = 503
+          const next = (await createLicense(app, {})).license_key
+          await eventually(async () => {
+            const deliveries = expectList(await app.call("GET", `/webhooks/${target.id}/deliveries?per_page=100`), "deliveries", { total: 2, per_page: 100 })
+            expect(deliveries[0]).toMatchObject({ type: "license.created", status: "failed" })
+          }, { timeout: 20_000, interval: 50 })
+          expect(dead.received.filter((r) => r.body.data?.license_key === next).length).toBeGreaterThan(0)
+          expect(expectOk(await app.call("GET", `/webhooks/${target.id}`)).status).toBe("active")
+          await app.call("DELETE", `/webhooks/${target.id}`)
+          await app.call("DELETE", `/webhooks/${watching.id}`)
+        } finally {
+          await dead.close()
+          await watcher.close()
+        }
+      }, 60_000)
+
       it("ping delivers webhook.ping now and reports it", async () => {
         const result = expectOk(await app.call("POST", `/webhooks/${hook.id}/ping`))
         expect(result).toEqual({ delivered: true, response_status: 200, duration_ms: expect.any(Number), error: null })
@@ -303,9 +271,12 @@ for (const store of ["memory", "pglite"] as const) {
 describe("forbidden addresses", () => {
   let app: TestApp
   let receiver: Receiver
-  /** Every host name resolves to 127.0.0.1, as a rebinding DNS answer would make it. */
-  const toLoopback: LookupFunction = (_hostname, options, callback) =>
-    options.all ? callback(null, [{ address: "127.0.0.1", family: 4 }]) : callback(null, "127.0.0.1", 4)
+  /** Every host name resolves to `resolved.address` (127.0.0.1 unless a test says otherwise), as a rebinding DNS answer would make it. */
+  const resolved = { address: "127.0.0.1" }
+  const toLoopback: LookupFunction = (_hostname, options, callback) => {
+    const family = resolved.address.includes(":") ? 6 : 4
+    return options.all ? callback(null, [{ address: resolved.address, family }]) : callback(null, resolved.address, family)
+  }
   beforeAll(async () => {
     receiver = await startReceiver()
     app = await startApp("memory", { webhooks: { allowInsecure: true, allowPrivate: false, retrySchedule: [] }, webhookSender: { lookup: toLoopback } })
@@ -317,7 +288,10 @@ describe("forbidden addresses", () => {
 
   it("refuses loopback, private, link-local, unspecified and localhost URLs with 400 naming url", async () => {
     for (const url of ["http://127.0.0.1:9/", "http://10.1.2.3/", "http://172.16.0.9/", "http://192.168.0.1/", "http://169.254.169.254/latest",
-      "http://[::1]/", "http://[fd00::1]/", "http://[fe80::1]/", "http://0.0.0.0/", "http://localhost:8080/", "http://[::ffff:127.0.0.1]/"]) {
+      "http://[::1]/", "http://[fd00::1]/", "http://[fe80::1]/", "http://0.0.0.0/", "http://localhost:8080/", "http://[::ffff:127.0.0.1]/",
+      // IPv6 forms that carry a forbidden IPv4 address (mapped in hex, NAT64, 6to4), other special ranges, IPv4 in other notations.
+      "http://[::ffff:7f00:1]/", "http://[64:ff9b::a9fe:a9fe]/", "http://[2002:7f00:1::]/", "http://[64:ff9b:1::a00:1]/", "http://100.64.0.1/",
+      "http://198.18.0.1/", "http://224.0.0.1/", "http://255.255.255.255/", "http://2130706433/", "http://0x7f.1/"]) {
       expectInvalid(await app.call("POST", "/webhooks", { body: { url, events: ["*"] } }), "url")
     }
   })
@@ -346,5 +320,21 @@ describe("forbidden addresses", () => {
     expect(delivery).toMatchObject({ attempts: 1, response_status: null })
     expect(delivery.response_excerpt).toContain("refused to connect to 127.0.0.1")
     expect(receiver.received).toHaveLength(0)
+  })
+
+  it("judges an IPv6 address a name resolves to by the IPv4 address it carries (mapped, NAT64, 6to4)", async () => {
+    const target = await register(app, `http://receiver.test:${receiver.port}/hook`, ["license.created"])
+    try {
+      for (const address of ["::ffff:7f00:1", "64:ff9b::7f00:1", "2002:7f00:1::1", "::ffff:169.254.169.254"]) {
+        resolved.address = address
+        const ping = expectOk(await app.call("POST", `/webhooks/${target.id}/ping`))
+        expect(ping, address).toMatchObject({ delivered: false, response_status: null })
+        expect(ping.error, address).toContain(`refused to connect to ${address}`)
+      }
+      expect(receiver.received).toHaveLength(0)
+    } finally {
+      resolved.address = "127.0.0.1"
+      await app.call("DELETE", `/webhooks/${target.id}`)
+    }
   })
 })

@@ -590,6 +590,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     findById: (id) => read((tx) => webhooks.get(db.overlayOf(tx, webhooks), id)),
     list: (page) => read((tx) => pageOf([...webhooks.all(db.overlayOf(tx, webhooks))].sort(byId), page)),
     listActive: read((tx) => [...webhooks.inGroup(db.overlayOf(tx, webhooks), "active", 0)]),
+    lockById: (id) => db.inTransaction((tx) => lockRow(tx, webhooks, id)),
     update: (webhook) => db.inTransaction((tx) => replace(tx, webhooks, webhook)),
     delete: (id) =>
       db.inTransaction((tx) =>

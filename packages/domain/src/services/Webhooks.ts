@@ -21,6 +21,7 @@ import {
   deliveriesOf,
   deliveryBody,
   deliveryHeaders,
+  disabledEvent,
   leaseMillisFor,
   redeliver,
   webhookAfterAttempt,
@@ -271,14 +272,25 @@ export class Webhooks extends Context.Service<Webhooks, {
           const success = delivered(outcome)
           // A success on a webhook that was not failing changes nothing: the common case needs no second read.
           if (found === undefined || (success && found.webhook.failingSince === null)) return
-          // Re-read: other deliveries of the same webhook may have moved it meanwhile.
-          const latest = yield* repo.findById(delivery.webhookId)
-          if (latest === undefined) return
-          const next = webhookAfterAttempt(latest, success, now)
-          if (next === latest) return
-          yield* repo.update(next)
-          if (next.status === "disabled" && latest.status !== "disabled") {
-            yield* Effect.logWarning(`webhook ${next.id} disabled: every delivery to ${next.url} has failed for a day`)
+          // Re-read: other deliveries of the same webhook may have moved it meanwhile. Most failures change nothing
+          // (the streak has started, the day is not over): a plain read says so.
+          const seen = yield* repo.findById(delivery.webhookId)
+          if (seen === undefined || webhookAfterAttempt(seen, success, now) === seen) return
+          // A change is made under the webhook's lock, so that concurrent failures (in this process or another)
+          // disable it, and announce it, once.
+          const disabled = yield* store.transaction(Effect.gen(function*() {
+            const latest = yield* repo.lockById(delivery.webhookId)
+            if (latest === undefined) return undefined
+            const next = webhookAfterAttempt(latest, success, now)
+            if (next === latest) return undefined
+            yield* repo.update(next)
+            if (next.status !== "disabled" || latest.status === "disabled") return undefined
+            // Announced in the transaction that disables it (the outbox).
+            yield* outbox.append([disabledEvent(next, now)])
+            return next
+          }))
+          if (disabled !== undefined) {
+            yield* Effect.logWarning(`webhook ${disabled.id} disabled: every delivery to ${disabled.url} has failed for a day`)
           }
         })
 

@@ -19,7 +19,8 @@ const webhookFields = {
   name: ShortText.annotate({ description: "A name for people (default empty, at most 255 characters)." }),
   url: Schema.String.annotate({
     description: "Where deliveries are POSTed: `https` (or `http` with `LM_WEBHOOK_ALLOW_INSECURE`); loopback, private, " +
-      "link-local and unspecified addresses are refused unless `LM_WEBHOOK_ALLOW_PRIVATE` (400 naming `url`), and " +
+      "link-local, unspecified and other special-purpose addresses (also as an IPv6 address carrying one: mapped, " +
+      "NAT64, 6to4) are refused unless `LM_WEBHOOK_ALLOW_PRIVATE` (400 naming `url`), and " +
       "every delivery checks the address it actually connects to."
   }),
   events: Schema.Array(Schema.String).annotate({

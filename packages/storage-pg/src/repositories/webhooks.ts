@@ -111,6 +111,7 @@ export const layer = Layer.effectContext(
           total: sql`SELECT count(*) AS n FROM lm_webhooks`.pipe(Effect.flatMap(count), Effect.map((r) => r.n))
         }).pipe(orUnavailable),
       listActive: sql`SELECT * FROM lm_webhooks WHERE status = 'active' ORDER BY id`.pipe(Effect.flatMap(webhookRows), orUnavailable),
+      lockById: (id) => sql`SELECT * FROM lm_webhooks WHERE id = ${id} FOR UPDATE`.pipe(Effect.flatMap(firstWebhook), orUnavailable),
       update: (w) =>
         sql`UPDATE lm_webhooks SET ${sql.update(webhookColumns(w))} WHERE id = ${w.id} RETURNING *`.pipe(
           Effect.flatMap(firstWebhook),
