@@ -10,7 +10,11 @@
  * POST /validate, one against each server, the order alternating pair by pair, so that the machine's load drifts
  * favour neither; ratio = median of the pairs' on ÷ off, with its spread. The load generator is wrk (a compiled
  * one, `BENCH_CONNECTIONS` (32) connections on one thread) when installed, else `load.ts` (autocannon) in its own
- * process. With `BENCH_RATELIMIT_CPU_PROF=<folder>` the limits-on servers write a CPU profile there when stopped.
+ * process. `BENCH_RATELIMIT_TOGETHER=1` loads the two servers of a pair at the same time instead (each its own
+ * load generator): both then share whatever else the machine does at that moment, and, each being one thread
+ * that gets its share of the cores, their throughputs compare their costs per request. Each pair also reads the
+ * servers' CPU time per response (/proc), which depends less on what else runs than throughput does. With
+ * `BENCH_RATELIMIT_CPU_PROF=<folder>` the limits-on servers write a CPU profile there when stopped.
  *
  * In process (`inprocess`): the engine of the bundled server with limits on, on the same stores. Each round times
  * `Licensing.validate` alone ("off") and the public guard's `RateLimiter.admitPublic` followed by the same
@@ -22,7 +26,7 @@
  *
  * Run: `nice -n 10 node bench/ratelimit.ts` (after `npx tsc -b`). Settings: BENCH_RATELIMIT_SECONDS (per timing,
  * default 3 over HTTP, 1 in process), BENCH_RATELIMIT_ROUNDS (12 over HTTP, 5 in process), BENCH_CONNECTIONS (32),
- * BENCH_RATELIMIT_CONFIGS (comma list of memory, pglite, postgres, redis; default all), DATABASE_URL, REDIS_URL.
+ * BENCH_WARMUP (5 s per server over HTTP), BENCH_RATELIMIT_TOGETHER, BENCH_RATELIMIT_CONFIGS (comma list of memory, pglite, postgres, redis; default all), DATABASE_URL, REDIS_URL.
  */
 import { execFile, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -221,6 +225,9 @@ interface HttpResult {
 const httpRounds = envNumber("BENCH_RATELIMIT_ROUNDS", 12)
 const httpSeconds = envNumber("BENCH_RATELIMIT_SECONDS", 3)
 const cpuProfile = process.env.BENCH_RATELIMIT_CPU_PROF ?? ""
+const warmupSeconds = envNumber("BENCH_WARMUP", 5)
+/** `BENCH_RATELIMIT_TOGETHER=1`: each pair loads both servers at the same time instead of one after the other. */
+const together = process.env.BENCH_RATELIMIT_TOGETHER === "1"
 
 const measureHttp = async (config: HttpConfig): Promise<HttpResult> => {
   const { off: offStore, on: onStore, cleanup } = await config.open()
@@ -233,16 +240,23 @@ const measureHttp = async (config: HttpConfig): Promise<HttpResult> => {
     const on = await startServer(bundledServerEnv(auth, onStore, limitsOn), profile)
     servers.push(on)
     progress(`${config.name}: off pid ${off.listening.pid}, on pid ${on.listening.pid}; warming up`)
-    await load(off, 2)
-    await load(on, 2)
+    await load(off, warmupSeconds)
+    await load(on, warmupSeconds)
     const pairs: Array<{ off: LoadRun; on: LoadRun }> = []
     const loads: Array<number> = []
     for (let i = 0; i < httpRounds; i++) {
-      // Alternating which goes first, so that a drift of the machine's load favours neither.
-      const first = i % 2 === 0 ? off : on
-      const a = await load(first, httpSeconds)
-      const b = await load(first === off ? on : off, httpSeconds)
-      const pair = first === off ? { off: a, on: b } : { off: b, on: a }
+      let pair: { off: LoadRun; on: LoadRun }
+      if (together) {
+        // Both at once, each with its own load generator: they share the machine's load of that moment.
+        const [a, b] = await Promise.all([load(off, httpSeconds), load(on, httpSeconds)])
+        pair = { off: a, on: b }
+      } else {
+        // Alternating which goes first, so that a drift of the machine's load favours neither.
+        const first = i % 2 === 0 ? off : on
+        const a = await load(first, httpSeconds)
+        const b = await load(first === off ? on : off, httpSeconds)
+        pair = first === off ? { off: a, on: b } : { off: b, on: a }
+      }
       pairs.push(pair)
       loads.push(os.loadavg()[0]!)
       progress(
@@ -364,7 +378,9 @@ if (runHttp) {
   console.log(
     `Over HTTP, ${started.toISOString()} to ${new Date().toISOString()}; ${machineLine()}; ${
       hasWrk ? "wrk -t1" : "autocannon"
-    } -c${connections}, ${httpRounds} pairs of ${httpSeconds} s off + ${httpSeconds} s on, order alternating; load average at the end ${loadAverage()}\n`
+    } -c${connections} per server, warm-up ${warmupSeconds} s each, ${httpRounds} pairs of ${httpSeconds} s off + ${httpSeconds} s on, ${
+      together ? "both at the same time" : "one after the other, order alternating"
+    }; load average at the end ${loadAverage()}\n`
   )
   console.log(httpTable(results))
   console.log("")
