@@ -14,7 +14,8 @@
  * load generator): both then share whatever else the machine does at that moment, and, each being one thread
  * that gets its share of the cores, their throughputs compare their costs per request. Each pair also reads the
  * servers' CPU time per response (/proc), which depends less on what else runs than throughput does. With
- * `BENCH_RATELIMIT_CPU_PROF=<folder>` the limits-on servers write a CPU profile there when stopped.
+ * `BENCH_RATELIMIT_CPU_PROF=<folder>` the limits-on servers write a CPU profile there (`--cpu-prof`), of which the
+ * share of the limiter's code is printed: a figure that does not depend on the machine's load.
  *
  * In process (`inprocess`): the engine of the bundled server with limits on, on the same stores. Each round times
  * `Licensing.validate` alone ("off") and the public guard's `RateLimiter.admitPublic` followed by the same
@@ -208,6 +209,52 @@ const loadOnly = async (server: Server, seconds: number): Promise<{ rps: number;
   return run
 }
 
+/** Where the limiter's code lives: the domain's buckets and limiter, the HTTP guard. */
+const limiterFiles = /\/(rateLimit|RateLimiter|RateLimits)\.js$/
+
+/**
+ * The limiter's share of a CPU profile (`--cpu-prof`): the time of the samples with a frame of `limiterFiles` on
+ * their stack, over every sample but idle ones. The effect runtime's own work for the guard (running the
+ * effect `admitPublic` returns) shows in effect's files, so this is a lower bound.
+ */
+const limiterShare = (file: string): { readonly share: number; readonly seconds: number } => {
+  interface ProfileNode {
+    readonly id: number
+    readonly callFrame: { readonly functionName: string; readonly url: string }
+    readonly children?: ReadonlyArray<number>
+  }
+  const profile = JSON.parse(fs.readFileSync(file, "utf8")) as {
+    readonly nodes: ReadonlyArray<ProfileNode>
+    readonly samples: ReadonlyArray<number>
+    readonly timeDeltas: ReadonlyArray<number>
+  }
+  const parent = new Map<number, number>()
+  const byId = new Map<number, ProfileNode>()
+  for (const node of profile.nodes) {
+    byId.set(node.id, node)
+    for (const child of node.children ?? []) parent.set(child, node.id)
+  }
+  const inLimiter = new Map<number, boolean>()
+  const limiterOnStack = (id: number): boolean => {
+    const known = inLimiter.get(id)
+    if (known !== undefined) return known
+    const node = byId.get(id)!
+    const up = parent.get(id)
+    const result = limiterFiles.test(node.callFrame.url) || (up !== undefined && limiterOnStack(up))
+    inLimiter.set(id, result)
+    return result
+  }
+  let busy = 0
+  let limiter = 0
+  profile.samples.forEach((id, i) => {
+    if (byId.get(id)!.callFrame.functionName === "(idle)") return
+    const micros = profile.timeDeltas[i] ?? 0
+    busy += micros
+    if (limiterOnStack(id)) limiter += micros
+  })
+  return { share: limiter / busy, seconds: busy / 1e6 }
+}
+
 interface HttpResult {
   readonly config: string
   readonly off: number
@@ -220,11 +267,15 @@ interface HttpResult {
   readonly cpuRatio: number
   readonly bad: number
   readonly load: string
+  /** The limiter's share of the limits-on server's CPU profile (with BENCH_RATELIMIT_CPU_PROF). */
+  readonly profile?: { readonly share: number; readonly seconds: number }
 }
 
 const httpRounds = envNumber("BENCH_RATELIMIT_ROUNDS", 12)
 const httpSeconds = envNumber("BENCH_RATELIMIT_SECONDS", 3)
-const cpuProfile = process.env.BENCH_RATELIMIT_CPU_PROF ?? ""
+const cpuProfile = process.env.BENCH_RATELIMIT_CPU_PROF === undefined || process.env.BENCH_RATELIMIT_CPU_PROF === ""
+  ? ""
+  : path.resolve(process.env.BENCH_RATELIMIT_CPU_PROF)
 const warmupSeconds = envNumber("BENCH_WARMUP", 5)
 /** `BENCH_RATELIMIT_TOGETHER=1`: each pair loads both servers at the same time instead of one after the other. */
 const together = process.env.BENCH_RATELIMIT_TOGETHER === "1"
@@ -236,7 +287,8 @@ const measureHttp = async (config: HttpConfig): Promise<HttpResult> => {
     // One after the other: on PostgreSQL the first one migrates the shared database.
     const off = await startServer(bundledServerEnv(auth, offStore))
     servers.push(off)
-    const profile = cpuProfile === "" ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(cpuProfile)]
+    if (cpuProfile !== "") fs.mkdirSync(cpuProfile, { recursive: true })
+    const profile = cpuProfile === "" ? [] : ["--cpu-prof", "--cpu-prof-dir", cpuProfile]
     const on = await startServer(bundledServerEnv(auth, onStore, limitsOn), profile)
     servers.push(on)
     progress(`${config.name}: off pid ${off.listening.pid}, on pid ${on.listening.pid}; warming up`)
@@ -266,7 +318,18 @@ const measureHttp = async (config: HttpConfig): Promise<HttpResult> => {
       )
     }
     const ratios = pairs.map((p) => p.on.rps / p.off.rps)
+    let profiled: HttpResult["profile"]
+    if (cpuProfile !== "") {
+      // The profile is written when the server exits.
+      await on.listening.stop()
+      const file = fs.readdirSync(cpuProfile).find((name) => name.endsWith(`.${on.listening.pid}.0.001.cpuprofile`))
+      if (file !== undefined) {
+        profiled = limiterShare(path.join(cpuProfile, file))
+        progress(`${config.name}: limiter share of the limits-on server's CPU profile ${fixed(profiled.share * 100, 2)} % of ${fixed(profiled.seconds, 1)} s`)
+      }
+    }
     return {
+      ...(profiled === undefined ? {} : { profile: profiled }),
       config: httpNames[config.name] ?? config.name,
       off: median(pairs.map((p) => p.off.rps)),
       on: median(pairs.map((p) => p.on.rps)),
@@ -297,11 +360,12 @@ const httpTable = (results: ReadonlyArray<HttpResult>) => {
       String(r.ratios.filter((x) => x >= 0.9).length) + ` of ${r.ratios.length}`,
       `${fixed(r.cpuOff)} / ${fixed(r.cpuOn)} (${fixed(r.cpuRatio, 3)})`,
       String(r.bad),
-      r.load
+      r.load,
+      r.profile === undefined ? "–" : `${fixed(r.profile.share * 100, 2)} %`
     ]
   })
   return markdownTable(
-    ["store", "off (req/s, median)", "on (req/s, median)", "on ÷ off (median of pairs)", "middle half of pairs", "all pairs", "pairs ≥ 0.9", "server CPU µs per response off / on (off ÷ on, median of pairs)", "non-2xx / errors", "load average (1 min)"],
+    ["store", "off (req/s, median)", "on (req/s, median)", "on ÷ off (median of pairs)", "middle half of pairs", "all pairs", "pairs ≥ 0.9", "server CPU µs per response off / on (off ÷ on, median of pairs)", "non-2xx / errors", "load average (1 min)", "limiter's share of the on server's CPU profile"],
     rows
   )
 }
