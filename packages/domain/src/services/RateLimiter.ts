@@ -14,7 +14,7 @@
  * that excess. A refused request takes nothing. If the shared store cannot be reached the limiter carries on
  * locally and sends the takes at a later round.
  */
-import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Schedule, Semaphore } from "effect"
 import { rateLimited, type RateLimited } from "../errors.js"
 import type { ActivityKind } from "../model.js"
 import { activityKinds } from "../model.js"
@@ -155,9 +155,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           }
         }
 
+        // One round at a time: a round asked for while another is on its way (the last one at shutdown, or a
+        // caller's) waits for it, so that it neither forgets buckets the first is about to update nor sends twice.
+        const oneRound = yield* Semaphore.make(1)
         const sync: Effect.Effect<void> = shared === undefined
           ? Effect.map(Clock.currentTimeMillis, forgetFull)
-          : Effect.gen(function*() {
+          : oneRound.withPermits(1)(Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             forgetFull(now)
             if (buckets.size === 0) return
@@ -180,7 +183,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
               // The shared view, plus what was taken here while the batch was on its way.
               local.tat = Math.max(result.success[i]!, after) + local.pending * tokenMillis(local.limit)
             })
-          })
+          }))
 
         if (settings.enabled) {
           // Rounds; without a shared store they only forget full buckets (so many client IPs do not pile up).
