@@ -11,8 +11,8 @@
  * favour neither; ratio = median of the pairs' on ÷ off, with its spread. The load generator is wrk (a compiled
  * one, `BENCH_CONNECTIONS` (32) connections on one thread) when installed, else `load.ts` (autocannon) in its own
  * process. `BENCH_RATELIMIT_TOGETHER=1` loads the two servers of a pair at the same time instead (each its own
- * load generator): both then share whatever else the machine does at that moment, and, each being one thread
- * that gets its share of the cores, their throughputs compare their costs per request. Each pair also reads the
+ * load generator), meant to let both share whatever else the machine does at that moment (on the loaded 2-core
+ * machine of bench/README.md it scattered no less than alternating). Each pair also reads the
  * servers' CPU time per response (/proc), which depends less on what else runs than throughput does. With
  * `BENCH_RATELIMIT_CPU_PROF=<folder>` the limits-on servers write a CPU profile there (`--cpu-prof`), of which the
  * share of the limiter's code is printed: a figure that does not depend on the machine's load.
@@ -27,7 +27,8 @@
  *
  * Run: `nice -n 10 node bench/ratelimit.ts` (after `npx tsc -b`). Settings: BENCH_RATELIMIT_SECONDS (per timing,
  * default 3 over HTTP, 1 in process), BENCH_RATELIMIT_ROUNDS (12 over HTTP, 5 in process), BENCH_CONNECTIONS (32),
- * BENCH_WARMUP (5 s per server over HTTP), BENCH_RATELIMIT_TOGETHER, BENCH_RATELIMIT_CONFIGS (comma list of memory, pglite, postgres, redis; default all), DATABASE_URL, REDIS_URL.
+ * BENCH_WARMUP (5 s per server over HTTP), BENCH_RATELIMIT_TOGETHER, BENCH_RATELIMIT_CPU_PROF, BENCH_RATELIMIT_CONFIGS
+ * (comma list of memory, pglite, postgres, redis; default all), DATABASE_URL, REDIS_URL.
  */
 import { execFile, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
