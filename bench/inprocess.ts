@@ -16,12 +16,10 @@
  * Run: `node bench/inprocess.ts` (after `npx tsc -b`); `--json` prints the figures as JSON for `run.ts`.
  * Settings: BENCH_QUICK=1, BENCH_INPROCESS_SECONDS (per case, default 3), BENCH_CONNECTIONS.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { ActivityRecorder, Engine, Licenses, Licensing, Services, Tokens } from "@lm/domain"
-import { MemoryStore } from "@lm/storage-memory"
-import { layerOnClient, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
 import { fixed, markdownTable } from "./stats.ts"
-import { envNumber, freshPostgresDatabase } from "./support.ts"
+import { envNumber, inProcessStores, throughput } from "./support.ts"
 
 /** One figure: a case on a store at a concurrency. */
 export interface InProcessFigure {
@@ -47,26 +45,6 @@ const connections = envNumber("BENCH_CONNECTIONS", 64)
 const licenseCount = 64
 const ipAddress = "127.0.0.1"
 const databaseUrl = process.env.DATABASE_URL ?? ""
-
-/**
- * Runs `op` in `workers` fibers until `durationSeconds` have passed; operations per second. `op` gets the
- * worker's number.
- */
-const throughput = <E, R>(durationSeconds: number, workers: number, op: (worker: number) => Effect.Effect<unknown, E, R>) =>
-  Effect.gen(function*() {
-    let count = 0
-    const started = performance.now()
-    const deadline = started + durationSeconds * 1000
-    const worker = (w: number) =>
-      Effect.gen(function*() {
-        while (performance.now() < deadline) {
-          yield* op(w)
-          count++
-        }
-      })
-    yield* Effect.forEach(Array.from({ length: workers }, (_, i) => i), worker, { concurrency: "unbounded", discard: true })
-    return count / ((performance.now() - started) / 1000)
-  })
 
 /** Every case on one store. */
 const casesOn = (store: string) =>
@@ -130,26 +108,7 @@ const casesOn = (store: string) =>
     return { figures, seats }
   })
 
-/** A store to run the cases on, and what to remove after. */
-interface StoreUnderTest {
-  readonly name: string
-  readonly open: () => Promise<{ readonly layer: Layer.Layer<any, unknown>; readonly cleanup: () => Promise<void> }>
-}
-
-const stores: ReadonlyArray<StoreUnderTest> = [
-  { name: "memory", open: async () => ({ layer: MemoryStore.layer, cleanup: async () => {} }) },
-  {
-    name: "pglite",
-    open: async () => ({ layer: layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary)), cleanup: async () => {} })
-  },
-  ...(databaseUrl === "" ? [] : [{
-    name: "postgres",
-    open: async () => {
-      const database = await freshPostgresDatabase(databaseUrl, "inproc")
-      return { layer: layerPostgresStore({ url: database.url }), cleanup: database.drop }
-    }
-  }])
-]
+const stores = inProcessStores(databaseUrl, "inproc")
 
 const figures: Array<InProcessFigure> = []
 const seatsAfterCycles: Record<string, number> = {}

@@ -22,7 +22,7 @@
  * (seconds, default 5), BENCH_DURATION (seconds per run, default 10), BENCH_RUNS (default 3),
  * BENCH_CONNECTIONS (default 64), BENCH_CONFIGS (comma list of floor, memory, pglite, postgres and the opt-in
  * postgres-nosync, a database with `synchronous_commit = off`, and memory-limits, pglite-limits, postgres-limits,
- * memory-redis-limits: the same with rate limits on, see `limitsOn`; default floor,memory,pglite,postgres),
+ * memory-redis-limits: the same with rate limits on, see `limitsOn` of support.ts; default floor,memory,pglite,postgres),
  * BENCH_SCENARIOS (comma list: validate, validate fp, activate+deactivate, "activate+deactivate, 64 licenses";
  * default all), BENCH_INPROCESS=0 (skip the in-process part), BENCH_SKIP_BUILD=1, DATABASE_URL (enables PostgreSQL).
  * Nothing is asserted: the figures are read, never compared with a threshold.
@@ -34,6 +34,7 @@ import type { LoadRequest, LoadSpec, LoadTarget, RunFigures } from "./load.ts"
 import { fixed, markdownTable, median } from "./stats.ts"
 import {
   bootstrapCredentials,
+  bundledServerEnv,
   call,
   childEnv,
   envNumber,
@@ -42,7 +43,9 @@ import {
   lmBin,
   type Listening,
   machineLine,
+  limitsOn,
   pgliteDataDir,
+  ready,
   repoRoot,
   rssMiB,
   runLoad,
@@ -242,16 +245,6 @@ const checkSeats = async (base: string, scenario: Scenario, seeded: Seeded): Pro
   return { licenses: licenses.length, afterRun: before.held, listedActive: before.listed, afterCleanup: after.held, ceiling: before.ceiling }
 }
 
-/** Waits until the server answers its health check (the store is open before it listens, but be sure). */
-const ready = async (base: string) => {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const answer = await call(base, "GET", "/health").catch(() => undefined)
-    if (answer?.status === 200) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`${base}/health never answered 200`)
-}
-
 /** A started configuration and how to stop it and remove its store. */
 interface Started {
   readonly listening: Listening
@@ -292,26 +285,7 @@ const benchConfig = async (config: string, start: () => Promise<Started>, floor:
 const bootstrapAuth = bootstrapCredentials()
 
 const serverEnv = (store: Record<string, string>, extra: Record<string, string> = {}) =>
-  childEnv({
-    ...store,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    LM_BOOTSTRAP_CONSUMER_KEY: bootstrapAuth.consumerKey,
-    LM_BOOTSTRAP_CONSUMER_SECRET: bootstrapAuth.consumerSecret,
-    LM_RATE_LIMIT: "off",
-    ...extra
-  })
-
-/**
- * Rate limits on, so high that nothing is refused (the load comes from one address): the `*-limits`
- * configurations measure what the limiter costs, buckets, rounds with the shared store and all.
- */
-const limitsOn = {
-  LM_RATE_LIMIT: "on",
-  LM_RATE_LIMIT_PER_IP: "1000000000",
-  LM_RATE_LIMIT_PER_KEY: "1000000000",
-  LM_RATE_LIMIT_PER_API_KEY: "1000000000"
-}
+  bundledServerEnv(bootstrapAuth, store, extra)
 
 /** A configuration's starter with rate limits on (`limitsOn`) and `extra` settings. */
 const withLimits = (store: () => Promise<Record<string, string>>, cleanup: () => Promise<void> = async () => {}, extra: Record<string, string> = {}) =>

@@ -9,9 +9,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { layerPostgres, PgliteTemplate } from "@lm/storage-pg"
+import { MemoryStore } from "@lm/storage-memory"
+import { layerOnClient, layerPostgres, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
 import * as readline from "node:readline"
 import type { LoadEvent, LoadSpec } from "./load.ts"
 
@@ -214,6 +215,46 @@ export const call = async (
   return { status: response.status, body: parsed }
 }
 
+/** Waits until the server answers its health check (the store is open before it listens, but be sure). */
+export const ready = async (base: string) => {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const answer = await call(base, "GET", "/health").catch(() => undefined)
+    if (answer?.status === 200) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`${base}/health never answered 200`)
+}
+
+/**
+ * The environment of a bundled server (`lm serve`): `store` picks its store, on a free port of 127.0.0.1, with
+ * `auth` as its bootstrap API key, rate limits off unless `extra` turns them on (see {@link limitsOn}).
+ */
+export const bundledServerEnv = (
+  auth: { readonly consumerKey: string; readonly consumerSecret: string },
+  store: Record<string, string>,
+  extra: Record<string, string> = {}
+) =>
+  childEnv({
+    ...store,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LM_BOOTSTRAP_CONSUMER_KEY: auth.consumerKey,
+    LM_BOOTSTRAP_CONSUMER_SECRET: auth.consumerSecret,
+    LM_RATE_LIMIT: "off",
+    ...extra
+  })
+
+/**
+ * Rate limits on, so high that nothing is refused (a load comes from one address): settings that measure what
+ * the limiter costs, buckets, rounds with the shared store and all.
+ */
+export const limitsOn: Record<string, string> = {
+  LM_RATE_LIMIT: "on",
+  LM_RATE_LIMIT_PER_IP: "1000000000",
+  LM_RATE_LIMIT_PER_KEY: "1000000000",
+  LM_RATE_LIMIT_PER_API_KEY: "1000000000"
+}
+
 /** Like {@link call}, but fails unless the status is `expected`. */
 export const expectStatus = async (
   expected: number | ReadonlyArray<number>,
@@ -267,3 +308,52 @@ export const machineLine = (): string => {
     Math.round(os.totalmem() / 2 ** 30)
   } GiB, ${os.platform()} ${os.release()}`
 }
+
+/**
+ * In process: runs `op` in `workers` fibers until `durationSeconds` have passed; operations per second. `op` gets
+ * the worker's number.
+ */
+export const throughput = <E, R>(
+  durationSeconds: number,
+  workers: number,
+  op: (worker: number) => Effect.Effect<unknown, E, R>
+) =>
+  Effect.gen(function*() {
+    let count = 0
+    const started = performance.now()
+    const deadline = started + durationSeconds * 1000
+    const worker = (w: number) =>
+      Effect.gen(function*() {
+        while (performance.now() < deadline) {
+          yield* op(w)
+          count++
+        }
+      })
+    yield* Effect.forEach(Array.from({ length: workers }, (_, i) => i), worker, { concurrency: "unbounded", discard: true })
+    return count / ((performance.now() - started) / 1000)
+  })
+
+/** A store for the in-process benchmarks: its layer, opened on demand, and what to remove after. */
+export interface InProcessStore {
+  readonly name: string
+  readonly open: () => Promise<{ readonly layer: Layer.Layer<any, unknown>; readonly cleanup: () => Promise<void> }>
+}
+
+/**
+ * The stores of the in-process benchmarks: memory, PGlite (in memory, loaded from the template) and, when
+ * `databaseUrl` is given, a fresh database on that PostgreSQL server (`label` names it; dropped by `cleanup`).
+ */
+export const inProcessStores = (databaseUrl: string, label: string, postgresName = "postgres"): Array<InProcessStore> => [
+  { name: "memory", open: async () => ({ layer: MemoryStore.layer, cleanup: async () => {} }) },
+  {
+    name: "pglite",
+    open: async () => ({ layer: layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary)), cleanup: async () => {} })
+  },
+  ...(databaseUrl === "" ? [] : [{
+    name: postgresName,
+    open: async () => {
+      const database = await freshPostgresDatabase(databaseUrl, label)
+      return { layer: layerPostgresStore({ url: database.url }), cleanup: database.drop }
+    }
+  }])
+]

@@ -38,13 +38,24 @@ export type Take =
     readonly retryAfterSeconds: number
   }
 
+/**
+ * Milliseconds until the bucket holds one token again; at most 0 (give or take rounding) while it holds one now.
+ * One token is available while tat - now <= (burst - 1) × T.
+ */
+export const waitMillis = (tat: number | undefined, limit: RateLimit, now: number): number =>
+  (tat ?? now) - now - (limit.perMinute - 1) * tokenMillis(limit)
+
+/** Whether a bucket whose wait is `wait` ({@link waitMillis}) holds a token (a rounding tolerance included). */
+export const holdsToken = (wait: number): boolean => wait <= 1e-9
+
+/** Whole seconds of a wait, at least 1: `Retry-After` and `data.retry_after`. */
+export const retryAfterSeconds = (wait: number): number => Math.max(1, Math.ceil(wait / 1000))
+
 /** Takes one token if the bucket holds one; otherwise says how long until it does. */
 export const take = (tat: number | undefined, limit: RateLimit, now: number): Take => {
-  const T = tokenMillis(limit)
-  // One token is available while tat - now <= (burst - 1) × T.
-  const waitMillis = (tat ?? now) - now - (limit.perMinute - 1) * T
-  if (waitMillis <= 1e-9) return { allowed: true, tat: advance(tat, now, T) }
-  return { allowed: false, tat, retryAfterSeconds: Math.max(1, Math.ceil(waitMillis / 1000)) }
+  const wait = waitMillis(tat, limit, now)
+  if (holdsToken(wait)) return { allowed: true, tat: advance(tat, now, tokenMillis(limit)) }
+  return { allowed: false, tat, retryAfterSeconds: retryAfterSeconds(wait) }
 }
 
 /** What the limits are: per client IP and per (IP, license key) on public routes, per API key on management ones. */
@@ -71,5 +82,5 @@ export const rateLimitScopes = ["ip", "key", "api_key"] as const
 export type RateLimitScope = typeof rateLimitScopes[number]
 
 /** The name of a bucket, e.g. `ip:10.0.0.1`, `key:10.0.0.1|ABCD-...`, `api_key:12` (the key's id). */
-export const bucketName = (scope: RateLimitScope, ...parts: ReadonlyArray<string>): string =>
-  `${scope}:${parts.join("|")}`
+export const bucketName = (scope: RateLimitScope, first: string, second?: string): string =>
+  second === undefined ? `${scope}:${first}` : `${scope}:${first}|${second}`

@@ -4,7 +4,7 @@
  * processes through `SharedRateLimits` over-admit by at most what the design states (`RateLimiter.ts`).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { ActivityRecorder, Errors, type Model, Ports, RateLimit, RateLimiter } from "@lm/domain"
 
@@ -171,5 +171,34 @@ describe("RateLimiter", () => {
       expect(yield* validate(a)).toBe("ok")
       expect(rounds).toBeGreaterThan(0)
     })
+  })
+  it.effect("a round asked for while another is on its way waits for it: the takes are sent once, nothing is lost or crashes", () => {
+    // The shared store's first round waits at a gate; a second round (e.g. the one at shutdown) comes meanwhile.
+    const gate = Deferred.makeUnsafe<void>()
+    const sent: Array<number> = []
+    let rounds = 0
+    const shared = Layer.succeed(Ports.SharedRateLimits, {
+      advance: (batch, now) =>
+        Effect.andThen(
+          rounds++ === 0 ? Deferred.await(gate) : Effect.void,
+          Effect.sync(() => batch.map(({ cost }) => (sent.push(cost), now + cost)))
+        )
+    })
+    const layer = limiterLayer({ ...settings, perIp: { perMinute: 60 } }, recordingLog().layer).pipe(Layer.provide(shared))
+    return Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      expect(yield* attempt(limiter.admitPublic({ endpoint: "validate", ip: "10.0.0.9", licenseKey: undefined }))).toBe("ok")
+      const first = yield* Effect.forkChild(limiter.sync)
+      yield* Effect.yieldNow
+      // The bucket is full again by now: a round running beside the first would forget it under the first's feet.
+      yield* TestClock.adjust("2 seconds")
+      const second = yield* Effect.forkChild(limiter.sync)
+      yield* Effect.yieldNow
+      yield* Deferred.succeed(gate, undefined)
+      const exits = [yield* Fiber.await(first), yield* Fiber.await(second)]
+      expect(exits.every(Exit.isSuccess)).toBe(true)
+      // The one take (1 s of a 60-a-minute bucket) was sent once.
+      expect(sent).toEqual([1000])
+    }).pipe(Effect.provide(layer))
   })
 })

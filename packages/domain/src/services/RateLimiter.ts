@@ -14,18 +14,21 @@
  * that excess. A refused request takes nothing. If the shared store cannot be reached the limiter carries on
  * locally and sends the takes at a later round.
  */
-import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Schedule, Semaphore } from "effect"
 import { rateLimited, type RateLimited } from "../errors.js"
 import type { ActivityKind } from "../model.js"
 import { activityKinds } from "../model.js"
 import { SharedRateLimits } from "../ports.js"
 import {
+  advance,
   bucketName,
   defaultRateLimitSettings,
+  holdsToken,
   type RateLimit,
   type RateLimitSettings,
-  take,
-  tokenMillis
+  retryAfterSeconds,
+  tokenMillis,
+  waitMillis
 } from "../rateLimit.js"
 import { ActivityRecorder } from "./ActivityRecorder.js"
 
@@ -82,25 +85,28 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         // Read directly on the request path (one call, no effect per request); TestClock in tests.
         const clock = yield* Clock.Clock
 
-        /** Takes a token from every bucket, or from none (the longest wait wins); undefined when allowed. */
-        const takeAll = (names: ReadonlyArray<string>, limits: ReadonlyArray<RateLimit>, now: number) => {
-          let wait = 0
-          const taken: Array<number> = []
-          for (let i = 0; i < names.length; i++) {
-            const outcome = take(buckets.get(names[i]!)?.tat, limits[i]!, now)
-            if (outcome.allowed) taken.push(outcome.tat)
-            else wait = Math.max(wait, outcome.retryAfterSeconds)
+        /** Takes a token from `local`'s bucket (created under `name` when new). */
+        const takeOne = (name: string, local: Local | undefined, limit: RateLimit, now: number) => {
+          if (local === undefined) buckets.set(name, { tat: advance(undefined, now, tokenMillis(limit)), pending: 1, limit })
+          else {
+            local.tat = advance(local.tat, now, tokenMillis(limit))
+            local.pending++
           }
-          if (wait > 0) return wait
-          for (let i = 0; i < names.length; i++) {
-            const name = names[i]!
-            const local = buckets.get(name)
-            if (local === undefined) buckets.set(name, { tat: taken[i], pending: 1, limit: limits[i]! })
-            else {
-              local.tat = taken[i]
-              local.pending++
-            }
-          }
+        }
+
+        /**
+         * Takes a token from bucket `name`, and from `other` when given, or from neither (the longer wait wins);
+         * undefined when allowed, else the wait in seconds. On the path of every request: one map lookup per
+         * bucket and no allocation but a new bucket's.
+         */
+        const takeAll = (name: string, limit: RateLimit, other: string | undefined, otherLimit: RateLimit, now: number) => {
+          const local = buckets.get(name)
+          const otherLocal = other === undefined ? undefined : buckets.get(other)
+          const wait = waitMillis(local?.tat, limit, now)
+          const otherWait = other === undefined ? 0 : waitMillis(otherLocal?.tat, otherLimit, now)
+          if (!holdsToken(wait) || !holdsToken(otherWait)) return retryAfterSeconds(Math.max(wait, otherWait))
+          takeOne(name, local, limit, now)
+          if (other !== undefined) takeOne(other, otherLocal, otherLimit, now)
           return undefined
         }
 
@@ -109,9 +115,13 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             const now = clock.currentTimeMillisUnsafe()
             const ip = request.ip ?? "unix"
             const key = request.licenseKey?.trim().toUpperCase().slice(0, maxKeyLength)
-            const wait = key === undefined || key === ""
-              ? takeAll([bucketName("ip", ip)], [settings.perIp], now)
-              : takeAll([bucketName("ip", ip), bucketName("key", ip, key)], [settings.perIp, settings.perKey], now)
+            const wait = takeAll(
+              bucketName("ip", ip),
+              settings.perIp,
+              key === undefined || key === "" ? undefined : bucketName("key", ip, key),
+              settings.perKey,
+              now
+            )
             if (wait === undefined) return Effect.void
             const refusal = Effect.fail(rateLimited(wait))
             if (!isActivityKind(request.endpoint)) return refusal
@@ -134,7 +144,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         const admitApiKey = (apiKeyId: string): Effect.Effect<void, RateLimited> =>
           Effect.suspend(() => {
             const now = clock.currentTimeMillisUnsafe()
-            const wait = takeAll([bucketName("api_key", apiKeyId)], [settings.perApiKey], now)
+            const wait = takeAll(bucketName("api_key", apiKeyId), settings.perApiKey, undefined, settings.perApiKey, now)
             return wait === undefined ? Effect.void : Effect.fail(rateLimited(wait))
           })
 
@@ -145,9 +155,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           }
         }
 
+        // One round at a time: a round asked for while another is on its way (the last one at shutdown, or a
+        // caller's) waits for it, so that it neither forgets buckets the first is about to update nor sends twice.
+        const oneRound = yield* Semaphore.make(1)
         const sync: Effect.Effect<void> = shared === undefined
           ? Effect.map(Clock.currentTimeMillis, forgetFull)
-          : Effect.gen(function*() {
+          : oneRound.withPermits(1)(Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             forgetFull(now)
             if (buckets.size === 0) return
@@ -170,7 +183,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
               // The shared view, plus what was taken here while the batch was on its way.
               local.tat = Math.max(result.success[i]!, after) + local.pending * tokenMillis(local.limit)
             })
-          })
+          }))
 
         if (settings.enabled) {
           // Rounds; without a shared store they only forget full buckets (so many client IPs do not pile up).
