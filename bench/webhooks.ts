@@ -254,7 +254,9 @@ const table = markdownTable(
   ])
 )
 process.stdout.write(`${new Date().toISOString()}, ${machineLine()}\n` +
-  `activate+deactivate, ${settings.connections} connections, ${settings.runs} × ${settings.duration} s per server\n\n${table}\n` +
+  (rows.length === 0
+    ? ""
+    : `activate+deactivate, ${settings.connections} connections, ${settings.runs} × ${settings.duration} s per server\n\n${table}\n`) +
   (drainRows.length === 0
     ? ""
     : `\n${settings.events} events in the outbox at start, one webhook, delivered to the local receiver:\n\n` +
