@@ -56,20 +56,20 @@ const sixDue = Effect.gen(function*() {
 describe("background delivery", () => {
   it.effect("an idle server sends every due delivery in one round, a batch after the other", () => {
     const { sent, layer } = deliveryEngine()
+    // The clock is set before the engine starts (as `onEngine` does), or its timers would run from 1970 on.
     return TestClock.setTime(T0).pipe(
-      Effect.andThen(Effect.gen(function*() {
+      Effect.andThen(Effect.provide(Effect.gen(function*() {
         const webhooks = yield* sixDue
         expect(yield* webhooks.deliverDue).toBe(6)
         expect(new Set(sent).size).toBe(6)
-      })),
-      Effect.provide(layer)
+      }), layer))
     )
   })
 
   it.effect("while requests arrive, delivery rests between batches (nine times a batch's time) and still sends everything", () => {
     const { sent, load, layer } = deliveryEngine()
     return TestClock.setTime(T0).pipe(
-      Effect.andThen(Effect.gen(function*() {
+      Effect.andThen(Effect.provide(Effect.gen(function*() {
         const webhooks = yield* sixDue
         load.perSend = 1
         const round = yield* Effect.forkChild(webhooks.deliverDue)
@@ -85,8 +85,7 @@ describe("background delivery", () => {
         yield* TestClock.adjust("9 millis")
         expect(yield* Fiber.join(round)).toBe(6)
         expect(new Set(sent).size).toBe(6)
-      })),
-      Effect.provide(layer)
+      }), layer))
     )
   })
 })
