@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { MemoryStore } from "@lm/storage-memory"
-import { layerOnClient, layerPostgres, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
+import { layerOnClient, layerPglite, layerPostgres, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
 import * as readline from "node:readline"
 import type { LoadEvent, LoadSpec } from "./load.ts"
 
@@ -276,13 +276,13 @@ export const pgliteDataDir = async (): Promise<{ readonly dir: string; readonly 
   return { dir, remove: () => fs.promises.rm(dir, { recursive: true, force: true }) }
 }
 
-/** Runs SQL statements, one after the other, on the database of `url`. */
+/** Runs SQL statements, one after the other, on the database of `url` (PostgreSQL, or `pglite:<data folder>`). */
 export const runSql = (url: string, statements: ReadonlyArray<string>) =>
   Effect.runPromise(
     Effect.gen(function*() {
       const sql = yield* SqlClient
       for (const statement of statements) yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(layerPostgres({ url, maxConnections: 1 })), Effect.scoped)
+    }).pipe(Effect.provide(url.startsWith("pglite:") ? layerPglite({ dataDir: url.slice(7), thread: "main" }) : layerPostgres({ url, maxConnections: 1 })), Effect.scoped)
   )
 
 /** A new, empty database on the PostgreSQL server of `url`; `drop` removes it (closing its connections). */

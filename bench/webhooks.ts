@@ -12,7 +12,10 @@
  * median of the per-pair ratios of req/s; deliveries/s are counted from the start of a "hooks" run (its
  * warm-up included) until its deliveries are all in.
  *
- * Settings (environment): BENCH_DURATION (s per run, default 10), BENCH_RUNS (default 3), BENCH_CONNECTIONS
+ * Then, on the SQL stores, the issue's figure: BENCH_EVENTS events (default 10,000; 0 skips) delivered from a
+ * full outbox (see `drainRows`).
+ *
+ * Settings (environment): BENCH_DURATION (s per run, default 10; 0 skips the throughput pairs), BENCH_RUNS (default 3), BENCH_CONNECTIONS
  * (default 32), BENCH_CONFIGS (comma list of memory, pglite, postgres; default all that can run). Run after
  * `npx tsc -b`: `node bench/webhooks.ts`. Nothing is asserted.
  */
@@ -31,6 +34,7 @@ import {
   machineLine,
   pgliteDataDir,
   runLoad,
+  runSql,
   startListening
 } from "./support.ts"
 
@@ -38,14 +42,15 @@ const settings = {
   duration: envNumber("BENCH_DURATION", 10),
   runs: envNumber("BENCH_RUNS", 3),
   connections: envNumber("BENCH_CONNECTIONS", 32),
+  events: envNumber("BENCH_EVENTS", 10_000),
   databaseUrl: process.env.DATABASE_URL ?? ""
 }
 const configs = (process.env.BENCH_CONFIGS ?? `memory,pglite${settings.databaseUrl === "" ? "" : ",postgres"}`).split(",").map((c) => c.trim())
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`)
 const auth = bootstrapCredentials()
 
-/** The receiver: counts what it gets, answers 200. */
-const received = { count: 0, last: Date.now() }
+/** The receiver: counts what it gets (and the connections it was sent on: keep-alive), answers 200. */
+const received = { count: 0, last: Date.now(), connections: 0 }
 const receiver = createServer((req, res) => {
   req.resume()
   req.on("end", () => {
@@ -54,6 +59,7 @@ const receiver = createServer((req, res) => {
     res.writeHead(200).end("ok")
   })
 })
+receiver.on("connection", () => received.connections++)
 await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
 
@@ -90,20 +96,30 @@ const serverEnv = (store: Record<string, string>) =>
 
 interface Started {
   readonly listening: Listening
+  /** The store's environment variables, to start another server on it. */
+  readonly store: Record<string, string>
+  /** The store for `runSql` (memory: none). */
+  readonly sqlUrl: string | undefined
   readonly cleanup: () => Promise<void>
 }
 
 const start = async (config: string, label: string): Promise<Started> => {
+  const on = async (store: Record<string, string>, sqlUrl: string | undefined, cleanup: () => Promise<void>): Promise<Started> => ({
+    listening: await startListening([lmBin, "serve"], serverEnv(store)),
+    store,
+    sqlUrl,
+    cleanup
+  })
   switch (config) {
     case "memory":
-      return { listening: await startListening([lmBin, "serve"], serverEnv({ LM_STORAGE: "memory" })), cleanup: async () => {} }
+      return on({ LM_STORAGE: "memory" }, undefined, async () => {})
     case "pglite": {
       const data = await pgliteDataDir()
-      return { listening: await startListening([lmBin, "serve"], serverEnv({ LM_DATA_DIR: data.dir })), cleanup: data.remove }
+      return on({ LM_DATA_DIR: data.dir }, `pglite:${data.dir}`, data.remove)
     }
     case "postgres": {
       const database = await freshPostgresDatabase(settings.databaseUrl, `hooks_${label}`)
-      return { listening: await startListening([lmBin, "serve"], serverEnv({ DATABASE_URL: database.url })), cleanup: database.drop }
+      return on({ DATABASE_URL: database.url }, database.url, database.drop)
     }
     default:
       throw new Error(`unknown config ${config}`)
@@ -141,7 +157,7 @@ interface Row {
 }
 
 const rows: Array<Row> = []
-for (const config of configs) {
+for (const config of settings.duration > 0 ? configs : []) {
   progress(`${config}: starting two servers`)
   const none = await start(config, "none")
   const hooks = await start(config, "hooks")
@@ -162,6 +178,7 @@ for (const config of configs) {
       await drained(hooks.listening.base, hookIds)
       const a = await cycles(none.listening, noneKey, run === 1 ? 3 : 1)
       const before = received.count
+      const connectionsBefore = received.connections
       const started = Date.now()
       const b = await cycles(hooks.listening, hooksKey, run === 1 ? 3 : 1)
       // Deliveries caused by the warm-up arrive too: counted from the start of the warm-up until all are in.
@@ -176,7 +193,7 @@ for (const config of configs) {
         row.non2xx += Object.entries(f.statuses).filter(([s]) => !s.startsWith("2")).reduce((n, [, c]) => n + c, 0)
       }
       progress(`${config} run ${run}: none ${fixed(a.rps)} req/s, three webhooks ${fixed(b.rps)} req/s (× ${fixed(b.rps / a.rps, 2)}), ` +
-        `${delivered} deliveries in ${fixed(seconds, 1)} s`)
+        `${delivered} deliveries in ${fixed(seconds, 1)} s on ${received.connections - connectionsBefore} new connections`)
     }
     rows.push(row)
   } finally {
@@ -185,6 +202,42 @@ for (const config of configs) {
     await hooks.listening.stop()
     await none.cleanup()
     await hooks.cleanup()
+  }
+}
+/**
+ * The issue's figure: `BENCH_EVENTS` events (default 10,000) delivered to the local receiver. A server on a fresh
+ * store registers one webhook on `*` and stops; the events are then written into its outbox directly (SQL, not
+ * yet dispatched), and a server started again on the store fans them out and delivers them. Timed from its
+ * "Listening" line until the receiver has them all. SQL stores only (the memory store ends with its process).
+ */
+const drainRows: Array<ReadonlyArray<string>> = []
+if (settings.events > 0) {
+  for (const config of configs.filter((c) => c !== "memory")) {
+    progress(`${config}: ${settings.events} events to one webhook`)
+    const first = await start(config, "drain")
+    try {
+      await expectStatus(201, first.listening.base, "POST", "/webhooks", { name: "drain", url: receiverUrl, events: ["*"] }, auth)
+      await first.listening.stop()
+      await runSql(first.sqlUrl!, [
+        `INSERT INTO lm_events (type, occurred_at, data) SELECT 'license.created', now(), jsonb_build_object('n', g)
+         FROM generate_series(1, ${settings.events}) AS g`
+      ])
+      await idle()
+      received.count = 0
+      const again = await startListening([lmBin, "serve"], serverEnv(first.store))
+      const started = Date.now()
+      try {
+        while (received.count < settings.events) await new Promise((r) => setTimeout(r, 50))
+        const seconds = (received.last - started) / 1000
+        drainRows.push([config, String(received.count), fixed(seconds, 1), fixed(received.count / seconds)])
+        progress(`${config}: ${received.count} deliveries in ${fixed(seconds, 1)} s`)
+      } finally {
+        await again.stop()
+      }
+    } finally {
+      await first.listening.stop()
+      await first.cleanup()
+    }
   }
 }
 receiver.close()
@@ -201,4 +254,10 @@ const table = markdownTable(
   ])
 )
 process.stdout.write(`${new Date().toISOString()}, ${machineLine()}\n` +
-  `activate+deactivate, ${settings.connections} connections, ${settings.runs} × ${settings.duration} s per server\n\n${table}\n`)
+  (rows.length === 0
+    ? ""
+    : `activate+deactivate, ${settings.connections} connections, ${settings.runs} × ${settings.duration} s per server\n\n${table}\n`) +
+  (drainRows.length === 0
+    ? ""
+    : `\n${settings.events} events in the outbox at start, one webhook, delivered to the local receiver:\n\n` +
+      `${markdownTable(["store", "deliveries", "seconds from start", "deliveries/s"], drainRows)}\n`))

@@ -1664,6 +1664,41 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.strictEqual((yield* queue.list(hook.id, { page: 1, perPage: 10 })).total, 0)
         }))
 
+      test("a claimed batch's events are read in one call and its attempts recorded in one; a deleted delivery stays deleted", () =>
+        Effect.gen(function*() {
+          const repo = yield* Ports.WebhookRepository
+          const queue = yield* Ports.WebhookDeliveryQueue
+          const store = yield* Ports.Store
+          const outbox = yield* Ports.EventOutbox
+          const kept = yield* repo.insert(webhookDraft())
+          const gone = yield* repo.insert(webhookDraft())
+          yield* outbox.append([event("license.created", 1), event("machine.activated", 2)])
+          yield* store.transaction(Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(10)
+            yield* queue.dispatch(
+              events.map((e) => e.id),
+              events.flatMap((e) => [deliveryDraft(kept.id, e.id, { type: e.type }), deliveryDraft(gone.id, e.id, { type: e.type })])
+            )
+          }))
+          const claimed = yield* queue.claimDue(T0, T0 + MINUTE, 10)
+          assert.strictEqual(claimed.length, 4)
+          const events = yield* outbox.findByIds([...new Set(claimed.map((d) => d.eventId)), 999_999])
+          assert.deepStrictEqual(events.map((e) => e.type).sort(), ["license.created", "machine.activated"])
+          assert.deepStrictEqual(yield* outbox.findByIds([]), [])
+          assert.isTrue(yield* repo.delete(gone.id))
+          const [first, second] = claimed.filter((d) => d.webhookId === kept.id)
+          const delivered = { ...first!, status: "delivered", attempts: 1, responseStatus: 204, responseExcerpt: "ok", lastAttemptAt: T0 + 5, nextAttemptAt: null, lockedUntil: null } as const
+          const retried = { ...second!, attempts: 1, responseStatus: 500, responseExcerpt: "no", lastAttemptAt: T0 + 5, nextAttemptAt: T0 + 30_000, lockedUntil: null }
+          yield* queue.recordAttempts([...claimed.filter((d) => d.webhookId === gone.id), delivered, retried])
+          yield* queue.recordAttempts([])
+          assert.deepStrictEqual(yield* queue.findById(kept.id, first!.id), delivered)
+          assert.deepStrictEqual(yield* queue.findById(kept.id, second!.id), retried)
+          assert.strictEqual((yield* queue.list(gone.id, { page: 1, perPage: 10 })).total, 0)
+          // The retried one is due again at its next attempt, not before.
+          assert.deepStrictEqual(yield* queue.claimDue(T0 + 29_999, T0 + MINUTE, 10), [])
+          assert.deepStrictEqual((yield* queue.claimDue(T0 + 30_000, T0 + MINUTE, 10)).map((d) => d.id), [second!.id])
+        }))
+
       test("concurrent workers never hold one delivery at once", () =>
         Effect.gen(function*() {
           const repo = yield* Ports.WebhookRepository

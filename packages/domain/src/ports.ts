@@ -217,6 +217,8 @@ export class EventOutbox extends Context.Service<EventOutbox, {
   readonly readAfter: (afterId: number, limit: number) => Op<ReadonlyArray<StoredEvent>>
   /** One committed event by id (what a webhook delivery sends). */
   readonly findById: (id: number) => Op<StoredEvent | undefined>
+  /** The committed events of these ids that exist, in any order: a batch of deliveries' events in one read. */
+  readonly findByIds: (ids: ReadonlyArray<number>) => Op<ReadonlyArray<StoredEvent>>
   /** A number that grows whenever a revocation-relevant event is appended (the CRL's `seq`). */
   readonly revocationSeq: Op<number>
 }>()("@lm/domain/EventOutbox") {}
@@ -261,6 +263,11 @@ export class WebhookDeliveryQueue extends Context.Service<WebhookDeliveryQueue, 
   readonly claimDue: (now: number, lockedUntil: number, limit: number) => Op<ReadonlyArray<WebhookDelivery>>
   /** Writes every field of a delivery (nothing when it was deleted with its webhook meanwhile). */
   readonly update: (delivery: WebhookDelivery) => Op<WebhookDelivery>
+  /**
+   * Records the attempts of a claimed batch in one write: each delivery's status, attempts, response, attempt
+   * times and lock, as given; deliveries deleted with their webhook meanwhile stay deleted.
+   */
+  readonly recordAttempts: (deliveries: ReadonlyArray<WebhookDelivery>) => Op<void>
   readonly findById: (webhookId: number, id: number) => Op<WebhookDelivery | undefined>
   /** A webhook's deliveries, newest first. */
   readonly list: (webhookId: number, page: PageRequest) => Op<Page<WebhookDelivery>>

@@ -573,6 +573,8 @@ export const make = (options: Options = {}): Context.Context<Services> => {
         return out
       }),
     findById: (id) => Effect.sync(() => (Number.isInteger(id) && id >= 1 ? committedEvents[id - 1] : undefined)),
+    findByIds: (ids) =>
+      Effect.sync(() => ids.flatMap((id) => (Number.isInteger(id) && id >= 1 && committedEvents[id - 1] !== undefined ? [committedEvents[id - 1]!] : []))),
     revocationSeq: read((tx) => revocationSeq + (tx === undefined ? 0 : pendingOf.get(tx)?.revocationBumps ?? 0))
   })
 
@@ -650,6 +652,12 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       db.inTransaction((tx) =>
         Effect.flatMap(lockRow(tx, deliveries, delivery.id), (current) =>
           current === undefined ? Effect.succeed(delivery) : replace(tx, deliveries, delivery))
+      ),
+    recordAttempts: (attempted) =>
+      db.inTransaction((tx) =>
+        Effect.forEach(attempted, (delivery) =>
+          Effect.flatMap(lockRow(tx, deliveries, delivery.id), (current) =>
+            current === undefined ? Effect.void : Effect.asVoid(replace(tx, deliveries, delivery))), { discard: true })
       ),
     findById: (webhookId, id) =>
       read((tx) => {

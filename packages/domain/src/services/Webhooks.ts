@@ -59,14 +59,39 @@ export interface WebhookSettingsShape extends WebhookReach {
    * delivery at once; a crashed worker's claims come back after it.
    */
   readonly leaseMillis: number
-  /** Deliveries claimed at once, and sent at once. */
+  /**
+   * Deliveries claimed at once, and sent at once: one claim, one read of their webhooks, one of their events,
+   * one write of their attempts. All are sent together, so that a batch ends within one attempt's time, well
+   * inside the lease.
+   */
   readonly batch: number
   /** Outbox events fanned out per transaction. */
   readonly dispatchBatch: number
+  /**
+   * How many requests the process has started so far (a counter the HTTP server advances; the default never
+   * moves). While it moves, requests are being served and delivery yields to them: see `busyShare`.
+   */
+  readonly requestsStarted: () => number
+  /**
+   * The share of the time delivery may take while requests are being served: after a full batch that saw
+   * requests arrive, the loop rests until the batch's time is that share of the whole. Deliveries then lag under
+   * saturation and catch up after; an idle server delivers without rest.
+   */
+  readonly busyShare: number
 }
 
 export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@lm/domain/WebhookSettings", {
-  defaultValue: () => ({ allowInsecure: false, allowPrivate: false, retrySchedule: defaultRetrySchedule, attemptTimeoutMillis: defaultAttemptTimeoutMillis, leaseMillis: leaseMillisFor(defaultAttemptTimeoutMillis), batch: 16, dispatchBatch: 500 })
+  defaultValue: () => ({
+    allowInsecure: false,
+    allowPrivate: false,
+    retrySchedule: defaultRetrySchedule,
+    attemptTimeoutMillis: defaultAttemptTimeoutMillis,
+    leaseMillis: leaseMillisFor(defaultAttemptTimeoutMillis),
+    batch: 32,
+    dispatchBatch: 500,
+    requestsStarted: () => 0,
+    busyShare: 0.1
+  })
 })
 
 /** What a webhook create sets; PUT may set any of them and `status`. */
@@ -231,12 +256,20 @@ export class Webhooks extends Context.Service<Webhooks, {
         }
       }).pipe(Effect.withSpan("Webhooks.dispatchOnce"))
 
-      /** The webhooks of a batch of deliveries, each read once with its secret opened once. */
+      type Found = { readonly webhook: Webhook; readonly secret: string | SealedSecretUnreadable } | undefined
+
+      /**
+       * The webhooks of a batch of deliveries with their secrets opened once: the active ones in one read (claims
+       * only take deliveries of active webhooks), any other one by id (it changed since the claim).
+       */
       const webhooksOf = (deliveries: ReadonlyArray<WebhookDelivery>) =>
         Effect.gen(function*() {
-          const out = new Map<number, { readonly webhook: Webhook; readonly secret: string | SealedSecretUnreadable } | undefined>()
-          for (const id of new Set(deliveries.map((d) => d.webhookId))) {
-            const webhook = yield* repo.findById(id)
+          const out = new Map<number, Found>()
+          if (deliveries.length === 0) return out
+          const wanted = new Set(deliveries.map((d) => d.webhookId))
+          const active = new Map((yield* repo.listActive).filter((w) => wanted.has(w.id)).map((w) => [w.id, w]))
+          for (const id of wanted) {
+            const webhook = active.get(id) ?? (yield* repo.findById(id))
             if (webhook === undefined) {
               out.set(id, undefined)
               continue
@@ -247,29 +280,24 @@ export class Webhooks extends Context.Service<Webhooks, {
           return out
         })
 
-      /** One attempt of a claimed delivery, recorded; the webhook's failing streak follows it. */
-      const attempt = (
-        delivery: WebhookDelivery,
-        found: { readonly webhook: Webhook; readonly secret: string | SealedSecretUnreadable } | undefined
-      ) =>
+      /** One attempt of a claimed delivery: what sending it came to (nothing recorded yet). */
+      const sendOne = (delivery: WebhookDelivery, found: Found, event: StoredEvent | undefined): Effect.Effect<AttemptOutcome> =>
         Effect.gen(function*() {
-          const { retrySchedule } = yield* settings
-          const event: StoredEvent | undefined = yield* outbox.findById(delivery.eventId)
-          const outcome: AttemptOutcome = yield* Effect.gen(function*() {
-            if (found === undefined || event === undefined) return { _tag: "Failed", error: "the webhook or its event is gone" } as const
-            if (typeof found.secret !== "string") return { _tag: "Failed", error: found.secret.message } as const
-            const now = yield* Clock.currentTimeMillis
-            const body = deliveryBody(event)
-            const { send } = yield* sender
-            return yield* send({
-              url: found.webhook.url,
-              body,
-              headers: deliveryHeaders(found.secret, now, body, { type: event.type, deliveryId: String(delivery.id) })
-            })
-          })
+          if (found === undefined || event === undefined) return { _tag: "Failed", error: "the webhook or its event is gone" } as const
+          if (typeof found.secret !== "string") return { _tag: "Failed", error: found.secret.message } as const
           const now = yield* Clock.currentTimeMillis
-          yield* queue.update(afterAttempt(delivery, outcome, now, retrySchedule))
-          const success = delivered(outcome)
+          const body = deliveryBody(event)
+          const { send } = yield* sender
+          return yield* send({
+            url: found.webhook.url,
+            body,
+            headers: deliveryHeaders(found.secret, now, body, { type: event.type, deliveryId: String(delivery.id) })
+          })
+        })
+
+      /** The webhook's failing streak after an attempt (recorded already) of one of its deliveries. */
+      const followStreak = (delivery: WebhookDelivery, found: Found, success: boolean, now: number) =>
+        Effect.gen(function*() {
           // A success on a webhook that was not failing changes nothing: the common case needs no second read.
           if (found === undefined || (success && found.webhook.failingSince === null)) return
           // Re-read: other deliveries of the same webhook may have moved it meanwhile. Most failures change nothing
@@ -294,19 +322,43 @@ export class Webhooks extends Context.Service<Webhooks, {
           }
         })
 
+      /**
+       * Attempts a claimed batch: its webhooks and events read in two statements, the POSTs all at once, the
+       * attempts recorded in one write, then the failing streaks of the webhooks involved.
+       */
+      const attemptBatch = (claimed: ReadonlyArray<WebhookDelivery>) =>
+        Effect.gen(function*() {
+          const { retrySchedule } = yield* settings
+          const webhooks = yield* webhooksOf(claimed)
+          const events = new Map((yield* outbox.findByIds([...new Set(claimed.map((d) => d.eventId))])).map((e) => [e.id, e]))
+          const outcomes = yield* Effect.forEach(
+            claimed,
+            (delivery) => sendOne(delivery, webhooks.get(delivery.webhookId), events.get(delivery.eventId)),
+            { concurrency: "unbounded" }
+          )
+          const now = yield* Clock.currentTimeMillis
+          yield* queue.recordAttempts(claimed.map((delivery, i) => afterAttempt(delivery, outcomes[i]!, now, retrySchedule)))
+          for (const [i, delivery] of claimed.entries()) {
+            yield* followStreak(delivery, webhooks.get(delivery.webhookId), delivered(outcomes[i]!), now)
+          }
+        })
+
       const deliverDue = Effect.gen(function*() {
-        const { batch, leaseMillis } = yield* settings
+        const { batch, busyShare, leaseMillis, requestsStarted } = yield* settings
         let total = 0
         while (true) {
+          const requestsBefore = requestsStarted()
           const now = yield* Clock.currentTimeMillis
           const claimed = yield* queue.claimDue(now, now + leaseMillis, batch)
-          const webhooks = yield* webhooksOf(claimed)
-          yield* Effect.forEach(claimed, (delivery) => attempt(delivery, webhooks.get(delivery.webhookId)), {
-            concurrency: batch,
-            discard: true
-          })
+          if (claimed.length > 0) yield* attemptBatch(claimed)
           total += claimed.length
           if (claimed.length < batch) return total
+          // Requests arrived during the batch: rest so that delivery takes at most `busyShare` of the time.
+          if (requestsStarted() !== requestsBefore && busyShare > 0 && busyShare < 1) {
+            // At least a millisecond: a batch under a clock that does not move still rests.
+            const took = Math.max(1, (yield* Clock.currentTimeMillis) - now)
+            yield* Effect.sleep(Duration.millis(Math.ceil(took * (1 - busyShare) / busyShare)))
+          }
         }
       }).pipe(Effect.withSpan("Webhooks.deliverDue"))
 

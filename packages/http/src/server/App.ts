@@ -28,7 +28,7 @@ import { FastPath } from "./FastPath.js"
 import { RestRequestValid } from "./Guards.js"
 import { layerClientRateLimit, rateLimitsFromEnv } from "./RateLimits.js"
 import { layerRedisRateLimits } from "./RedisRateLimits.js"
-import { layerMiddlewares, layerRoutes, layerServer } from "./Http.js"
+import { layerMiddlewares, layerRoutes, layerServer, type RequestCounter } from "./Http.js"
 import { HttpSettings, InvalidSetting, type Listen, parseSwitch, readSetting } from "./Settings.js"
 import * as WebhookSender from "./WebhookSender.js"
 import { StorageHealth, SystemHandlers } from "./System.js"
@@ -381,16 +381,23 @@ export const serverLayerOn = <E, R>(
 ) =>
   Layer.unwrap(Effect.map(
     options.webhooks?.sender === undefined ? WebhookSender.withSender(options, sender) : Effect.succeed(options),
-    (engineOptions) =>
-      layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}` }).pipe(
+    (engineOptions) => {
+      // Webhook delivery yields to the requests this server receives (`WebhookSettings.busyShare`).
+      const requests: RequestCounter = { started: 0 }
+      const withLoad: Engine.Options = {
+        ...engineOptions,
+        webhooks: { requestsStarted: () => requests.started, ...engineOptions.webhooks }
+      }
+      return layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}`, requests }).pipe(
         // Below the server: it closes after the server has finished its requests in flight.
         Layer.provideMerge(FastPath.layer),
         // The public guards (the rate limit) for both the fast path and the handlers.
         Layer.provideMerge(layerClientRateLimit),
         Layer.provideMerge(bootstrapKeyLayer),
         Layer.provideMerge(artifactStoreLayer),
-        Layer.provideMerge(closingWithin(Engine.layer(store, engineOptions), engineCloseTimeoutMillis))
+        Layer.provideMerge(closingWithin(Engine.layer(store, withLoad), engineCloseTimeoutMillis))
       )
+    }
   ))
 
 /** The store as the start-up line names it (never the password of a URL). */

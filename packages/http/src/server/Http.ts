@@ -184,6 +184,11 @@ export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, Authentication
 /** How long after SIGTERM idle keep-alive connections stay open, so that a request already on its way is answered. */
 export const drainGraceMillis = 1000
 
+/** The number of requests a server has received so far, advanced as each arrives. */
+export interface RequestCounter {
+  started: number
+}
+
 /**
  * Node's HTTP server as `NodeHttpServer` serves it (listening, request, `Expect: 100-continue` and upgrade
  * handling), with our own `request` listener in front of NodeHttpServer's handler: it offers each request to
@@ -202,7 +207,8 @@ const layerNodeServer = (
   fastPath: FastPathService | undefined,
   options: NodeHttpServer.Options,
   drainTimeoutMillis: number,
-  settings: Settings
+  settings: Settings,
+  requests: RequestCounter | undefined
 ) =>
   Layer.effect(
     HttpServer.HttpServer,
@@ -232,6 +238,7 @@ const layerNodeServer = (
             const bodyDeadline = makeBodyDeadlines(server, settings.bodyTimeoutSeconds * 1000)
             const offer = (request: IncomingMessage, response: ServerResponse) => {
               bodyDeadline(request)
+              if (requests !== undefined) requests.started++
               if (draining) response.shouldKeepAlive = false
               const socket = request.socket
               if (!latest.has(socket)) socket.once("close", forget(socket))
@@ -292,7 +299,12 @@ const layerNodeServer = (
  */
 export const layerServer = <E, R>(
   routes: Layer.Layer<never, E, R>,
-  listen: Listen & { readonly gracefulShutdownSeconds?: number | undefined; readonly logExtra?: string | undefined }
+  listen: Listen & {
+    readonly gracefulShutdownSeconds?: number | undefined
+    readonly logExtra?: string | undefined
+    /** Counts the requests received (webhook delivery yields to them). */
+    readonly requests?: RequestCounter | undefined
+  }
 ) =>
   Layer.unwrap(Effect.gen(function*() {
     const settings = yield* HttpSettings
@@ -310,7 +322,7 @@ export const layerServer = <E, R>(
     return logListening.pipe(
       Layer.provideMerge(served),
       Layer.provideMerge(Layer.mergeAll(
-        layerNodeServer(yield* makeNodeServer(settings), fastPath, options, drainTimeoutMillis, settings),
+        layerNodeServer(yield* makeNodeServer(settings), fastPath, options, drainTimeoutMillis, settings, listen.requests),
         NodeHttpServer.layerHttpServices
       )),
       Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.maxBodyBytes)))

@@ -50,6 +50,10 @@ export const layer = Layer.effect(
       readAfter: (afterId, limit) =>
         sql`SELECT * FROM lm_events WHERE id > ${afterId} ORDER BY id LIMIT ${limit}`.pipe(Effect.flatMap(eventRows), orUnavailable),
       findById: (id) => sql`SELECT * FROM lm_events WHERE id = ${id}`.pipe(Effect.flatMap(firstEvent), orUnavailable),
+      findByIds: (ids) =>
+        ids.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT * FROM lm_events WHERE id IN ${sql.in(ids)}`.pipe(Effect.flatMap(eventRows), orUnavailable),
       revocationSeq: sql`SELECT value FROM lm_counters WHERE name = 'revocation_seq'`.pipe(
         Effect.flatMap(counter),
         Effect.map((row) => row?.value ?? 0),

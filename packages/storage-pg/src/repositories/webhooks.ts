@@ -9,7 +9,7 @@ import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { eventRows } from "./outbox.js"
-import { Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { Count, date, firstOf, Int8, iso, oneOf, rowsOf, Timestamp } from "./rows.js"
 
 /** The column of each field of a webhook whose name differs. */
 const webhookColumnNames = {
@@ -67,6 +67,18 @@ const DeliveryRow = Schema.Struct({
 
 const deliveryRows = rowsOf(DeliveryRow, "lm_webhook_deliveries")
 const firstDelivery = firstOf(DeliveryRow, "lm_webhook_deliveries")
+
+/** What an attempt changes in a delivery, as one JSON record (times as ISO text) for `jsonb_to_recordset`. */
+const attemptRecord = (d: Model.WebhookDelivery) => ({
+  id: d.id,
+  status: d.status,
+  attempts: d.attempts,
+  response_status: d.responseStatus,
+  response_excerpt: d.responseExcerpt,
+  last_attempt_at: iso(d.lastAttemptAt),
+  next_attempt_at: iso(d.nextAttemptAt),
+  locked_until: iso(d.lockedUntil)
+})
 
 export const layer = Layer.effectContext(
   Effect.gen(function*() {
@@ -151,6 +163,17 @@ export const layer = Layer.effectContext(
           Effect.map((updated) => updated ?? d),
           orUnavailable
         ),
+      // One UPDATE for the batch: the attempt fields of each delivery as JSON records (a deleted one matches no row).
+      recordAttempts: (attempted) =>
+        attempted.length === 0
+          ? Effect.void
+          : sql`UPDATE lm_webhook_deliveries AS d SET status = v.status, attempts = v.attempts, response_status = v.response_status,
+                  response_excerpt = v.response_excerpt, last_attempt_at = v.last_attempt_at, next_attempt_at = v.next_attempt_at,
+                  locked_until = v.locked_until
+                FROM jsonb_to_recordset(${JSON.stringify(attempted.map(attemptRecord))}::jsonb) AS v(id bigint, status text,
+                  attempts integer, response_status integer, response_excerpt text, last_attempt_at timestamptz,
+                  next_attempt_at timestamptz, locked_until timestamptz)
+                WHERE d.id = v.id`.pipe(Effect.asVoid, orUnavailable),
       findById: (webhookId, id) =>
         sql`SELECT * FROM lm_webhook_deliveries WHERE id = ${id} AND webhook_id = ${webhookId}`.pipe(
           Effect.flatMap(firstDelivery),

@@ -1,0 +1,91 @@
+/**
+ * Background webhook delivery on the memory store under the TestClock: an idle server delivers every due
+ * delivery at once; while requests arrive, delivery yields to them (rests between batches) and still delivers
+ * everything.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { MasterKey, Ports, Services } from "@lm/domain"
+import { engine } from "./engine.js"
+import { seededRandom, T0 } from "./fixtures.js"
+
+/** A webhook engine whose sender answers 200 at once, counting what it sends; `requests` plays the HTTP server. */
+const deliveryEngine = () => {
+  const sent: Array<string> = []
+  const load = { requests: 0, perSend: 0 }
+  const sender = {
+    send: (request: Services.WebhookRequest) =>
+      Effect.sync(() => {
+        sent.push(request.headers["x-lm-delivery"] ?? "")
+        load.requests += load.perSend
+        return { _tag: "Response", status: 200, excerpt: "" } as const
+      })
+  }
+  const layer = Services.Webhooks.layer.pipe(
+    Layer.provideMerge(Layer.succeed(Services.WebhookSettings, {
+      ...Services.WebhookSettings.defaultValue(),
+      batch: 2,
+      busyShare: 0.1,
+      requestsStarted: () => load.requests
+    })),
+    Layer.provideMerge(Layer.succeed(Services.WebhookSender, sender)),
+    Layer.provideMerge(MasterKey.layerEphemeral),
+    Layer.provideMerge(seededRandom(2)),
+    Layer.provideMerge(engine())
+  )
+  return { sent, load, layer }
+}
+
+/** A webhook on `*` and six events fanned out to it: six deliveries due now. */
+const sixDue = Effect.gen(function*() {
+  const webhooks = yield* Services.Webhooks
+  yield* webhooks.create({ url: "https://hooks.example.com/lm", events: ["*"] })
+  const outbox = yield* Ports.EventOutbox
+  yield* outbox.append(Array.from({ length: 6 }, (_, i) => ({
+    type: "license.created" as const,
+    occurredAt: T0,
+    licenseId: null,
+    machineId: null,
+    data: { n: i }
+  })))
+  expect(yield* webhooks.dispatchOnce).toBe(6)
+  return webhooks
+})
+
+describe("background delivery", () => {
+  it.effect("an idle server sends every due delivery in one round, a batch after the other", () => {
+    const { sent, layer } = deliveryEngine()
+    // The clock is set before the engine starts (as `onEngine` does), or its timers would run from 1970 on.
+    return TestClock.setTime(T0).pipe(
+      Effect.andThen(Effect.provide(Effect.gen(function*() {
+        const webhooks = yield* sixDue
+        expect(yield* webhooks.deliverDue).toBe(6)
+        expect(new Set(sent).size).toBe(6)
+      }), layer))
+    )
+  })
+
+  it.effect("while requests arrive, delivery rests between batches (nine times a batch's time) and still sends everything", () => {
+    const { sent, load, layer } = deliveryEngine()
+    return TestClock.setTime(T0).pipe(
+      Effect.andThen(Effect.provide(Effect.gen(function*() {
+        const webhooks = yield* sixDue
+        load.perSend = 1
+        const round = yield* Effect.forkChild(webhooks.deliverDue)
+        yield* Effect.yieldNow
+        // A batch under the TestClock takes no time: counted as 1 ms, so the rest is 9 ms.
+        expect(sent.length).toBe(2)
+        yield* TestClock.adjust("8 millis")
+        expect(sent.length).toBe(2)
+        yield* TestClock.adjust("1 millis")
+        expect(sent.length).toBe(4)
+        yield* TestClock.adjust("9 millis")
+        expect(sent.length).toBe(6)
+        yield* TestClock.adjust("9 millis")
+        expect(yield* Fiber.join(round)).toBe(6)
+        expect(new Set(sent).size).toBe(6)
+      }), layer))
+    )
+  })
+})
