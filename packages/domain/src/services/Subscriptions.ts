@@ -48,7 +48,6 @@ import {
   signup,
   type SubscriptionChange,
   type SubscriptionUpdate,
-  suspendedByOf,
   switchPlan,
   update
 } from "../subscription.js"
@@ -127,9 +126,8 @@ export class Subscriptions extends Context.Service<Subscriptions, {
           const locked = yield* store.lockLicenseById(change.subscription.licenseId)
           if (locked === undefined) return yield* Effect.die(new Error(`subscription ${change.subscription.id} lost its license`))
           const patched = Object.keys(licensePatch).length === 0 ? locked : { ...locked, ...licensePatch }
-          const follow = followLicense(patched, suspendedByOf(locked, change.subscription), change.subscription, now)
-          const next = { ...change.subscription, suspendedLicense: follow.suspendedBy === "subscription" }
-          const saved = yield* subscriptions.update(next, nextDueAt(next, grace))
+          const follow = followLicense(patched, change.subscription, now)
+          const saved = yield* subscriptions.update(change.subscription, nextDueAt(change.subscription, grace))
           if (change.renewal !== null) yield* subscriptions.insertRenewal(saved.id, change.renewal)
           const license = follow.changed || patched !== locked
             ? yield* licenses.update(follow.changed ? follow.license : { ...patched, updatedAt: now, revision: locked.revision + 1 })
@@ -178,7 +176,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
               license = (yield* store.lockLicenseById(view.license.id))!
             }
             const inserted = yield* subscriptions.insert({ ...made.draft, licenseId: license.id }, null)
-            const follow = followLicense({ ...license, subscriptionId: inserted.id }, suspendedByOf(license, inserted), inserted, now)
+            const follow = followLicense({ ...license, subscriptionId: inserted.id }, inserted, now)
             const saved = yield* subscriptions.update(inserted, nextDueAt(inserted, grace))
             yield* subscriptions.insertRenewal(saved.id, made.renewal)
             const bound = yield* licenses.update({ ...follow.license, subscriptionId: inserted.id, updatedAt: now, revision: license.revision + 1 })
