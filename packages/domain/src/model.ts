@@ -36,7 +36,8 @@ export type LicenseState = typeof LicenseState.Type
  * Who holds a suspended license's suspension: an administrator (POST suspend) or its subscription (on-hold).
  * A subscription lifts only its own suspension, never an administrator's; null when the license is not suspended.
  */
-export const SuspendedBy = Schema.NullOr(Schema.Literals(["administrator", "subscription"]))
+export const suspenders = ["administrator", "subscription"] as const
+export const SuspendedBy = Schema.NullOr(Schema.Literals(suspenders))
 export type SuspendedBy = typeof SuspendedBy.Type
 
 /** The status a license reports, always as it is now (CONTRACT §3). */

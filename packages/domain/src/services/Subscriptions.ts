@@ -118,9 +118,9 @@ export class Subscriptions extends Context.Service<Subscriptions, {
 
       /**
        * Writes a change (inside the caller's transaction, the subscription locked): the license follows, then
-       * both rows, the renewal record and every event.
+       * both rows, the renewal record and every event. Answers the written subscription and license.
        */
-      const persist = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
+      const persistRows = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
         Effect.gen(function*() {
           const grace = yield* settings()
           const locked = yield* store.lockLicenseById(change.subscription.licenseId)
@@ -133,8 +133,12 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             ? yield* licenses.update(follow.changed ? follow.license : { ...patched, updatedAt: now, revision: locked.revision + 1 })
             : locked
           yield* outbox.append([...change.events, ...follow.events])
-          return yield* detail(saved, license, now)
+          return { saved, license }
         })
+
+      /** {@link persistRows}, answered with the detail a route shows (the period-end job skips that read). */
+      const persist = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
+        Effect.flatMap(persistRows(change, now, licensePatch), ({ license, saved }) => detail(saved, license, now))
 
       /** Runs a pure change on the locked subscription and persists it. */
       const write = <E>(
@@ -215,7 +219,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             }
             const change = applyDue(subscription, due, now)
             if (Result.isFailure(change)) continue
-            yield* persist(change.success, now)
+            yield* persistRows(change.success, now)
             moved++
           }
           return [claimed.length, moved] as const
