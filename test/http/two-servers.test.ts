@@ -4,62 +4,25 @@
  * one server is seen by the very next POST /validate on that server, and by the other server within 1 s
  * (LISTEN/NOTIFY), both caches having been warmed first.
  */
-import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { adminKey } from "../../packages/http/test/support/App.js"
-import { basic } from "../../packages/http/test/support/Management.js"
-import { freshDatabase } from "../storage-contract/pg-support.js"
 import { eventually } from "../support/eventually.js"
-import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
+import { admin, type PgServers, post, type Server, startPgServers } from "./support/PgServers.js"
 
 const url = process.env.DATABASE_URL ?? ""
-const admin = basic(adminKey.consumerKey, adminKey.consumerSecret)
-
-interface Server {
-  readonly name: string
-  readonly process: ServerProcess
-  readonly base: string
-}
-
-const post = async (server: Server, route: string, body: unknown, auth = false) => {
-  const response = await fetch(`${server.base}${route}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...(auth ? { authorization: admin } : {}) },
-    body: JSON.stringify(body)
-  })
-  return { status: response.status, body: (await response.json()) as any }
-}
 
 // Needs a real PostgreSQL server (two processes cannot share PGlite), so it runs only when DATABASE_URL is set
 // (CI sets it).
 describe.skipIf(url === "")("two servers on one PostgreSQL (DATABASE_URL)", () => {
-  let scope: Scope.Closeable
-  const servers: Array<Server> = []
+  let started: PgServers | undefined
+  let servers: ReadonlyArray<Server> = []
 
   beforeAll(async () => {
-    scope = Effect.runSync(Scope.make())
-    const dbUrl = await Effect.runPromise(Scope.provide(freshDatabase(url, `lm_two_servers_${process.pid}_${Date.now()}`), scope))
-    // One after the other: the first migrates the fresh database.
-    for (const name of ["A", "B"]) {
-      const child = spawnServer({
-        DATABASE_URL: dbUrl,
-        PORT: "0",
-        HOST: "127.0.0.1",
-        LM_SWEEP_INTERVAL: "0",
-        LM_BOOTSTRAP_CONSUMER_KEY: adminKey.consumerKey,
-        LM_BOOTSTRAP_CONSUMER_SECRET: adminKey.consumerSecret
-      })
-      const [, base] = await waitForOutput(child, /Listening on (http:\/\/\S+)/)
-      servers.push({ name, process: child, base: base! })
-    }
+    started = await startPgServers(url, "lm_two_servers", ["A", "B"])
+    servers = started.servers
   }, 120_000)
 
   afterAll(async () => {
-    await Promise.all(servers.map(async (server) => {
-      server.process.child.kill("SIGTERM")
-      await exitWithin(server.process, 30_000).catch(() => server.process.child.kill("SIGKILL"))
-    }))
-    await Effect.runPromise(Scope.close(scope, Exit.void))
+    await started?.close()
   }, 60_000)
 
   it("a change made through one server is seen by its next validate and by the other server within 1 s", async () => {

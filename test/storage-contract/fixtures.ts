@@ -18,6 +18,7 @@ export const licenseDraft = (overrides: Partial<Model.LicenseDraft> = {}): Model
   source: "api",
   generatorId: null,
   subscriptionId: null,
+  suspendedBy: null,
   createdAt: T0,
   updatedAt: T0,
   ...overrides
@@ -44,6 +45,7 @@ export const fullLicenseDraft = (generatorId: number): Model.LicenseDraft => ({
   source: "generator",
   generatorId,
   subscriptionId: 77,
+  suspendedBy: "subscription",
   createdAt: T0 + 1,
   updatedAt: T0 + 2
 })
@@ -162,7 +164,6 @@ export const subscriptionDraft = (licenseId: number, overrides: Partial<Model.Su
   pausedAt: T0 + 1,
   cancelledAt: T0 + 2,
   items: [{ id: 1, productId: 3, quantity: 2, amount: 1500 }],
-  suspendedLicense: true,
   createdAt: T0,
   updatedAt: T0 + 3,
   ...overrides
@@ -181,6 +182,5 @@ export const bareSubscriptionDraft = (licenseId: number, overrides: Partial<Mode
     pausedAt: null,
     cancelledAt: null,
     items: [],
-    suspendedLicense: false,
     ...overrides
   })

@@ -208,11 +208,18 @@ export const applyLicenseAction = (
 ): Result.Result<LicenseChange, InvalidTransition | LicenseTerminated> => {
   if (license.state === "terminated") return Result.fail(licenseTerminated())
   const target = targetOf[action]
-  if (target !== null && license.state === target) return Result.succeed(unchanged(license))
+  if (target !== null && license.state === target) {
+    // Suspending a license its subscription suspended makes the suspension the administrator's (no new event:
+    // the status stays), so that the subscription's resume no longer lifts it.
+    if (action === "suspend" && license.suspendedBy === "subscription") {
+      return Result.succeed({ license: touched(license, now, { suspendedBy: "administrator" }), events: [], changed: true })
+    }
+    return Result.succeed(unchanged(license))
+  }
   if (!allowedFrom[action].includes(license.state)) {
     return Result.fail(invalidTransition(licenseStatus(license, seatsHeld, now), action))
   }
-  const next = touched(license, now, { state: target ?? "issued" })
+  const next = touched(license, now, { state: target ?? "issued", suspendedBy: target === "suspended" ? "administrator" : null })
   return Result.succeed({ license: next, events: [event(eventOf[action], next, now, { from: license.state })], changed: true })
 }
 
@@ -237,7 +244,7 @@ export const terminateLicense = (
   const confirmed = confirmTermination(confirm)
   if (Result.isFailure(confirmed)) return Result.fail(confirmed.failure)
   if (license.state === "terminated") return Result.succeed(unchanged(license))
-  const next = touched(license, now, { state: "terminated" })
+  const next = touched(license, now, { state: "terminated", suspendedBy: null })
   return Result.succeed({ license: next, events: [event("license.terminated", next, now, { from: license.state })], changed: true })
 }
 
@@ -336,6 +343,7 @@ export const newLicenseDraft = (
   source,
   generatorId,
   subscriptionId: null,
+  suspendedBy: null,
   createdAt: now,
   updatedAt: now
 })

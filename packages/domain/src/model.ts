@@ -32,6 +32,14 @@ export const licenseStates = ["pending", "issued", "suspended", "revoked", "term
 export const LicenseState = Schema.Literals(licenseStates)
 export type LicenseState = typeof LicenseState.Type
 
+/**
+ * Who holds a suspended license's suspension: an administrator (POST suspend) or its subscription (on-hold).
+ * A subscription lifts only its own suspension, never an administrator's; null when the license is not suspended.
+ */
+export const suspenders = ["administrator", "subscription"] as const
+export const SuspendedBy = Schema.NullOr(Schema.Literals(suspenders))
+export type SuspendedBy = typeof SuspendedBy.Type
+
 /** The status a license reports, always as it is now (CONTRACT §3). */
 export const licenseStatuses = ["pending", "inactive", "active", "expired", "suspended", "revoked", "terminated"] as const
 export const LicenseStatus = Schema.Literals(licenseStatuses)
@@ -64,6 +72,7 @@ export const License = Schema.Struct({
   source: LicenseSource,
   generatorId: Schema.NullOr(Schema.Int),
   subscriptionId: Schema.NullOr(Schema.Int),
+  suspendedBy: SuspendedBy,
   createdAt: Millis,
   updatedAt: Millis,
   /** Grows on every write; lets caches tell a stale copy from a fresh one. */
@@ -474,11 +483,6 @@ export interface Subscription {
   readonly pausedAt: number | null
   readonly cancelledAt: number | null
   readonly items: ReadonlyArray<SubscriptionItem>
-  /**
-   * Whether the bound license's suspension is this subscription's (its on-hold caused it): only such a
-   * suspension is lifted by the subscription, never an administrator's.
-   */
-  readonly suspendedLicense: boolean
   readonly createdAt: number
   readonly updatedAt: number
   readonly revision: number

@@ -174,7 +174,6 @@ export const signup = (input: NewSubscription, now: number): Result.Result<Signu
     pausedAt: null,
     cancelledAt: null,
     items: input.items,
-    suspendedLicense: false,
     createdAt: now,
     updatedAt: now
   }
@@ -478,17 +477,9 @@ export const applyDue = (subscription: Subscription, due: DueMove, now: number):
 
 // ---- the bound license ----------------------------------------------------------------------------------
 
-/** Who suspended a license: the subscription lifts only its own suspension, never an administrator's. */
-export type SuspendedBy = "subscription" | "administrator" | null
-
-/** Who holds the suspension of a subscription's bound license, from the license and the subscription's record. */
-export const suspendedByOf = (license: Pick<License, "state">, subscription: Pick<Subscription, "suspendedLicense">): SuspendedBy =>
-  license.state !== "suspended" ? null : subscription.suspendedLicense ? "subscription" : "administrator"
-
-/** The bound license as the subscription makes it, and who holds its suspension now. */
+/** The bound license as the subscription makes it (its `suspendedBy` says who holds its suspension now). */
 export interface LicenseFollow {
   readonly license: License
-  readonly suspendedBy: SuspendedBy
   /** False when the license was already so and nothing needs writing. */
   readonly changed: boolean
   /** The license's events: suspended, reinstated, expired (ended), or renewed (a new period end). */
@@ -505,36 +496,37 @@ const licenseEvent = (type: DomainEvent["type"], license: License, now: number, 
 
 /**
  * How the bound license follows its subscription (CONTRACT §10): its `expires_at` is the current period end;
- * on-hold suspends it (as the subscription's suspension); active, trial or pending-cancel again reinstate it
- * only when the subscription had suspended it; cancelled and expired end it at `now` with no grace (lifting
- * the subscription's own suspension, so that it reports expired). A revoked
- * or terminated license keeps its state.
+ * on-hold suspends it (as the subscription's suspension: `suspendedBy` "subscription"); active, trial or
+ * pending-cancel again reinstate it only when the subscription holds its suspension, never an administrator's
+ * (`applyLicenseAction`'s suspend takes a suspension over); cancelled and expired end it at `now` with no grace
+ * (lifting the subscription's own suspension, so that it reports expired). A revoked or terminated license keeps
+ * its state.
  */
-export const followLicense = (license: License, suspendedBy: SuspendedBy, subscription: Subscription, now: number): LicenseFollow => {
+export const followLicense = (license: License, subscription: Subscription, now: number): LicenseFollow => {
   let state = license.state
-  let by = suspendedBy
+  let by = license.suspendedBy
   let expiresAt: number | null = subscription.currentPeriodEnd
   let graceDays = license.graceDays
+  const ownSuspension = state === "suspended" && by === "subscription"
   if (subscription.status === "on-hold") {
     if (state === "issued") {
       state = "suspended"
       by = "subscription"
     }
-  } else if (isFinal(subscription.status)) {
-    expiresAt = Math.min(now, license.expiresAt ?? now)
-    graceDays = 0
-    // its own suspension gives way to the end, so the license reports expired
-    if (state === "suspended" && suspendedBy === "subscription") {
+  } else {
+    if (isFinal(subscription.status)) {
+      expiresAt = Math.min(now, license.expiresAt ?? now)
+      graceDays = 0
+    }
+    // its own suspension gives way to a live subscription, or to the end (so the license reports expired)
+    if (ownSuspension) {
       state = "issued"
       by = null
     }
-  } else if (state === "suspended" && suspendedBy === "subscription") {
-    state = "issued"
-    by = null
   }
-  const changed = state !== license.state || expiresAt !== license.expiresAt || graceDays !== license.graceDays || by !== suspendedBy
-  if (!changed) return { license, suspendedBy, changed: false, events: [] }
-  const next: License = { ...license, state, expiresAt, graceDays, updatedAt: now, revision: license.revision + 1 }
+  const changed = state !== license.state || expiresAt !== license.expiresAt || graceDays !== license.graceDays || by !== license.suspendedBy
+  if (!changed) return { license, changed: false, events: [] }
+  const next: License = { ...license, state, suspendedBy: by, expiresAt, graceDays, updatedAt: now, revision: license.revision + 1 }
   const cause = { subscription_id: subscription.id, from: license.state }
   const events: Array<DomainEvent> = []
   if (state === "suspended" && license.state !== "suspended") events.push(licenseEvent("license.suspended", next, now, cause))
@@ -544,5 +536,5 @@ export const followLicense = (license: License, suspendedBy: SuspendedBy, subscr
   } else if (expiresAt !== license.expiresAt) {
     events.push(licenseEvent("license.renewed", next, now, { subscription_id: subscription.id, previous_expires_at: license.expiresAt, expires_at: expiresAt }))
   }
-  return { license: next, suspendedBy: by, changed: true, events }
+  return { license: next, changed: true, events }
 }

@@ -32,6 +32,7 @@ export const makeLicense = (patch: Partial<Model.License> = {}): Model.License =
   source: "api",
   generatorId: null,
   subscriptionId: null,
+  suspendedBy: null,
   createdAt: T0,
   updatedAt: T0,
   revision: 1,

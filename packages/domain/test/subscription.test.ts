@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { DAY, failureOf, makeLicense, successOf } from "./fixtures.js"
-import { Model, Subscription } from "@lm/domain"
+import { License, Model, Subscription } from "@lm/domain"
 
 const JAN31 = Date.UTC(2027, 0, 31)
 
@@ -212,23 +212,33 @@ describe("the bound license follows", () => {
 
   it("expires at the period end; on-hold suspends it as the subscription's suspension; resume lifts it", () => {
     const sub = signedUp()
-    const running = Subscription.followLicense(license, null, sub, JAN31)
+    const running = Subscription.followLicense(license, sub, JAN31)
     expect(running.license.expiresAt).toBe(sub.currentPeriodEnd)
-    const held = Subscription.followLicense(running.license, null, { ...sub, status: "on-hold" }, JAN31)
-    expect([held.license.state, held.suspendedBy]).toEqual(["suspended", "subscription"])
-    const back = Subscription.followLicense(held.license, held.suspendedBy, sub, JAN31)
-    expect([back.license.state, back.suspendedBy]).toEqual(["issued", null])
+    const held = Subscription.followLicense(running.license, { ...sub, status: "on-hold" }, JAN31)
+    expect([held.license.state, held.license.suspendedBy]).toEqual(["suspended", "subscription"])
+    const back = Subscription.followLicense(held.license, sub, JAN31)
+    expect([back.license.state, back.license.suspendedBy]).toEqual(["issued", null])
   })
 
   it("never lifts an administrator's suspension", () => {
-    const suspended = { ...license, state: "suspended" as const }
-    const after = Subscription.followLicense(suspended, "administrator", signedUp(), JAN31)
-    expect([after.license.state, after.suspendedBy]).toEqual(["suspended", "administrator"])
+    const suspended = { ...license, state: "suspended" as const, suspendedBy: "administrator" as const }
+    const after = Subscription.followLicense(suspended, signedUp(), JAN31)
+    expect([after.license.state, after.license.suspendedBy]).toEqual(["suspended", "administrator"])
+  })
+
+  it("an administrator's suspend of a license its subscription suspended takes the suspension over", () => {
+    const held = Subscription.followLicense(license, { ...signedUp(), status: "on-hold" }, JAN31).license
+    const taken = License.applyLicenseAction(held, "suspend", JAN31, 0)
+    const admin = successOf(taken).license
+    expect([admin.state, admin.suspendedBy]).toEqual(["suspended", "administrator"])
+    expect(successOf(taken).events).toEqual([])
+    // the subscription's resume no longer lifts it
+    expect(Subscription.followLicense(admin, signedUp(), JAN31).license.state).toBe("suspended")
   })
 
   it("cancelled and expired end it now with no grace", () => {
     for (const status of ["cancelled", "expired"] as const) {
-      const ended = Subscription.followLicense(license, null, withStatus(status), JAN31 + DAY)
+      const ended = Subscription.followLicense(license, withStatus(status), JAN31 + DAY)
       expect([ended.license.expiresAt, ended.license.graceDays]).toEqual([JAN31 + DAY, 0])
     }
   })
@@ -238,8 +248,7 @@ describe("the bound license follows", () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(actionArb, fc.integer({ min: 0, max: 40 })), { maxLength: 25 }), fc.boolean(), (steps, adminSuspends) => {
         let sub = signedUp()
-        let lic = makeLicense({ expiresAt: null, graceDays: 2, state: adminSuspends ? "suspended" : "issued" })
-        let by: Subscription.SuspendedBy = adminSuspends ? "administrator" : null
+        let lic = makeLicense({ expiresAt: null, graceDays: 2, state: adminSuspends ? "suspended" : "issued", suspendedBy: adminSuspends ? "administrator" : null })
         let now = JAN31
         for (const [action, days] of steps) {
           now += days * DAY
@@ -255,9 +264,7 @@ describe("the bound license follows", () => {
             })()
           if (Result.isFailure(result)) continue
           sub = result.success.subscription
-          const follow = Subscription.followLicense(lic, by, sub, now)
-          lic = follow.license
-          by = follow.suspendedBy
+          lic = Subscription.followLicense(lic, sub, now).license
           if (adminSuspends) expect(lic.state).toBe("suspended")
           else expect(lic.state).toBe(sub.status === "on-hold" ? "suspended" : "issued")
           if (Subscription.isFinal(sub.status)) expect(lic.expiresAt! + lic.graceDays * DAY).toBeLessThanOrEqual(now)

@@ -102,6 +102,21 @@ for (const store of ["memory", "pglite"] as const) {
       expect([resumed.status, resumed.license.status]).toEqual(["active", "suspended"])
     })
 
+    it("an administrator's suspend of a license the subscription suspended is not lifted by resume either (regression)", async () => {
+      const sub = await subscribe(app)
+      const key = sub.license.license_key
+      expectOk(await app.call("POST", `/subscriptions/${sub.id}/pause`))
+      // already suspended by the on-hold: the administrator's suspend takes the suspension over
+      expect(expectOk(await app.call("POST", `/licenses/${key}/suspend`)).status).toBe("suspended")
+      const resumed = expectOk(await app.call("POST", `/subscriptions/${sub.id}/resume`))
+      expect([resumed.status, resumed.license.status]).toEqual(["active", "suspended"])
+      expect(await validate(app, key)).toMatchObject({ valid: false, code: "license_suspended" })
+      // the administrator's reinstate lifts it; a later on-hold is the subscription's own again
+      expectOk(await app.call("POST", `/licenses/${key}/reinstate`))
+      expectOk(await app.call("POST", `/subscriptions/${sub.id}/pause`))
+      expect(expectOk(await app.call("POST", `/subscriptions/${sub.id}/resume`)).license.status).toBe("inactive")
+    })
+
     it("switch prorates in the currency (net = charge − credit), may lower the seats, and is in the renewals", async () => {
       const sub = await subscribe(app, { start_date: new Date(Date.now() - 10 * 86_400_000).toISOString(), license: { max_activations: 5 } })
       const switched = expectOk(await app.call("POST", `/subscriptions/${sub.id}/switch`, { body: { amount: "60.00", max_activations: 1 } }))

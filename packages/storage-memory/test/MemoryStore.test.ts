@@ -16,6 +16,7 @@ const draft = (key: string, overrides: Partial<Model.LicenseDraft> = {}): Model.
   source: "api",
   generatorId: null,
   subscriptionId: null,
+  suspendedBy: null,
   createdAt: 1_000,
   updatedAt: 1_000,
   ...overrides

@@ -14,6 +14,7 @@ import subscriptions from "./migrations/0006_subscriptions.js"
 import rateLimits from "./migrations/0007_rate_limits.js"
 import analytics from "./migrations/0008_analytics.js"
 import releases from "./migrations/0009_releases.js"
+import licenseSuspendedBy from "./migrations/0010_license_suspended_by.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -30,7 +31,8 @@ export const migrations = {
   "0006_subscriptions": subscriptions,
   "0007_rate_limits": rateLimits,
   "0008_analytics": analytics,
-  "0009_releases": releases
+  "0009_releases": releases,
+  "0010_license_suspended_by": licenseSuspendedBy
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

@@ -48,7 +48,6 @@ import {
   signup,
   type SubscriptionChange,
   type SubscriptionUpdate,
-  suspendedByOf,
   switchPlan,
   update
 } from "../subscription.js"
@@ -119,24 +118,27 @@ export class Subscriptions extends Context.Service<Subscriptions, {
 
       /**
        * Writes a change (inside the caller's transaction, the subscription locked): the license follows, then
-       * both rows, the renewal record and every event.
+       * both rows, the renewal record and every event. Answers the written subscription and license.
        */
-      const persist = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
+      const persistRows = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
         Effect.gen(function*() {
           const grace = yield* settings()
           const locked = yield* store.lockLicenseById(change.subscription.licenseId)
           if (locked === undefined) return yield* Effect.die(new Error(`subscription ${change.subscription.id} lost its license`))
           const patched = Object.keys(licensePatch).length === 0 ? locked : { ...locked, ...licensePatch }
-          const follow = followLicense(patched, suspendedByOf(locked, change.subscription), change.subscription, now)
-          const next = { ...change.subscription, suspendedLicense: follow.suspendedBy === "subscription" }
-          const saved = yield* subscriptions.update(next, nextDueAt(next, grace))
+          const follow = followLicense(patched, change.subscription, now)
+          const saved = yield* subscriptions.update(change.subscription, nextDueAt(change.subscription, grace))
           if (change.renewal !== null) yield* subscriptions.insertRenewal(saved.id, change.renewal)
           const license = follow.changed || patched !== locked
             ? yield* licenses.update(follow.changed ? follow.license : { ...patched, updatedAt: now, revision: locked.revision + 1 })
             : locked
           yield* outbox.append([...change.events, ...follow.events])
-          return yield* detail(saved, license, now)
+          return { saved, license }
         })
+
+      /** {@link persistRows}, answered with the detail a route shows (the period-end job skips that read). */
+      const persist = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
+        Effect.flatMap(persistRows(change, now, licensePatch), ({ license, saved }) => detail(saved, license, now))
 
       /** Runs a pure change on the locked subscription and persists it. */
       const write = <E>(
@@ -178,7 +180,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
               license = (yield* store.lockLicenseById(view.license.id))!
             }
             const inserted = yield* subscriptions.insert({ ...made.draft, licenseId: license.id }, null)
-            const follow = followLicense({ ...license, subscriptionId: inserted.id }, suspendedByOf(license, inserted), inserted, now)
+            const follow = followLicense({ ...license, subscriptionId: inserted.id }, inserted, now)
             const saved = yield* subscriptions.update(inserted, nextDueAt(inserted, grace))
             yield* subscriptions.insertRenewal(saved.id, made.renewal)
             const bound = yield* licenses.update({ ...follow.license, subscriptionId: inserted.id, updatedAt: now, revision: license.revision + 1 })
@@ -217,7 +219,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             }
             const change = applyDue(subscription, due, now)
             if (Result.isFailure(change)) continue
-            yield* persist(change.success, now)
+            yield* persistRows(change.success, now)
             moved++
           }
           return [claimed.length, moved] as const

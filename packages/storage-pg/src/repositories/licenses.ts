@@ -27,6 +27,7 @@ const licenseColumnNames = {
   activatedAt: "activated_at",
   generatorId: "generator_id",
   subscriptionId: "subscription_id",
+  suspendedBy: "suspended_by",
   createdAt: "created_at",
   updatedAt: "updated_at"
 } as const
@@ -52,6 +53,7 @@ export const LicenseRow = Schema.Struct({
   source: Model.LicenseSource,
   generatorId: Schema.NullOr(Int8),
   subscriptionId: Schema.NullOr(Int8),
+  suspendedBy: Model.SuspendedBy,
   meta: Model.Meta,
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -93,6 +95,7 @@ export const layer = Layer.effect(
         source: l.source,
         generatorId: l.generatorId,
         subscriptionId: l.subscriptionId,
+        suspendedBy: l.suspendedBy,
         meta: sql.json(l.meta),
         createdAt: date(l.createdAt),
         updatedAt: date(l.updatedAt)

@@ -27,7 +27,6 @@ const subscriptionColumnNames = {
   cancelAtPeriodEnd: "cancel_at_period_end",
   pausedAt: "paused_at",
   cancelledAt: "cancelled_at",
-  suspendedLicense: "suspended_license",
   createdAt: "created_at",
   updatedAt: "updated_at"
 } as const
@@ -57,7 +56,6 @@ const SubscriptionRow = Schema.Struct({
   pausedAt: Schema.NullOr(Timestamp),
   cancelledAt: Schema.NullOr(Timestamp),
   items: Schema.Array(Item),
-  suspendedLicense: Schema.Boolean,
   createdAt: Timestamp,
   updatedAt: Timestamp,
   revision: Schema.Int
@@ -139,7 +137,6 @@ export const layer = Layer.effect(
         pausedAt: date(s.pausedAt),
         cancelledAt: date(s.cancelledAt),
         items: sql.json(s.items),
-        suspendedLicense: s.suspendedLicense,
         createdAt: date(s.createdAt),
         updatedAt: date(s.updatedAt)
       }, subscriptionColumnNames),
