@@ -121,7 +121,8 @@ const measure = (client: ClientLayer, licenses: number, events: number) => {
     ]
     const results: Array<readonly [string, { median: number; worst: number }]> = []
     for (const [name, effect] of cases) {
-      const r = yield* timed(effect)
+      // A query past the store's call timeout is reported as such; the next ones are still measured.
+      const r = yield* timed(effect).pipe(Effect.orElseSucceed(() => ({ median: Number.NaN, worst: Number.NaN })))
       progress(`${name}: ${r.median.toFixed(0)} ms`)
       results.push([name, r])
     }
@@ -137,7 +138,9 @@ const report = (store: string, licenses: number, events: number, r: Awaited<Retu
   console.log(`\n### ${store}: ${licenses.toLocaleString("en")} licenses, ${events.toLocaleString("en")} events over 90 days`)
   console.log(`seeded in ${r.seedSeconds.toFixed(0)} s; ${r.hourlyRows.toLocaleString("en")} hourly counter rows\n`)
   console.log(`| query | median ms | worst ms (of ${runs}) |\n|---|---|---|`)
-  for (const [name, t] of r.results) console.log(`| ${name} | ${t.median.toFixed(0)} | ${t.worst.toFixed(0)} |`)
+  for (const [name, t] of r.results) {
+    console.log(Number.isNaN(t.median) ? `| ${name} | failed (store call timeout, 15 s) | |` : `| ${name} | ${t.median.toFixed(0)} | ${t.worst.toFixed(0)} |`)
+  }
 }
 
 const run = (client: ClientLayer, licenses: number, events: number) => Effect.runPromise(measure(client, licenses, events))

@@ -14,6 +14,7 @@ import subscriptions from "./migrations/0006_subscriptions.js"
 import rateLimits from "./migrations/0007_rate_limits.js"
 import analytics from "./migrations/0008_analytics.js"
 import releases from "./migrations/0009_releases.js"
+import analyticsCovering from "./migrations/0011_analytics_covering.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -30,7 +31,8 @@ export const migrations = {
   "0006_subscriptions": subscriptions,
   "0007_rate_limits": rateLimits,
   "0008_analytics": analytics,
-  "0009_releases": releases
+  "0009_releases": releases,
+  "0011_analytics_covering": analyticsCovering
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */
