@@ -363,6 +363,36 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           )
         }))
 
+      test("countEach answers each filter's total in one call, in the filters' order", () =>
+        Effect.gen(function*() {
+          const licenses = yield* Ports.LicenseRepository
+          const machines = yield* Ports.MachineRepository
+          const { ids, generator } = yield* seed
+          // A second seat holder on license 1: it still counts once.
+          yield* machines.insert(machineDraft(ids[0]!, "holder-1b"))
+          const notExpired = { states: ["issued"], expiredAt: { at: AT, value: false } } as const
+          // Seat-holder filters at one time (the overview's active and inactive) ...
+          assert.deepStrictEqual(
+            yield* licenses.countEach([
+              {},
+              { ...notExpired, hasSeatHolderAt: { at: AT, value: true } },
+              { ...notExpired, hasSeatHolderAt: { at: AT, value: false } },
+              { states: ["issued"], expiredAt: { at: AT, value: true } },
+              { states: ["pending"] },
+              { expiresAfter: AT - 20 * DAY, expiresBefore: AT },
+              { generatorId: generator.id, keyPrefix: "CHARLIE-0006" },
+              { states: [] }
+            ]),
+            [6, 2, 1, 1, 1, 3, 1, 0]
+          )
+          // ... and at two times.
+          assert.deepStrictEqual(
+            yield* licenses.countEach([{ hasSeatHolderAt: { at: AT, value: true } }, { hasSeatHolderAt: { at: AT - 1, value: true } }]),
+            [2, 3]
+          )
+          assert.deepStrictEqual(yield* licenses.countEach([]), [])
+        }))
+
       test("orders by id, created_at or expires_at, either way, ties broken by id; no expiry sorts as the latest", () =>
         Effect.gen(function*() {
           const licenses = yield* Ports.LicenseRepository

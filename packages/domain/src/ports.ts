@@ -86,6 +86,9 @@ export interface LicenseQuery extends PageRequest {
   readonly order: SortDirection
 }
 
+/** The filters of a {@link LicenseQuery} without its page and order: what `countEach` counts. */
+export type LicenseFilter = Omit<LicenseQuery, keyof PageRequest | "orderBy" | "order">
+
 /**
  * Transactions and the license row lock. Inside `transaction`, every port call takes part in the same
  * transaction; a failure rolls all of it back. `lockLicense` loads a license and holds its lock until the
@@ -113,6 +116,11 @@ export class LicenseRepository extends Context.Service<LicenseRepository, {
   readonly findByKey: (key: string) => Op<License | undefined>
   readonly findById: (id: number) => Op<License | undefined>
   readonly list: (query: LicenseQuery) => Op<Page<License>>
+  /**
+   * How many licenses match each filter, in the filters' order. One pass over the licenses for all of them (the
+   * analytics overview counts every status and expiry window at once over up to millions of licenses).
+   */
+  readonly countEach: (filters: ReadonlyArray<LicenseFilter>) => Op<ReadonlyArray<number>>
   /** Writes every field of the license (its revision already advanced by the domain). */
   readonly update: (license: License) => Op<License>
   /** Deletes the license, its machines and its subscriptions (with their renewal records). */

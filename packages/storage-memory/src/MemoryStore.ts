@@ -308,7 +308,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     return false
   }
 
-  const licenseMatches = (tx: Tx | undefined, q: Ports.LicenseQuery) => (license: Model.License): boolean => {
+  const licenseMatches = (tx: Tx | undefined, q: Ports.LicenseFilter) => (license: Model.License): boolean => {
     if (q.states !== undefined && !q.states.includes(license.state)) return false
     if (q.productId !== undefined && license.productId !== q.productId) return false
     if (q.orderId !== undefined && license.orderId !== q.orderId) return false
@@ -354,6 +354,11 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       read((tx) => {
         const matching = [...licenses.all(db.overlayOf(tx, licenses))].filter(licenseMatches(tx, query))
         return pageOf(matching.sort(licenseOrder(query)), query)
+      }),
+    countEach: (filters) =>
+      read((tx) => {
+        const all = [...licenses.all(db.overlayOf(tx, licenses))]
+        return filters.map((filter) => all.filter(licenseMatches(tx, filter)).length)
       }),
     update: (license) => db.inTransaction((tx) => replace(tx, licenses, license)),
     delete: (id) => db.inTransaction((tx) => Effect.asVoid(deleteLicense(tx, id))),

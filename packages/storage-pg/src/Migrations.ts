@@ -15,6 +15,7 @@ import rateLimits from "./migrations/0007_rate_limits.js"
 import analytics from "./migrations/0008_analytics.js"
 import releases from "./migrations/0009_releases.js"
 import licenseSuspendedBy from "./migrations/0010_license_suspended_by.js"
+import analyticsCovering from "./migrations/0011_analytics_covering.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -32,7 +33,8 @@ export const migrations = {
   "0007_rate_limits": rateLimits,
   "0008_analytics": analytics,
   "0009_releases": releases,
-  "0010_license_suspended_by": licenseSuspendedBy
+  "0010_license_suspended_by": licenseSuspendedBy,
+  "0011_analytics_covering": analyticsCovering
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

@@ -29,7 +29,8 @@ const shipped: Record<string, string> = {
   "0007_rate_limits": "3316056f929aa881a7fcd41e26622c6dbc42fe2dc182d032ec7e3d689086f7d5",
   "0008_analytics": "709c13ed8a430dc8a67c8a032cb3d85090b1bb99193f675a422d8a3c4e153655",
   "0009_releases": "a0dd4e7e70053c73674f0571291378f83f03bd399a23208abd92e4be7767e44c",
-  "0010_license_suspended_by": "b35538b4ad9cf116f68ef086d0f228a1dec704bb120954ec4fbfdd33493e92a4"
+  "0010_license_suspended_by": "b35538b4ad9cf116f68ef086d0f228a1dec704bb120954ec4fbfdd33493e92a4",
+  "0011_analytics_covering": "c07c390ab204156aff048ab27b7ae717505bd0bba3fead96e63171248693634a"
 }
 
 const migrationsDir = fileURLToPath(new URL("../src/migrations/", import.meta.url))
@@ -93,7 +94,8 @@ describe("migrations", () => {
         [7, "rate_limits"],
         [8, "analytics"],
         [9, "releases"],
-        [10, "license_suspended_by"]
+        [10, "license_suspended_by"],
+        [11, "analytics_covering"]
       ]
       assert.deepStrictEqual(yield* Migrations.migrate, recorded)
       const rows = yield* sql`SELECT migration_id, name FROM ${sql(Migrations.migrationsTable)} ORDER BY migration_id`

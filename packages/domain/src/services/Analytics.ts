@@ -38,7 +38,7 @@ import { monthlyRecurring, mrrStatuses } from "../billing.js"
 import { formatAmount } from "../money.js"
 import { AnalyticsRepository, EventOutbox, LicenseRepository, Store, SubscriptionRepository, type SubscriptionTotal } from "../ports.js"
 import { logRoundFailure } from "./background.js"
-import { Licenses } from "./Licenses.js"
+import { Licenses, statusFilter } from "./Licenses.js"
 
 /** The anomaly thresholds in force (CONTRACT §11 defaults unless the settings change them). */
 export const AnalyticsSettings = Context.Reference<AnomalyThresholds>("@lm/domain/AnalyticsSettings", {
@@ -139,35 +139,44 @@ export class Analytics extends Context.Service<Analytics, {
       const outbox = yield* EventOutbox
       const subscriptionSource = yield* SubscriptionFiguresSource
 
-      const countLicenses = (filter: { readonly status?: LicenseStatus; readonly expiresAfter?: number; readonly expiresBefore?: number }) =>
-        Effect.map(licenses.list({ ...filter, page: 1, perPage: 0 }), (page) => page.total)
+      /** Licenses per status and expiring within 7 and 30 days: every count of the overview in one pass of the store. */
+      const licenseCounts = (now: number) =>
+        Effect.map(
+          licenseRepo.countEach([
+            ...licenseStatuses.map((status) => statusFilter(status, now)),
+            { expiresAfter: now, expiresBefore: now + 7 * dayMillis },
+            { expiresAfter: now, expiresBefore: now + 30 * dayMillis }
+          ]),
+          (counts) => ({
+            byStatus: licenseStatuses.map((status, i) => [status, counts[i]!] as const),
+            in7Days: counts[licenseStatuses.length]!,
+            in30Days: counts[licenseStatuses.length + 1]!
+          })
+        )
 
       const overview = Effect.fn("Analytics.overview")(function*(period: AnalyticsPeriod) {
         const now = yield* Clock.currentTimeMillis
         const from = now - periodMillis(period)
         // Independent reads, run at once: on a pooled store their round trips overlap.
         const figures = yield* Effect.all({
-          byStatus: Effect.forEach(licenseStatuses, (status) => Effect.map(countLicenses({ status }), (n) => [status, n] as const), {
-            concurrency: "unbounded"
-          }),
+          counts: licenseCounts(now),
           seats: repo.seats(["issued"], now),
           hours: repo.hourly({ scope: "product", from, to: now + 1 }),
           subscriptions: subscriptionSource.figures(now),
-          in7Days: countLicenses({ expiresAfter: now, expiresBefore: now + 7 * dayMillis }),
-          in30Days: countLicenses({ expiresAfter: now, expiresBefore: now + 30 * dayMillis }),
           appVersions: repo.appVersions(now),
           top: Effect.flatMap(repo.topLicenses(from, now + 1, topLicensesCount), (top) =>
             Effect.forEach(top, (t) =>
               Effect.map(licenseRepo.findById(t.licenseId), (license) =>
                 license === undefined ? undefined : { licenseKey: license.key, validations: t.validations }), { concurrency: "unbounded" }))
         }, { concurrency: "unbounded" })
-        const byStatus = Object.fromEntries(figures.byStatus) as Record<LicenseStatus, number>
-        const { appVersions, in30Days, in7Days, seats, subscriptions } = figures
+        const byStatus = Object.fromEntries(figures.counts.byStatus) as Record<LicenseStatus, number>
+        const { appVersions, seats, subscriptions } = figures
+        const { in30Days, in7Days } = figures.counts
         const counts = sumCounts(figures.hours)
         const topLicenses = figures.top
         return {
           // Every license has exactly one status: the total is their sum.
-          licenses: { total: figures.byStatus.reduce((n, [, count]) => n + count, 0), byStatus },
+          licenses: { total: figures.counts.byStatus.reduce((n, [, count]) => n + count, 0), byStatus },
           seats: { ...seats, utilization: seats.totalSeats === 0 ? null : seats.activeMachines / seats.totalSeats },
           validations: { total: counts.valid + counts.invalid, valid: counts.valid, invalid: counts.invalid },
           activations: counts.activations,

@@ -36,7 +36,7 @@ import {
 } from "../license.js"
 import { countSeatsHeld, deactivateMachine, type LicenseView, refreshSeatDeadlines, viewLicense } from "../machine.js"
 import type { DomainEvent, License, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "../model.js"
-import { EventOutbox, GeneratorRepository, LicenseRepository, type LicenseQuery, MachineRepository, type Page, Store } from "../ports.js"
+import { EventOutbox, GeneratorRepository, LicenseRepository, type LicenseFilter, type LicenseQuery, MachineRepository, type Page, Store } from "../ports.js"
 import { Random } from "../random.js"
 
 /** Fields a create may set: a key or a generator (not both), and any writable setting. */
@@ -47,6 +47,24 @@ export interface CreateLicenseInput extends Partial<LicenseSettings> {
 }
 
 /** GET /licenses filters, already decoded. */
+/**
+ * The stored filters of a derived status at `now`: `expired` = state `issued` whose grace period ended;
+ * `active`/`inactive` = `issued`, not expired, with/without a seat holder; the other statuses are states.
+ */
+export const statusFilter = (status: LicenseStatus | undefined, now: number): LicenseFilter => {
+  switch (status) {
+    case undefined:
+      return {}
+    case "active":
+    case "inactive":
+      return { states: ["issued"], expiredAt: { at: now, value: false }, hasSeatHolderAt: { at: now, value: status === "active" } }
+    case "expired":
+      return { states: ["issued"], expiredAt: { at: now, value: true } }
+    default:
+      return { states: [status] }
+  }
+}
+
 export interface ListLicensesInput {
   readonly status?: LicenseStatus | undefined
   readonly productId?: number | undefined
@@ -171,23 +189,7 @@ export class Licenses extends Context.Service<Licenses, {
 
       const list = Effect.fn("Licenses.list")(function*(input: ListLicensesInput) {
         const now = yield* Clock.currentTimeMillis
-        const derived: Partial<LicenseQuery> = (() => {
-          switch (input.status) {
-            case undefined:
-              return {}
-            case "active":
-            case "inactive":
-              return {
-                states: ["issued"],
-                expiredAt: { at: now, value: false },
-                hasSeatHolderAt: { at: now, value: input.status === "active" }
-              }
-            case "expired":
-              return { states: ["issued"], expiredAt: { at: now, value: true } }
-            default:
-              return { states: [input.status] }
-          }
-        })()
+        const derived = statusFilter(input.status, now)
         const page = yield* licenses.list({
           ...derived,
           productId: input.productId,

@@ -64,6 +64,7 @@ export const licenseRows = rowsOf(LicenseRow, "lm_licenses")
 export const firstLicense = firstOf(LicenseRow, "lm_licenses")
 const oneLicense = oneOf(LicenseRow, "lm_licenses")
 const count = oneOf(Count, "a count")
+const countsRow = oneOf(Schema.Record(Schema.String, Int8), "lm_licenses")
 const keys = rowsOf(Schema.Struct({ key: Schema.String }), "lm_licenses")
 
 const escapeLike = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)
@@ -108,6 +109,32 @@ export const layer = Layer.effect(
         () => Effect.fail(Errors.licenseExists())
       )
 
+    /**
+     * The WHERE condition of a filter. With `holderJoined`, the seat-holder test reads the joined set of licenses
+     * holding a seat (`holder`, see `countEach`) instead of probing the machines once per license.
+     */
+    const filterOf = (q: Ports.LicenseFilter, holderJoined = false) => {
+const where = [
+        q.states !== undefined ? sql`state IN ${sql.in(q.states)}` : undefined,
+        q.productId !== undefined ? sql`product_id = ${q.productId}` : undefined,
+        q.orderId !== undefined ? sql`order_id = ${q.orderId}` : undefined,
+        q.userId !== undefined ? sql`user_id = ${q.userId}` : undefined,
+        q.generatorId !== undefined ? sql`generator_id = ${q.generatorId}` : undefined,
+        q.keyPrefix !== undefined ? sql`key LIKE ${escapeLike(q.keyPrefix) + "%"}` : undefined,
+        q.expiresBefore !== undefined ? sql`expires_at < ${date(q.expiresBefore)}` : undefined,
+        q.expiresAfter !== undefined ? sql`expires_at > ${date(q.expiresAfter)}` : undefined,
+        q.expiredAt !== undefined
+          ? q.expiredAt.value
+            ? sql`(grace_ends_at IS NOT NULL AND grace_ends_at < ${date(q.expiredAt.at)})`
+            : sql`(grace_ends_at IS NULL OR grace_ends_at >= ${date(q.expiredAt.at)})`
+          : undefined,
+        q.hasSeatHolderAt !== undefined
+          ? sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(q.hasSeatHolderAt.at)}))`
+          : undefined
+      ].filter((c) => c !== undefined)
+      return where.length === 0 ? sql`TRUE` : sql.and(where)
+    }
+
     return Ports.LicenseRepository.of({
       insert: (draft) =>
         sql`INSERT INTO lm_licenses ${sql.insert(licenseColumns(draft))} RETURNING *`.pipe(
@@ -132,25 +159,7 @@ export const layer = Layer.effect(
       findByKey: (key) => sql`SELECT * FROM lm_licenses WHERE key = ${key}`.pipe(Effect.flatMap(firstLicense), orUnavailable),
       findById: (id) => sql`SELECT * FROM lm_licenses WHERE id = ${id}`.pipe(Effect.flatMap(firstLicense), orUnavailable),
       list: (q) => {
-        const where = [
-          q.states !== undefined ? sql`state IN ${sql.in(q.states)}` : undefined,
-          q.productId !== undefined ? sql`product_id = ${q.productId}` : undefined,
-          q.orderId !== undefined ? sql`order_id = ${q.orderId}` : undefined,
-          q.userId !== undefined ? sql`user_id = ${q.userId}` : undefined,
-          q.generatorId !== undefined ? sql`generator_id = ${q.generatorId}` : undefined,
-          q.keyPrefix !== undefined ? sql`key LIKE ${escapeLike(q.keyPrefix) + "%"}` : undefined,
-          q.expiresBefore !== undefined ? sql`expires_at < ${date(q.expiresBefore)}` : undefined,
-          q.expiresAfter !== undefined ? sql`expires_at > ${date(q.expiresAfter)}` : undefined,
-          q.expiredAt !== undefined
-            ? q.expiredAt.value
-              ? sql`(grace_ends_at IS NOT NULL AND grace_ends_at < ${date(q.expiredAt.at)})`
-              : sql`(grace_ends_at IS NULL OR grace_ends_at >= ${date(q.expiredAt.at)})`
-            : undefined,
-          q.hasSeatHolderAt !== undefined
-            ? sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(q.hasSeatHolderAt.at)}))`
-            : undefined
-        ].filter((c) => c !== undefined)
-        const filter = where.length === 0 ? sql`TRUE` : sql.and(where)
+        const filter = filterOf(q)
         const column = sql.literal(q.orderBy === "created_at" ? "created_at" : q.orderBy === "expires_at" ? "expires_at" : "id")
         const direction = sql.literal(q.order === "asc" ? "ASC" : "DESC")
         const nulls = sql.literal(q.order === "asc" ? "NULLS LAST" : "NULLS FIRST")
@@ -159,6 +168,26 @@ export const layer = Layer.effect(
             .pipe(Effect.flatMap(licenseRows)),
           total: sql`SELECT count(*) AS n FROM lm_licenses WHERE ${filter}`.pipe(Effect.flatMap(count), Effect.map((r) => r.n))
         }).pipe(orUnavailable)
+      },
+      // One scan of the licenses, each filter a FILTER clause. The seat-holder tests (the overview's active and
+      // inactive counts share one time) join the licenses holding a seat once, a hash join, instead of an EXISTS
+      // probe per license.
+      countEach: (filters) => {
+        if (filters.length === 0) return Effect.succeed([])
+        const times = new Set(filters.flatMap((f) => f.hasSeatHolderAt === undefined ? [] : [f.hasSeatHolderAt.at]))
+        const holderAt = times.size === 1 ? [...times][0]! : undefined
+        const from = holderAt === undefined
+          ? sql`lm_licenses`
+          : sql`lm_licenses LEFT JOIN (
+              SELECT DISTINCT license_id FROM lm_machines
+              WHERE status = 'active' AND (seat_deadline IS NULL OR seat_deadline > ${date(holderAt)})
+            ) AS holder ON holder.license_id = lm_licenses.id`
+        const columns = filters.map((f, i) => sql`count(*) FILTER (WHERE ${filterOf(f, holderAt !== undefined)})::int8 AS ${sql(`c${i}`)}`)
+        return sql`SELECT ${sql.csv(columns)} FROM ${from}`.pipe(
+          Effect.flatMap(countsRow),
+          Effect.map((row) => filters.map((_, i) => row[`c${i}`]!)),
+          orUnavailable
+        )
       },
       update: (license) =>
         sql`UPDATE lm_licenses SET ${sql.update({ ...licenseColumns(license), revision: license.revision })} WHERE id = ${license.id} RETURNING *`.pipe(
