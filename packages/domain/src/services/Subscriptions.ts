@@ -221,6 +221,9 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             if (Result.isFailure(change)) continue
             yield* persistRows(change.success, now)
             moved++
+            // Lets the event loop answer requests between moves: on PGlite a statement inside a transaction holds
+            // this thread until it is answered, so a batch would otherwise hold it from its first move to its last.
+            yield* Effect.yieldNow
           }
           return [claimed.length, moved] as const
         })
