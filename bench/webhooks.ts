@@ -25,7 +25,7 @@ import type { LoadSpec, RunFigures } from "./load.ts"
 import { fixed, markdownTable, median } from "./stats.ts"
 import {
   bootstrapCredentials,
-  childEnv,
+  bundledServerEnv,
   envNumber,
   expectStatus,
   freshPostgresDatabase,
@@ -83,16 +83,8 @@ const drained = async (base: string, hookIds: ReadonlyArray<number>) => {
 }
 
 const serverEnv = (store: Record<string, string>) =>
-  childEnv({
-    ...store,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    LM_BOOTSTRAP_CONSUMER_KEY: auth.consumerKey,
-    LM_BOOTSTRAP_CONSUMER_SECRET: auth.consumerSecret,
-    LM_RATE_LIMIT: "off",
-    LM_WEBHOOK_ALLOW_INSECURE: "1",
-    LM_WEBHOOK_ALLOW_PRIVATE: "1"
-  })
+  bundledServerEnv(auth, store, { LM_WEBHOOK_ALLOW_INSECURE: "1", LM_WEBHOOK_ALLOW_PRIVATE: "1" })
+
 
 interface Started {
   readonly listening: Listening
