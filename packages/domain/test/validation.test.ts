@@ -138,7 +138,7 @@ describe("validateLicense", () => {
         seen.add(want.code)
         if (want.code === "fingerprint_not_activated") needs.add(want.needsActivation)
       }),
-      { numRuns: 2000 }
+      { numRuns: 6000 }
     )
     expect([...seen].sort()).toEqual([...ORDER].sort())
     expect([...needs].sort()).toEqual([false, true])
