@@ -4,7 +4,7 @@
  *
  * For each store (memory, PGlite, and PostgreSQL when DATABASE_URL is set) two `lm serve` processes start with the
  * same settings: "none" has no webhook, "hooks" has three webhooks subscribed to `*`, all pointing at a local
- * node:http receiver in this process that answers 200. Both are seeded with one license of one seat per
+ * node:http receiver (bench/receiver.ts, its own process at `nice -n 19`) that answers 200. Both are seeded with one license of one seat per
  * connection. Then, `BENCH_RUNS` times: wait until every delivery of "hooks" is in (the receiver got as many
  * requests as its delivery logs hold), a run of activate+deactivate cycles on "none", at once the same run on
  * "hooks".
@@ -19,8 +19,9 @@
  * (default 32), BENCH_CONFIGS (comma list of memory, pglite, postgres; default all that can run). Run after
  * `npx tsc -b`: `node bench/webhooks.ts`. Nothing is asserted.
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
+import { spawn } from "node:child_process"
+import path from "node:path"
+import readline from "node:readline"
 import type { LoadSpec, RunFigures } from "./load.ts"
 import { fixed, markdownTable, median } from "./stats.ts"
 import {
@@ -49,35 +50,39 @@ const configs = (process.env.BENCH_CONFIGS ?? `memory,pglite${settings.databaseU
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`)
 const auth = bootstrapCredentials()
 
-/** The receiver: counts what it gets (and the connections it was sent on: keep-alive), answers 200. */
-const received = { count: 0, last: Date.now(), connections: 0 }
-const receiver = createServer((req, res) => {
-  req.resume()
-  req.on("end", () => {
-    received.count++
-    received.last = Date.now()
-    res.writeHead(200).end("ok")
-  })
+/**
+ * The receiver (bench/receiver.ts) in its own process at the lowest CPU priority, standing in for a server on
+ * another machine: on these two cores it would otherwise take CPU from the server under test.
+ */
+const receiverProcess = spawn("nice", ["-n", "19", process.execPath, path.join(import.meta.dirname, "receiver.ts")], {
+  stdio: ["ignore", "pipe", "inherit"]
 })
-receiver.on("connection", () => received.connections++)
-await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
-const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+process.once("exit", () => receiverProcess.kill("SIGTERM"))
+const receiverPort = await new Promise<number>((resolve, reject) => {
+  readline.createInterface({ input: receiverProcess.stdout! }).once("line", (line) => resolve((JSON.parse(line) as { port: number }).port))
+  receiverProcess.once("exit", (code) => reject(new Error(`the receiver exited with ${code}`)))
+})
+const receiverUrl = `http://127.0.0.1:${receiverPort}/hook`
+
+/** What the receiver has got so far: deliveries, when the last arrived (epoch ms), connections opened to it. */
+const received = async (): Promise<{ count: number; last: number; connections: number }> =>
+  (await fetch(`http://127.0.0.1:${receiverPort}/stats`)).json() as Promise<{ count: number; last: number; connections: number }>
 
 /** Resolves once the receiver has got nothing for `quietMillis`. */
 const idle = async (quietMillis = 1_000) => {
-  while (Date.now() - received.last < quietMillis) await new Promise((r) => setTimeout(r, 100))
+  while (Date.now() - (await received()).last < quietMillis) await new Promise((r) => setTimeout(r, 100))
 }
 
 /**
  * Resolves once the "hooks" server has delivered everything: the receiver was quiet for a second and got as many
  * requests as the server's delivery logs hold (every delivery is answered 200, so each is delivered once).
  */
-const drained = async (base: string, hookIds: ReadonlyArray<number>) => {
+const drained = async (base: string, hookIds: ReadonlyArray<number>, countedFrom: number) => {
   for (;;) {
     await idle()
     let logged = 0
     for (const id of hookIds) logged += (await expectStatus(200, base, "GET", `/webhooks/${id}/deliveries?per_page=1`, undefined, auth)).body.meta.total
-    if (logged === received.count) return
+    if (logged === (await received()).count - countedFrom) return
     await new Promise((r) => setTimeout(r, 500))
   }
 }
@@ -164,19 +169,20 @@ for (const config of settings.duration > 0 ? configs : []) {
         (await expectStatus(201, hooks.listening.base, "POST", "/webhooks", { name: `bench ${i}`, url: receiverUrl, events: ["*"] }, auth)).body.data.id
       )
     }
-    received.count = 0
+    // The receiver's count when this server's webhooks were registered: its delivery logs hold what came after.
+    const countedFrom = (await received()).count
     const row: Row = { config, none: [], hooks: [], ratios: [], deliveriesPerSecond: [], non2xx: 0 }
     for (let run = 1; run <= settings.runs; run++) {
-      await drained(hooks.listening.base, hookIds)
+      await drained(hooks.listening.base, hookIds, countedFrom)
       const a = await cycles(none.listening, noneKey, run === 1 ? 3 : 1)
-      const before = received.count
-      const connectionsBefore = received.connections
+      const before = await received()
       const started = Date.now()
       const b = await cycles(hooks.listening, hooksKey, run === 1 ? 3 : 1)
       // Deliveries caused by the warm-up arrive too: counted from the start of the warm-up until all are in.
-      await drained(hooks.listening.base, hookIds)
-      const seconds = (received.last - started) / 1000
-      const delivered = received.count - before
+      await drained(hooks.listening.base, hookIds, countedFrom)
+      const after = await received()
+      const seconds = (after.last - started) / 1000
+      const delivered = after.count - before.count
       row.none.push(a.rps)
       row.hooks.push(b.rps)
       row.ratios.push(b.rps / a.rps)
@@ -185,7 +191,7 @@ for (const config of settings.duration > 0 ? configs : []) {
         row.non2xx += Object.entries(f.statuses).filter(([s]) => !s.startsWith("2")).reduce((n, [, c]) => n + c, 0)
       }
       progress(`${config} run ${run}: none ${fixed(a.rps)} req/s, three webhooks ${fixed(b.rps)} req/s (× ${fixed(b.rps / a.rps, 2)}), ` +
-        `${delivered} deliveries in ${fixed(seconds, 1)} s on ${received.connections - connectionsBefore} new connections`)
+        `${delivered} deliveries in ${fixed(seconds, 1)} s on ${after.connections - before.connections} new connections`)
     }
     rows.push(row)
   } finally {
@@ -215,14 +221,19 @@ if (settings.events > 0) {
          FROM generate_series(1, ${settings.events}) AS g`
       ])
       await idle()
-      received.count = 0
+      const before = (await received()).count
       const again = await startListening([lmBin, "serve"], serverEnv(first.store))
       const started = Date.now()
       try {
-        while (received.count < settings.events) await new Promise((r) => setTimeout(r, 50))
-        const seconds = (received.last - started) / 1000
-        drainRows.push([config, String(received.count), fixed(seconds, 1), fixed(received.count / seconds)])
-        progress(`${config}: ${received.count} deliveries in ${fixed(seconds, 1)} s`)
+        let now = await received()
+        while (now.count - before < settings.events) {
+          await new Promise((r) => setTimeout(r, 50))
+          now = await received()
+        }
+        const count = now.count - before
+        const seconds = (now.last - started) / 1000
+        drainRows.push([config, String(count), fixed(seconds, 1), fixed(count / seconds)])
+        progress(`${config}: ${count} deliveries in ${fixed(seconds, 1)} s`)
       } finally {
         await again.stop()
       }
@@ -232,7 +243,7 @@ if (settings.events > 0) {
     }
   }
 }
-receiver.close()
+receiverProcess.kill("SIGTERM")
 
 const table = markdownTable(
   ["store", "no webhook (req/s)", "three webhooks (req/s)", "× none (median of pairs)", "deliveries/s", "non-2xx"],
