@@ -26,6 +26,7 @@ import { Releases } from "./services/Releases.js"
 import { RevocationList } from "./services/RevocationList.js"
 import { SeatBatchSettings } from "./services/SeatBatches.js"
 import { SigningKeys } from "./services/SigningKeys.js"
+import { RequestLoad } from "./services/background.js"
 import { Subscriptions, SubscriptionSettings } from "./services/Subscriptions.js"
 import { Sweeper } from "./services/Sweeper.js"
 import { Tokens } from "./services/Tokens.js"
@@ -93,6 +94,11 @@ export interface Options {
    * processes when the store (or a layer over it) provides `Ports.SharedRateLimits`.
    */
   readonly rateLimits?: RateLimitOptions | undefined
+  /**
+   * How many requests the process has started so far (the HTTP server counts them): batched background jobs
+   * (webhook fan-out and delivery, the period-end job) yield to requests while it moves (`RequestLoad`).
+   */
+  readonly requestsStarted?: (() => number) | undefined
 }
 
 /** The rate limits and how often shared buckets are reconciled. */
@@ -178,6 +184,11 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
     )),
     Layer.provideMerge(SigningKeys.layer({ signingKey: options.signingKey })),
     Layer.provideMerge(webhookSettingsLayer(options.webhooks)),
+    Layer.provideMerge(
+      options.requestsStarted === undefined
+        ? Layer.empty
+        : Layer.succeed(RequestLoad, { ...RequestLoad.defaultValue(), requestsStarted: options.requestsStarted })
+    ),
     Layer.provideMerge(
       options.anomalyThresholds === undefined
         ? Layer.empty

@@ -3,7 +3,7 @@
  * receives, what a delivery sends and how it is signed, and what an attempt's outcome does to the delivery
  * (retry on the schedule, then `failed`) and to the webhook (disabled after a day of failures).
  */
-import { createHmac } from "node:crypto"
+import { createHmac, createSecretKey, type KeyObject } from "node:crypto"
 import { BlockList, isIP } from "node:net"
 import { Result } from "effect"
 import { InvalidParam, invalidParam } from "./errors.js"
@@ -196,13 +196,19 @@ export const deliveriesOf = (
 export const deliveryBody = (event: { readonly id: number; readonly type: string; readonly occurredAt: number; readonly data: unknown }): string =>
   JSON.stringify({ id: event.id, type: event.type, created_at: new Date(event.occurredAt).toISOString(), data: event.data })
 
-/** `X-LM-Signature`: `t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with the UTF-8 bytes of the secret. */
-export const signatureHeader = (secret: string, unixSeconds: number, body: string): string =>
-  `t=${unixSeconds},v1=${createHmac("sha256", Buffer.from(secret, "utf8")).update(`${unixSeconds}.${body}`, "utf8").digest("hex")}`
+/**
+ * The HMAC key of a webhook's secret (its UTF-8 bytes), made once per opened secret: keying an HMAC with a
+ * key object costs a sixth of keying it with fresh bytes, and a batch signs many deliveries with one secret.
+ */
+export const signingKeyOf = (secret: string): KeyObject => createSecretKey(Buffer.from(secret, "utf8"))
+
+/** `X-LM-Signature`: `t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with the secret's {@link signingKeyOf}. */
+export const signatureHeader = (key: KeyObject, unixSeconds: number, body: string): string =>
+  `t=${unixSeconds},v1=${createHmac("sha256", key).update(`${unixSeconds}.${body}`, "utf8").digest("hex")}`
 
 /** The headers of a delivery attempt. */
 export const deliveryHeaders = (
-  secret: string,
+  key: KeyObject,
   now: number,
   body: string,
   ids: { readonly type: string; readonly deliveryId: string }
@@ -211,7 +217,7 @@ export const deliveryHeaders = (
   "user-agent": "lm-webhooks/1",
   "x-lm-event": ids.type,
   "x-lm-delivery": ids.deliveryId,
-  "x-lm-signature": signatureHeader(secret, Math.floor(now / 1000), body)
+  "x-lm-signature": signatureHeader(key, Math.floor(now / 1000), body)
 })
 
 /** What one attempt came to: an HTTP status and the start of the body, or a failure before any response. */

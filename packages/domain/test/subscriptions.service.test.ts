@@ -5,7 +5,7 @@
  * up after downtime).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { Licenses, Licensing, Ports, Services, Subscriptions } from "@lm/domain"
 import { onEngine } from "./engine.js"
@@ -164,6 +164,30 @@ describe("the period-end job", () => {
       expect((yield* subs.get(subscription.id)).subscription).toMatchObject({ status: "cancelled", cancelledAt: subscription.currentPeriodEnd })
       yield* TestClock.adjust(1)
       expect((yield* validate(license.license.key)).code).toBe("license_expired")
+    })))
+
+  it.effect("while requests arrive, the job rests between batches (nine times a batch's time) and still makes every move", () =>
+    onEngine(Effect.gen(function*() {
+      // One more than a batch (200), all ending at once.
+      yield* Effect.forEach(Array.from({ length: 201 }), () => subscribe({ endDate: T0 + 10 * DAY }), { discard: true })
+      yield* TestClock.setTime(T0 + 10 * DAY)
+      const expired = Ports.EventOutbox.use((o) => o.readAfter(0, 5000)).pipe(
+        Effect.map((events) => events.filter((e) => e.type === "subscription.expired").length)
+      )
+      let requests = 0
+      const busy = Effect.provideService(Services.RequestLoad, { busyShare: 0.1, requestsStarted: () => requests++ })
+      const job = yield* Effect.forkChild(runDue.pipe(busy))
+      // The batch yields between its moves: let it run to its commit (the clock does not move meanwhile).
+      for (let turns = 0; turns < 100_000 && (yield* expired) < 200; turns++) yield* Effect.yieldNow
+      // A batch under the TestClock takes no time: counted as 1 ms, so the rest is 9 ms.
+      expect(yield* expired).toBe(200)
+      yield* TestClock.adjust("8 millis")
+      expect(yield* expired).toBe(200)
+      yield* TestClock.adjust("1 millis")
+      expect(yield* expired).toBe(201)
+      // That batch moved one: one more (empty) batch after its rest ends the job.
+      yield* TestClock.adjust("9 millis")
+      expect(yield* Fiber.join(job)).toBe(201)
     })))
 
   it.effect("catches up after downtime: every move missed is made on the next run, each once", () =>

@@ -23,12 +23,8 @@ const deliveryEngine = () => {
       })
   }
   const layer = Services.Webhooks.layer.pipe(
-    Layer.provideMerge(Layer.succeed(Services.WebhookSettings, {
-      ...Services.WebhookSettings.defaultValue(),
-      batch: 2,
-      busyShare: 0.1,
-      requestsStarted: () => load.requests
-    })),
+    Layer.provideMerge(Layer.succeed(Services.WebhookSettings, { ...Services.WebhookSettings.defaultValue(), batch: 2, dispatchBatch: 3 })),
+    Layer.provideMerge(Layer.succeed(Services.RequestLoad, { busyShare: 0.1, requestsStarted: () => load.requests })),
     Layer.provideMerge(Layer.succeed(Services.WebhookSender, sender)),
     Layer.provideMerge(MasterKey.layerEphemeral),
     Layer.provideMerge(seededRandom(2)),
@@ -37,8 +33,8 @@ const deliveryEngine = () => {
   return { sent, load, layer }
 }
 
-/** A webhook on `*` and six events fanned out to it: six deliveries due now. */
-const sixDue = Effect.gen(function*() {
+/** A webhook on `*` and six events in the outbox, not fanned out yet. */
+const sixEvents = Effect.gen(function*() {
   const webhooks = yield* Services.Webhooks
   yield* webhooks.create({ url: "https://hooks.example.com/lm", events: ["*"] })
   const outbox = yield* Ports.EventOutbox
@@ -49,9 +45,11 @@ const sixDue = Effect.gen(function*() {
     machineId: null,
     data: { n: i }
   })))
-  expect(yield* webhooks.dispatchOnce).toBe(6)
   return webhooks
 })
+
+/** The same six events fanned out: six deliveries due now. */
+const sixDue = Effect.tap(sixEvents, (webhooks) => Effect.map(webhooks.dispatchOnce, (n) => expect(n).toBe(6)))
 
 describe("background delivery", () => {
   it.effect("an idle server sends every due delivery in one round, a batch after the other", () => {
@@ -80,6 +78,35 @@ describe("background delivery", () => {
         expect(sent.length).toBe(2)
         yield* TestClock.adjust("1 millis")
         expect(sent.length).toBe(4)
+        yield* TestClock.adjust("9 millis")
+        expect(sent.length).toBe(6)
+        yield* TestClock.adjust("9 millis")
+        expect(yield* Fiber.join(round)).toBe(6)
+        expect(new Set(sent).size).toBe(6)
+      }), layer))
+    )
+  })
+
+  it.effect("the background job fans out and delivers a batch of each per step, resting between steps while requests arrive", () => {
+    const { sent, load, layer } = deliveryEngine()
+    return TestClock.setTime(T0).pipe(
+      Effect.andThen(Effect.provide(Effect.gen(function*() {
+        const webhooks = yield* sixEvents
+        load.perSend = 1
+        const round = yield* Effect.forkChild(webhooks.run)
+        yield* Effect.yieldNow
+        // Step 1: three events fanned out, two of their deliveries sent although three events still wait.
+        const logged = Effect.map(webhooks.list({ page: 1, perPage: 10 }), (page) => page.items[0]!.id).pipe(
+          Effect.flatMap((id) => webhooks.deliveries(id, { page: 1, perPage: 10 })),
+          Effect.map((page) => page.total)
+        )
+        expect(sent.length).toBe(2)
+        expect(yield* logged).toBe(3)
+        yield* TestClock.adjust("8 millis")
+        expect(sent.length).toBe(2)
+        yield* TestClock.adjust("1 millis")
+        expect(sent.length).toBe(4)
+        expect(yield* logged).toBe(6)
         yield* TestClock.adjust("9 millis")
         expect(sent.length).toBe(6)
         yield* TestClock.adjust("9 millis")

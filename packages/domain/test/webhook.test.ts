@@ -136,7 +136,7 @@ describe("webhook rules", () => {
     const body = Webhook.deliveryBody({ id: 3, type: "license.created", occurredAt: 0, data: { a: 1 } })
     expect(JSON.parse(body)).toEqual({ id: 3, type: "license.created", created_at: "1970-01-01T00:00:00.000Z", data: { a: 1 } })
     const expected = createHmac("sha256", "whsec_é").update(`1700000000.${body}`).digest("hex")
-    expect(Webhook.signatureHeader("whsec_é", 1_700_000_000, body)).toBe(`t=1700000000,v1=${expected}`)
+    expect(Webhook.signatureHeader(Webhook.signingKeyOf("whsec_é"), 1_700_000_000, body)).toBe(`t=1700000000,v1=${expected}`)
   })
 
   it("a failed attempt waits the schedule's delay for its number; past the schedule it is failed; a 2xx delivers", () => {

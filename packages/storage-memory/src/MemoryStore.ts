@@ -217,7 +217,8 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       tx.onCommit.push(() => {
         for (const event of created.events) {
           const id = committedEvents.length + 1
-          committedEvents.push(frozen({ id, ...event }))
+          // The event is frozen already (`append`): only the row around it is new.
+          committedEvents.push(Object.freeze({ id, ...event }))
           undispatched.add(id)
         }
         revocationSeq += created.revocationBumps

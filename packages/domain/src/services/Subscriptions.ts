@@ -52,6 +52,7 @@ import {
   update
 } from "../subscription.js"
 import { type CreateLicenseInput, Licenses } from "./Licenses.js"
+import { yieldingToRequests } from "./background.js"
 
 /** Settings of the subscription engine. */
 export const SubscriptionSettings = Context.Reference<{
@@ -229,15 +230,12 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         })
       )
 
-      const runDue = Effect.gen(function*() {
-        let total = 0
-        while (true) {
-          const [claimed, moved] = yield* dueBatch
-          total += moved
-          // a subscription may have several moves due (a trial that ended and a payment since): loop until none
-          if (claimed < BATCH && moved === 0) return total
-        }
-      }).pipe(Effect.withSpan("Subscriptions.runDue"))
+      // The job yields to the requests the process serves (`yieldingToRequests`): under saturation moves lag and
+      // catch up when the load drops. A subscription may have several moves due (a trial that ended and a payment
+      // since): batches run until one claims fewer than a batch and moves nothing.
+      const runDue = yieldingToRequests(Effect.map(dueBatch, ([claimed, moved]) => ({ done: moved, more: !(claimed < BATCH && moved === 0) }))).pipe(
+        Effect.withSpan("Subscriptions.runDue")
+      )
 
       return Subscriptions.of({
         create,

@@ -4,6 +4,7 @@
  * signed, at least once, with retries. The HTTP client is the {@link WebhookSender} an adapter provides (the
  * bundled server's runs on undici and refuses forbidden addresses at connect time).
  */
+import { KeyObject } from "node:crypto"
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { type InvalidParam, invalidParam, deliveryNotFound, type StorageUnavailable, type WebhookNotFound, webhookNotFound } from "../errors.js"
 import type { StoredEvent, Webhook, WebhookDelivery, WebhookStatus } from "../model.js"
@@ -21,13 +22,14 @@ import {
   deliveriesOf,
   deliveryBody,
   deliveryHeaders,
+  signingKeyOf,
   disabledEvent,
   leaseMillisFor,
   redeliver,
   webhookAfterAttempt,
   type WebhookReach
 } from "../webhook.js"
-import { logRoundFailure } from "./background.js"
+import { logRoundFailure, yieldingToRequests } from "./background.js"
 
 /** One POST of a delivery: where, the headers (signature included) and the exact body signed. */
 export interface WebhookRequest {
@@ -67,17 +69,6 @@ export interface WebhookSettingsShape extends WebhookReach {
   readonly batch: number
   /** Outbox events fanned out per transaction. */
   readonly dispatchBatch: number
-  /**
-   * How many requests the process has started so far (a counter the HTTP server advances; the default never
-   * moves). While it moves, requests are being served and delivery yields to them: see `busyShare`.
-   */
-  readonly requestsStarted: () => number
-  /**
-   * The share of the time delivery may take while requests are being served: after a full batch that saw
-   * requests arrive, the loop rests until the batch's time is that share of the whole. Deliveries then lag under
-   * saturation and catch up after; an idle server delivers without rest.
-   */
-  readonly busyShare: number
 }
 
 export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@lm/domain/WebhookSettings", {
@@ -88,9 +79,7 @@ export const WebhookSettings = Context.Reference<WebhookSettingsShape>("@lm/doma
     attemptTimeoutMillis: defaultAttemptTimeoutMillis,
     leaseMillis: leaseMillisFor(defaultAttemptTimeoutMillis),
     batch: 32,
-    dispatchBatch: 500,
-    requestsStarted: () => 0,
-    busyShare: 0.1
+    dispatchBatch: 500
   })
 })
 
@@ -139,6 +128,11 @@ export class Webhooks extends Context.Service<Webhooks, {
   readonly dispatchOnce: Op<number>
   /** Claims the deliveries due now and attempts each; returns how many it attempted. */
   readonly deliverDue: Op<number>
+  /**
+   * The background job: fans out and delivers until nothing is waiting, a batch of each at a time, yielding to
+   * requests as one job (`yieldingToRequests`); returns how many deliveries it attempted.
+   */
+  readonly run: Op<number>
 }>()("@lm/domain/Webhooks") {
   static readonly layer = Layer.effect(
     Webhooks,
@@ -210,12 +204,12 @@ export class Webhooks extends Context.Service<Webhooks, {
 
       const ping = Effect.fn("Webhooks.ping")(function*(id: number) {
         const webhook = yield* get(id)
-        const secret = yield* Effect.fromResult(master.open(webhook.sealedSecret, secretPurpose))
+        const key = signingKeyOf(yield* Effect.fromResult(master.open(webhook.sealedSecret, secretPurpose)))
         const now = yield* Clock.currentTimeMillis
         const body = deliveryBody({ id: 0, type: "webhook.ping", occurredAt: now, data: { webhook_id: webhook.id } })
         const deliveryId = `ping-${Buffer.from(yield* random.bytes(8)).toString("hex")}`
         const { send } = yield* sender
-        const outcome = yield* send({ url: webhook.url, body, headers: deliveryHeaders(secret, now, body, { type: "webhook.ping", deliveryId }) })
+        const outcome = yield* send({ url: webhook.url, body, headers: deliveryHeaders(key, now, body, { type: "webhook.ping", deliveryId }) })
         const durationMs = (yield* Clock.currentTimeMillis) - now
         return {
           delivered: delivered(outcome),
@@ -237,29 +231,28 @@ export class Webhooks extends Context.Service<Webhooks, {
         return yield* queue.update(redeliver(delivery, yield* Clock.currentTimeMillis))
       })
 
-      const dispatchOnce = Effect.gen(function*() {
+      /** One fan-out transaction: up to `dispatchBatch` undispatched events become deliveries. */
+      const dispatchBatch = Effect.gen(function*() {
         const { dispatchBatch: batch } = yield* settings
-        let total = 0
-        while (true) {
-          const handled = yield* store.transaction(
-            Effect.gen(function*() {
-              const events = yield* queue.claimUndispatched(batch)
-              if (events.length === 0) return 0
-              const active = yield* repo.listActive
-              const now = yield* Clock.currentTimeMillis
-              yield* queue.dispatch(events.map((e) => e.id), events.flatMap((event) => deliveriesOf(event, active, now)))
-              return events.length
-            })
-          )
-          total += handled
-          if (handled < batch) return total
-        }
-      }).pipe(Effect.withSpan("Webhooks.dispatchOnce"))
+        const handled = yield* store.transaction(
+          Effect.gen(function*() {
+            const events = yield* queue.claimUndispatched(batch)
+            if (events.length === 0) return 0
+            const active = yield* repo.listActive
+            const now = yield* Clock.currentTimeMillis
+            yield* queue.dispatch(events.map((e) => e.id), events.flatMap((event) => deliveriesOf(event, active, now)))
+            return events.length
+          })
+        )
+        return { done: handled, more: handled === batch }
+      })
 
-      type Found = { readonly webhook: Webhook; readonly secret: string | SealedSecretUnreadable } | undefined
+      const dispatchOnce = yieldingToRequests(dispatchBatch).pipe(Effect.withSpan("Webhooks.dispatchOnce"))
+
+      type Found = { readonly webhook: Webhook; readonly key: KeyObject | SealedSecretUnreadable } | undefined
 
       /**
-       * The webhooks of a batch of deliveries with their secrets opened once: the active ones in one read (claims
+       * The webhooks of a batch of deliveries with their secrets opened (and made signing keys) once: the active ones in one read (claims
        * only take deliveries of active webhooks), any other one by id (it changed since the claim).
        */
       const webhooksOf = (deliveries: ReadonlyArray<WebhookDelivery>) =>
@@ -275,7 +268,7 @@ export class Webhooks extends Context.Service<Webhooks, {
               continue
             }
             const opened = master.open(webhook.sealedSecret, secretPurpose)
-            out.set(id, { webhook, secret: opened._tag === "Success" ? opened.success : opened.failure })
+            out.set(id, { webhook, key: opened._tag === "Success" ? signingKeyOf(opened.success) : opened.failure })
           }
           return out
         })
@@ -284,14 +277,14 @@ export class Webhooks extends Context.Service<Webhooks, {
       const sendOne = (delivery: WebhookDelivery, found: Found, event: StoredEvent | undefined): Effect.Effect<AttemptOutcome> =>
         Effect.gen(function*() {
           if (found === undefined || event === undefined) return { _tag: "Failed", error: "the webhook or its event is gone" } as const
-          if (typeof found.secret !== "string") return { _tag: "Failed", error: found.secret.message } as const
+          if (!(found.key instanceof KeyObject)) return { _tag: "Failed", error: found.key.message } as const
           const now = yield* Clock.currentTimeMillis
           const body = deliveryBody(event)
           const { send } = yield* sender
           return yield* send({
             url: found.webhook.url,
             body,
-            headers: deliveryHeaders(found.secret, now, body, { type: event.type, deliveryId: String(delivery.id) })
+            headers: deliveryHeaders(found.key, now, body, { type: event.type, deliveryId: String(delivery.id) })
           })
         })
 
@@ -343,24 +336,24 @@ export class Webhooks extends Context.Service<Webhooks, {
           }
         })
 
-      const deliverDue = Effect.gen(function*() {
-        const { batch, busyShare, leaseMillis, requestsStarted } = yield* settings
-        let total = 0
-        while (true) {
-          const requestsBefore = requestsStarted()
-          const now = yield* Clock.currentTimeMillis
-          const claimed = yield* queue.claimDue(now, now + leaseMillis, batch)
-          if (claimed.length > 0) yield* attemptBatch(claimed)
-          total += claimed.length
-          if (claimed.length < batch) return total
-          // Requests arrived during the batch: rest so that delivery takes at most `busyShare` of the time.
-          if (requestsStarted() !== requestsBefore && busyShare > 0 && busyShare < 1) {
-            // At least a millisecond: a batch under a clock that does not move still rests.
-            const took = Math.max(1, (yield* Clock.currentTimeMillis) - now)
-            yield* Effect.sleep(Duration.millis(Math.ceil(took * (1 - busyShare) / busyShare)))
-          }
-        }
-      }).pipe(Effect.withSpan("Webhooks.deliverDue"))
+      /** One delivery batch: up to `batch` due deliveries claimed and attempted together. */
+      const deliveryBatch = Effect.gen(function*() {
+        const { batch, leaseMillis } = yield* settings
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* queue.claimDue(now, now + leaseMillis, batch)
+        if (claimed.length > 0) yield* attemptBatch(claimed)
+        return { done: claimed.length, more: claimed.length === batch }
+      })
+
+      const deliverDue = yieldingToRequests(deliveryBatch).pipe(Effect.withSpan("Webhooks.deliverDue"))
+
+      // Fan-out and delivery as one job: a batch of each per step, so that under sustained load neither starves
+      // the other and together they take at most the busy share.
+      const run = yieldingToRequests(Effect.gen(function*() {
+        const dispatched = yield* dispatchBatch
+        const attempted = yield* deliveryBatch
+        return { done: attempted.done, more: dispatched.more || attempted.more }
+      })).pipe(Effect.withSpan("Webhooks.run"))
 
       return Webhooks.of({
         create,
@@ -372,20 +365,21 @@ export class Webhooks extends Context.Service<Webhooks, {
         deliveries,
         redeliver: redeliverOne,
         dispatchOnce,
-        deliverDue
+        deliverDue,
+        run
       })
     })
   )
 
   /**
-   * Delivery in the background for as long as the layer lives: every `interval`, dispatch the new outbox events,
-   * then attempt the deliveries due. Failures are logged and the loop goes on.
+   * Delivery in the background for as long as the layer lives: every `interval`, {@link Webhooks} `run` (the new
+   * outbox events fanned out and the due deliveries attempted). Failures are logged and the loop goes on.
    */
   static readonly layerBackground = (interval: Duration.Input) =>
     Layer.effectDiscard(
       Effect.gen(function*() {
         const webhooks = yield* Webhooks
-        yield* Effect.andThen(webhooks.dispatchOnce, webhooks.deliverDue).pipe(
+        yield* webhooks.run.pipe(
           Effect.catchCause(logRoundFailure("webhook delivery failed")),
           Effect.repeat(Schedule.spaced(interval)),
           Effect.forkScoped

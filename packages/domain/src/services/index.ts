@@ -6,6 +6,7 @@
 export * from "./ActivityRecorder.js"
 export * from "./ApiKeys.js"
 export * from "./Blacklist.js"
+export { RequestLoad } from "./background.js"
 export * as EventRetention from "./EventRetention.js"
 export * from "./Generators.js"
 export * from "./Licenses.js"

@@ -382,12 +382,9 @@ export const serverLayerOn = <E, R>(
   Layer.unwrap(Effect.map(
     options.webhooks?.sender === undefined ? WebhookSender.withSender(options, sender) : Effect.succeed(options),
     (engineOptions) => {
-      // Webhook delivery yields to the requests this server receives (`WebhookSettings.busyShare`).
+      // Batched background jobs yield to the requests this server receives (`RequestLoad`).
       const requests: RequestCounter = { started: 0 }
-      const withLoad: Engine.Options = {
-        ...engineOptions,
-        webhooks: { requestsStarted: () => requests.started, ...engineOptions.webhooks }
-      }
+      const withLoad: Engine.Options = { requestsStarted: () => requests.started, ...engineOptions }
       return layerServer(routesLayer(names.storage), { ...listen, logExtra: `store: ${names.description}`, requests }).pipe(
         // Below the server: it closes after the server has finished its requests in flight.
         Layer.provideMerge(FastPath.layer),

@@ -90,19 +90,22 @@ export const make = (options: WebhookSenderOptions) =>
         if (url.protocol !== "https:" && !(reach.allowInsecure && url.protocol === "http:")) {
           return { _tag: "Failed", error: `refused: ${url.protocol} URLs are not allowed (LM_WEBHOOK_ALLOW_INSECURE)` } as const
         }
+        // The attempt's own signal, aborted by its total timeout or the fiber's interruption; the timer is cleared
+        // when the attempt ends (`AbortSignal.timeout` would fire for every attempt, long after it ended).
+        const attempt = new AbortController()
+        const timer = setTimeout(() => attempt.abort(new Error(`no answer within ${total} ms`)), total)
+        const onInterrupt = () => attempt.abort(interrupted.reason)
+        interrupted.addEventListener("abort", onInterrupt, { once: true })
         try {
-          const response = await request(url, {
-            method: "POST",
-            headers: req.headers,
-            body: req.body,
-            dispatcher: agent,
-            signal: AbortSignal.any([AbortSignal.timeout(total), interrupted])
-          })
+          const response = await request(url, { method: "POST", headers: req.headers, body: req.body, dispatcher: agent, signal: attempt.signal })
           const excerpt = await excerptOf(response.body, Webhook.responseExcerptBytes)
           return { _tag: "Response", status: response.statusCode, excerpt } as const
         } catch (error) {
           const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : ""
           return { _tag: "Failed", error: error instanceof Error ? `${error.message}${cause}` : String(error) } as const
+        } finally {
+          clearTimeout(timer)
+          interrupted.removeEventListener("abort", onInterrupt)
         }
       })
     return { send } satisfies Sender
