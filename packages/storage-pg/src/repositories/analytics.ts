@@ -28,6 +28,30 @@ export const layer = Layer.effect(
     const sql = yield* PgClient
     const noLicense = Analytics.noLicense
 
+    /** Moves the windows that differ from `windows` under the lock (see `moveTopWindows`). */
+    const move = (windows: ReadonlyArray<{ readonly period: string; readonly from: number }>) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const held = yield* sql`SELECT period, window_start FROM lm_top_windows ORDER BY period FOR UPDATE`.pipe(
+          Effect.flatMap(windowRows)
+        )
+        for (const w of windows) {
+          const current = held.find((h) => h.period === w.period)?.window_start
+          if (current === undefined || current === w.from) continue
+          // Forward: the hours [current, from) leave the window; back: the hours [from, current) enter it.
+          const [lo, hi, sign] = w.from > current ? [current, w.from, -1] : [w.from, current, 1]
+          yield* sql`
+            INSERT INTO lm_top_totals (period, license_id, validations)
+            SELECT ${w.period}, scope_id, ${sign} * sum(valid + invalid)
+            FROM lm_activity_hourly
+            WHERE scope = 'license' AND scope_id <> ${noLicense} AND hour >= ${date(lo)} AND hour < ${date(hi)}
+            GROUP BY scope_id HAVING sum(valid + invalid) > 0
+            ORDER BY scope_id
+            ON CONFLICT (period, license_id) DO UPDATE SET validations = lm_top_totals.validations + EXCLUDED.validations`
+          if (sign < 0) yield* sql`DELETE FROM lm_top_totals WHERE period = ${w.period} AND validations <= 0`
+          yield* sql`UPDATE lm_top_windows SET window_start = ${date(w.from)} WHERE period = ${w.period}`
+        }
+      }))
+
     return Ports.AnalyticsRepository.of({
       hourly: (q) =>
         sql`
@@ -48,29 +72,16 @@ export const layer = Layer.effect(
             orUnavailable
           ),
       // The windows are locked FOR UPDATE (the writer takes them FOR SHARE): a second mover waits, then finds
-      // them moved and does nothing; a batch in flight commits before the hours it added to are taken out.
+      // them moved and does nothing; a batch in flight commits before the hours it added to are taken out. A
+      // first look without a lock skips all that when nothing is to move (most calls: a window moves hourly).
       moveTopWindows: (windows) =>
-        windows.length === 0 ? Effect.void : sql.withTransaction(Effect.gen(function*() {
-          const held = yield* sql`SELECT period, window_start FROM lm_top_windows ORDER BY period FOR UPDATE`.pipe(
-            Effect.flatMap(windowRows)
-          )
-          for (const w of windows) {
-            const current = held.find((h) => h.period === w.period)?.window_start
-            if (current === undefined || current === w.from) continue
-            // Forward: the hours [current, from) leave the window; back: the hours [from, current) enter it.
-            const [lo, hi, sign] = w.from > current ? [current, w.from, -1] : [w.from, current, 1]
-            yield* sql`
-              INSERT INTO lm_top_totals (period, license_id, validations)
-              SELECT ${w.period}, scope_id, ${sign} * sum(valid + invalid)
-              FROM lm_activity_hourly
-              WHERE scope = 'license' AND scope_id <> ${noLicense} AND hour >= ${date(lo)} AND hour < ${date(hi)}
-              GROUP BY scope_id HAVING sum(valid + invalid) > 0
-              ORDER BY scope_id
-              ON CONFLICT (period, license_id) DO UPDATE SET validations = lm_top_totals.validations + EXCLUDED.validations`
-            if (sign < 0) yield* sql`DELETE FROM lm_top_totals WHERE period = ${w.period} AND validations <= 0`
-            yield* sql`UPDATE lm_top_windows SET window_start = ${date(w.from)} WHERE period = ${w.period}`
-          }
-        })).pipe(orUnavailable),
+        Effect.gen(function*() {
+          const seen = yield* sql`SELECT period, window_start FROM lm_top_windows`.pipe(Effect.flatMap(windowRows))
+          return windows.some((w) => seen.some((h) => h.period === w.period && h.window_start !== w.from))
+        }).pipe(
+          Effect.flatMap((moving) => (moving ? move(windows) : Effect.void)),
+          orUnavailable
+        ),
       busyHours: (q) => {
         const count = q.counter === "refused" ? sql`refused` : sql`(valid + invalid)`
         return sql`
