@@ -16,11 +16,11 @@ import {
   denseSeries,
   isValidationSpike,
   maxSeriesBuckets,
+  periodStart,
   recentHoursFrom,
   type SeriesPoint,
   spikeBaselineMillis,
-  sumCounts,
-  periodStart
+  sumCounts
 } from "../analytics.js"
 import { type InvalidParam, invalidParam, type LicenseNotFound, licenseNotFound, type StorageUnavailable } from "../errors.js"
 import { parseKey } from "../keys.js"
