@@ -898,6 +898,8 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
         ...overrides
       })
       const zero = { valid: 0, invalid: 0, refused: 0, activations: 0 }
+      /** Every period's window as the analytics set it at `now`. */
+      const windowsAt = (now: number) => Model.analyticsPeriods.map((period) => ({ period, from: Analytics.periodStart(period, now) }))
 
       test("writing the event log adds its hourly counters, per license and per product; pruning entries leaves them", () =>
         Effect.gen(function*() {
@@ -959,9 +961,12 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
             entry(3, { kind: "activate", result: "already_active", fingerprint: "fp-x" }),
             entry(3, { kind: "activate", result: "activated", fingerprint: "fp-0", at: T0 - 2 * DAY })
           ])
-          assert.deepStrictEqual(yield* repo.topLicenses(H0, H0 + HOUR, 10), [{ licenseId: 2, validations: 5 }, { licenseId: 1, validations: 3 }])
-          assert.deepStrictEqual(yield* repo.topLicenses(H0, H0 + HOUR, 1), [{ licenseId: 2, validations: 5 }])
-          assert.deepStrictEqual(yield* repo.topLicenses(H0 + HOUR, H0 + 2 * HOUR, 10), [])
+          yield* repo.moveTopWindows(windowsAt(T0))
+          assert.deepStrictEqual(yield* repo.topLicenses("7d", 10), [{ licenseId: 2, validations: 5 }, { licenseId: 1, validations: 3 }])
+          assert.deepStrictEqual(yield* repo.topLicenses("7d", 1), [{ licenseId: 2, validations: 5 }])
+          yield* repo.moveTopWindows([{ period: "7d", from: H0 + HOUR }])
+          assert.deepStrictEqual(yield* repo.topLicenses("7d", 10), [])
+          assert.deepStrictEqual(yield* repo.topLicenses("30d", 1), [{ licenseId: 2, validations: 5 }])
           assert.deepStrictEqual(yield* repo.busyHours({ from: H0, counter: "validations", atLeast: 3 }), [
             { licenseId: 1, hour: H0, count: 3 },
             { licenseId: 2, hour: H0, count: 5 }
@@ -981,6 +986,92 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
             "the entry of two days ago and the one of another result are not counted"
           )
           assert.deepStrictEqual(yield* repo.distinctPerLicense({ since, column: "fingerprint", kind: "activate", result: "activated", atLeast: 4 }), [])
+        }))
+
+      test("top licenses' totals follow their windows: writes inside and before a window, moves forward and back", () =>
+        Effect.gen(function*() {
+          const log = yield* Ports.ActivityLog
+          const repo = yield* Ports.AnalyticsRepository
+          const many = (n: number, licenseId: number | null, at: number) => Array.from({ length: n }, () => entry(licenseId, { at }))
+          /** What each period's top should be: the hourly counters of the hours from its window's start on. */
+          const check = (starts: Readonly<Record<Model.AnalyticsPeriod, number>>, label: string) =>
+            Effect.forEach(Model.analyticsPeriods, (period) =>
+              Effect.gen(function*() {
+                const expected: Array<{ licenseId: number; validations: number }> = []
+                for (const licenseId of [1, 2, 3, 4, 5]) {
+                  const hours = yield* repo.hourly({ scope: "license", scopeId: licenseId, from: starts[period], to: T0 + 400 * DAY })
+                  const c = Analytics.sumCounts(hours)
+                  if (c.valid + c.invalid > 0) expected.push({ licenseId, validations: c.valid + c.invalid })
+                }
+                expected.sort((a, b) => b.validations - a.validations || a.licenseId - b.licenseId)
+                assert.deepStrictEqual(yield* repo.topLicenses(period, 10), expected, `${label}, ${period}`)
+              }))
+          const startsAt = (now: number) =>
+            Object.fromEntries(windowsAt(now).map((w) => [w.period, w.from])) as Record<Model.AnalyticsPeriod, number>
+          yield* repo.moveTopWindows(windowsAt(T0))
+          yield* log.record([
+            ...many(3, 1, T0),
+            ...many(2, 2, T0 - 3 * DAY),
+            ...many(4, 3, T0 - 10 * DAY),
+            ...many(1, 4, T0 - 40 * DAY),
+            ...many(6, null, T0),
+            entry(5, { kind: "activate", result: "activated" }),
+            entry(1, { result: "license_expired", at: T0 - 100 * DAY })
+          ])
+          assert.deepStrictEqual(yield* repo.topLicenses("7d", 10), [{ licenseId: 1, validations: 3 }, { licenseId: 2, validations: 2 }])
+          assert.deepStrictEqual(yield* repo.topLicenses("30d", 10), [
+            { licenseId: 3, validations: 4 },
+            { licenseId: 1, validations: 3 },
+            { licenseId: 2, validations: 2 }
+          ])
+          assert.deepStrictEqual((yield* repo.topLicenses("90d", 10)).map((t) => t.licenseId), [3, 1, 2, 4], "the entry of 100 days ago is not in")
+          yield* check(startsAt(T0), "after the writes")
+          // Five days on, the 7-day window starts after license 2's validations.
+          yield* repo.moveTopWindows(windowsAt(T0 + 5 * DAY))
+          assert.deepStrictEqual(yield* repo.topLicenses("7d", 10), [{ licenseId: 1, validations: 3 }])
+          yield* check(startsAt(T0 + 5 * DAY), "five days on")
+          // An entry older than a window's start is not added to that window (it is to the longer ones).
+          yield* log.record(many(2, 2, T0 - 3 * DAY))
+          assert.deepStrictEqual(yield* repo.topLicenses("7d", 10), [{ licenseId: 1, validations: 3 }])
+          assert.deepStrictEqual((yield* repo.topLicenses("30d", 10)).find((t) => t.licenseId === 2), { licenseId: 2, validations: 4 })
+          yield* check(startsAt(T0 + 5 * DAY), "a late entry")
+          // Moved again to the same place: nothing changes; moved back: the hours come back in.
+          yield* repo.moveTopWindows(windowsAt(T0 + 5 * DAY))
+          yield* check(startsAt(T0 + 5 * DAY), "the same move twice")
+          yield* repo.moveTopWindows(windowsAt(T0))
+          assert.deepStrictEqual(yield* repo.topLicenses("7d", 10), [{ licenseId: 2, validations: 4 }, { licenseId: 1, validations: 3 }])
+          yield* check(startsAt(T0), "moved back")
+          yield* repo.moveTopWindows(windowsAt(T0 + 200 * DAY))
+          for (const period of Model.analyticsPeriods) assert.deepStrictEqual(yield* repo.topLicenses(period, 10), [], period)
+        }))
+
+      test("top licenses' totals stay exact while writes and moves of the windows run at once", () =>
+        Effect.gen(function*() {
+          const log = yield* Ports.ActivityLog
+          const repo = yield* Ports.AnalyticsRepository
+          yield* repo.moveTopWindows(windowsAt(T0))
+          // 24 batches, each of a few licenses at hours around the 7-day window's start, while it moves an hour on
+          // at a time: whichever runs first, the totals end equal to the counters of the hours still inside.
+          const start7 = Analytics.periodStart("7d", T0)
+          const writes = Effect.forEach(Array.from({ length: 24 }, (_, i) => i), (i) =>
+            log.record([
+              entry(1 + (i % 3), { at: start7 + (i % 6) * HOUR }),
+              entry(1 + ((i + 1) % 3), { at: start7 + ((i + 3) % 6) * HOUR }),
+              entry(4, { at: T0 })
+            ]), { concurrency: 4, discard: true })
+          const moves = Effect.forEach(Array.from({ length: 4 }, (_, i) => i + 1), (i) =>
+            repo.moveTopWindows(windowsAt(T0 + i * HOUR)), { concurrency: 2, discard: true })
+          yield* Effect.all([writes, moves], { concurrency: "unbounded" })
+          yield* repo.moveTopWindows(windowsAt(T0 + 4 * HOUR))
+          const from = Analytics.periodStart("7d", T0 + 4 * HOUR)
+          const expected: Array<{ licenseId: number; validations: number }> = []
+          for (const licenseId of [1, 2, 3, 4]) {
+            const c = Analytics.sumCounts(yield* repo.hourly({ scope: "license", scopeId: licenseId, from, to: T0 + DAY }))
+            if (c.valid + c.invalid > 0) expected.push({ licenseId, validations: c.valid + c.invalid })
+          }
+          expected.sort((a, b) => b.validations - a.validations || a.licenseId - b.licenseId)
+          assert.deepStrictEqual(yield* repo.topLicenses("7d", 10), expected)
+          assert.strictEqual(expected.find((t) => t.licenseId === 4)?.validations, 24)
         }))
 
       test("seats and app versions count the machines holding a seat", () =>

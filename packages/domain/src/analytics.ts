@@ -20,6 +20,14 @@ export const periodMillis = (period: AnalyticsPeriod): number => {
   }
 }
 
+/**
+ * The first hour an overview period counts at `now` (its validations, activations and `top_licenses`): the
+ * window is the period's last hours, the current one included (168 for 7 days), hour-granular (an hour's
+ * counters count whole or not at all). Stores keep per-period `top_licenses` totals over the hours from this
+ * start on, moved forward as time passes (`AnalyticsRepository.moveTopWindows`).
+ */
+export const periodStart = (period: AnalyticsPeriod, now: number): number => bucketStart(now, "hour") + hourMillis - periodMillis(period)
+
 /** The width of a series bucket. */
 export const intervalMillis = (interval: AnalyticsInterval): number => (interval === "hour" ? hourMillis : dayMillis)
 

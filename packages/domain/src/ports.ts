@@ -8,6 +8,7 @@ import type { LicenseExists, ReleaseExists, StorageUnavailable } from "./errors.
 import type {
   ActivityEntry,
   ActivityKind,
+  AnalyticsPeriod,
   AnomalyType,
   ApiKey,
   ApiKeyDraft,
@@ -367,10 +368,18 @@ export class AnalyticsRepository extends Context.Service<AnalyticsRepository, {
     readonly to: number
   }) => Op<ReadonlyArray<HourTotals>>
   /**
-   * The licenses (not `noLicense`) with the most validations (valid + invalid) over [from, to), most first
-   * (ties by id), at most `limit`.
+   * The licenses (not `noLicense`) with the most validations (valid + invalid) in the hours of the period's
+   * window (the hours starting at or after its start as last set by `moveTopWindows`, every hour while it was
+   * never set), most first (ties by id), at most `limit`. A store may keep these totals (summed as the event log
+   * is written, aged by `moveTopWindows`) rather than add up the hourly counters on each call: the answer is the same.
    */
-  readonly topLicenses: (from: number, to: number, limit: number) => Op<ReadonlyArray<{ readonly licenseId: number; readonly validations: number }>>
+  readonly topLicenses: (period: AnalyticsPeriod, limit: number) => Op<ReadonlyArray<{ readonly licenseId: number; readonly validations: number }>>
+  /**
+   * Sets the start of each period's `topLicenses` window (an hour start, `Analytics.periodStart`): the hours
+   * leaving the window are taken out of its totals, hours entering it (a window moved back) are added. Several
+   * processes may call it at once: each change is applied once.
+   */
+  readonly moveTopWindows: (windows: ReadonlyArray<{ readonly period: AnalyticsPeriod; readonly from: number }>) => Op<void>
   /** Per license (not `noLicense`), the hours from `from` on whose `counter` (validations = valid + invalid) is at least `atLeast`. */
   readonly busyHours: (query: {
     readonly from: number

@@ -106,6 +106,35 @@ describe("Analytics service", () => {
       assert.deepStrictEqual(found.map((a) => a.type), ["validation_spike"])
     })))
 
+  it.effect("top licenses count the period's last hours: a validation leaves the 7-day list when its hour does", () =>
+    onEngine(Effect.gen(function*() {
+      const licenses = yield* Licenses
+      const licensing = yield* Licensing
+      const recorder = yield* ActivityRecorder
+      const analytics = yield* Services.Analytics
+      const repo = yield* Ports.AnalyticsRepository
+      const { license } = yield* licenses.create({})
+      // At the start of an hour, so that the clock moves by whole hours below.
+      const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      yield* TestClock.adjust(`${Analytics.bucketStart(now, "hour") + 3_600_000 - now} millis`)
+      yield* licensing.validate({ licenseKey: license.key, ipAddress: null })
+      yield* recorder.flush
+      const top = (period: "7d" | "30d") => Effect.map(analytics.overview(period), (o) => o.topLicenses)
+      assert.deepStrictEqual(yield* top("7d"), [{ licenseKey: license.key, validations: 1 }])
+      // 167 hours on, its hour is the oldest of the 168 the 7 days count; one more and it is out (not of 30 days).
+      yield* TestClock.adjust("167 hours")
+      assert.deepStrictEqual(yield* top("7d"), [{ licenseKey: license.key, validations: 1 }])
+      yield* TestClock.adjust("1 hour")
+      assert.deepStrictEqual(yield* top("7d"), [])
+      assert.deepStrictEqual(yield* top("30d"), [{ licenseKey: license.key, validations: 1 }])
+      // The background job moves the windows too (here past the 30 days), without an overview asked for.
+      yield* TestClock.adjust("30 days")
+      yield* Layer.launch(Services.Analytics.layerBackground("1 minute")).pipe(Effect.forkScoped)
+      yield* Effect.yieldNow
+      yield* TestClock.adjust("1 minute")
+      assert.deepStrictEqual(yield* repo.topLicenses("30d", 10), [])
+    }).pipe(Effect.scoped)))
+
   it.effect("the series counts what the recorder wrote, per hour, with empty hours zero", () =>
     onEngine(Effect.gen(function*() {
       const licenses = yield* Licenses

@@ -32,6 +32,14 @@ describe("analytics rules", () => {
     expect(Analytics.isValidValidation(entry({ kind: "activate", result: "valid" }))).toBe(false)
   })
 
+  it("an overview period counts its last hours whole, the current one included", () => {
+    const hour = Analytics.bucketStart(T, "hour")
+    expect(Analytics.periodStart("7d", T)).toBe(hour + HOUR - 7 * DAY)
+    expect((hour + HOUR - Analytics.periodStart("7d", T)) / HOUR).toBe(168)
+    expect(Analytics.periodStart("90d", hour)).toBe(Analytics.periodStart("90d", hour + HOUR - 1))
+    expect(Analytics.periodStart("30d", hour + HOUR)).toBe(Analytics.periodStart("30d", hour) + HOUR)
+  })
+
   it("a batch adds one counter row per license and per product and hour", () => {
     const rows = Analytics.hourlyCountsOf([
       entry({ productId: 4 }),

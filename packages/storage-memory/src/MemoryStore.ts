@@ -152,6 +152,8 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     license: new Map(),
     product: new Map()
   }
+  /** The start of each period's `topLicenses` window as last set (every hour counts while unset). */
+  const topWindows = new Map<Model.AnalyticsPeriod, number>()
   const addRollup = (row: Analytics.HourlyCount) => {
     let ofId = rollups[row.scope].get(row.scopeId)
     if (ofId === undefined) rollups[row.scope].set(row.scopeId, ofId = new Map())
@@ -792,16 +794,22 @@ export const make = (options: Options = {}): Context.Context<Services> => {
         }
         return [...sums.values()].sort((a, b) => a.hour - b.hour)
       }),
-    topLicenses: (from, to, limit) =>
+    // Summed from the hourly counters on each call: the window's start is all this store keeps of it.
+    topLicenses: (period, limit) =>
       Effect.sync(() => {
+        const from = topWindows.get(period) ?? -Infinity
         const totals: Array<{ licenseId: number; validations: number }> = []
         for (const [licenseId, ofId] of rollups.license) {
           if (licenseId === Analytics.noLicense) continue
           let validations = 0
-          for (const [hour, c] of ofId) if (hour >= from && hour < to) validations += c.valid + c.invalid
+          for (const [hour, c] of ofId) if (hour >= from) validations += c.valid + c.invalid
           if (validations > 0) totals.push({ licenseId, validations })
         }
         return totals.sort((a, b) => b.validations - a.validations || a.licenseId - b.licenseId).slice(0, Math.max(0, limit))
+      }),
+    moveTopWindows: (windows) =>
+      Effect.sync(() => {
+        for (const w of windows) topWindows.set(w.period, w.from)
       }),
     busyHours: (q) =>
       Effect.sync(() => {

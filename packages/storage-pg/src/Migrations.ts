@@ -16,6 +16,7 @@ import analytics from "./migrations/0008_analytics.js"
 import releases from "./migrations/0009_releases.js"
 import licenseSuspendedBy from "./migrations/0010_license_suspended_by.js"
 import analyticsCovering from "./migrations/0011_analytics_covering.js"
+import topLicenseTotals from "./migrations/0012_top_license_totals.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -34,7 +35,8 @@ export const migrations = {
   "0008_analytics": analytics,
   "0009_releases": releases,
   "0010_license_suspended_by": licenseSuspendedBy,
-  "0011_analytics_covering": analyticsCovering
+  "0011_analytics_covering": analyticsCovering,
+  "0012_top_license_totals": topLicenseTotals
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

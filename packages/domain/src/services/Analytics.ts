@@ -16,7 +16,7 @@ import {
   denseSeries,
   isValidationSpike,
   maxSeriesBuckets,
-  periodMillis,
+  periodStart,
   recentHoursFrom,
   type SeriesPoint,
   spikeBaselineMillis,
@@ -27,6 +27,7 @@ import { parseKey } from "../keys.js"
 import type { LicenseView } from "../machine.js"
 import {
   type AnalyticsInterval,
+  analyticsPeriods,
   type AnalyticsPeriod,
   type AnomalyType,
   type DomainEvent,
@@ -127,6 +128,12 @@ export class Analytics extends Context.Service<Analytics, {
   readonly anomalies: Effect.Effect<ReadonlyArray<Anomaly>, StorageUnavailable>
   /** Runs the anomaly rules and announces the new ones (what the background job does); returns how many. */
   readonly detectOnce: Effect.Effect<number, StorageUnavailable>
+  /**
+   * Moves every period's `top_licenses` window to now (`periodStart`): the store takes the hours that left it
+   * out of its totals. The background job does it every round, so the overview's own move is seldom more than a
+   * look at the windows.
+   */
+  readonly moveTopWindows: Effect.Effect<void, StorageUnavailable>
   readonly expiring: (days: number) => Effect.Effect<ReadonlyArray<LicenseView>, InvalidParam | StorageUnavailable>
 }>()("@lm/domain/Analytics") {
   static readonly layer = Layer.effect(
@@ -154,9 +161,13 @@ export class Analytics extends Context.Service<Analytics, {
           })
         )
 
+      const moveWindowsAt = (now: number) =>
+        repo.moveTopWindows(analyticsPeriods.map((period) => ({ period, from: periodStart(period, now) })))
+      const moveTopWindows = Effect.flatMap(Clock.currentTimeMillis, moveWindowsAt).pipe(Effect.withSpan("Analytics.moveTopWindows"))
+
       const overview = Effect.fn("Analytics.overview")(function*(period: AnalyticsPeriod) {
         const now = yield* Clock.currentTimeMillis
-        const from = now - periodMillis(period)
+        const from = periodStart(period, now)
         // Independent reads, run at once: on a pooled store their round trips overlap.
         const figures = yield* Effect.all({
           counts: licenseCounts(now),
@@ -164,7 +175,8 @@ export class Analytics extends Context.Service<Analytics, {
           hours: repo.hourly({ scope: "product", from, to: now + 1 }),
           subscriptions: subscriptionSource.figures(now),
           appVersions: repo.appVersions(now),
-          top: Effect.flatMap(repo.topLicenses(from, now + 1, topLicensesCount), (top) =>
+          // The windows are moved to now first, so the totals are exact whatever the background job's lag.
+          top: Effect.flatMap(Effect.andThen(moveWindowsAt(now), repo.topLicenses(period, topLicensesCount)), (top) =>
             Effect.forEach(top, (t) =>
               Effect.map(licenseRepo.findById(t.licenseId), (license) =>
                 license === undefined ? undefined : { licenseKey: license.key, validations: t.validations }), { concurrency: "unbounded" }))
@@ -299,20 +311,23 @@ export class Analytics extends Context.Service<Analytics, {
         return out.slice(0, maxExpiring)
       })
 
-      return Analytics.of({ overview, validations, anomalies, detectOnce, expiring })
+      return Analytics.of({ overview, validations, anomalies, detectOnce, moveTopWindows, expiring })
     })
   )
 
   /**
    * Runs the anomaly rules in the background every `interval` (and once at start) for as long as the layer
    * lives, so a new anomaly is announced without anyone asking GET /analytics/anomalies; failures are logged.
-   * Several processes may run it on one store: the record of announced anomalies lets one of them announce each.
+   * Each round first moves the `top_licenses` windows (ageing the store's totals an hour at a time as hours pass).
+   * Several processes may run it on one store: the record of announced anomalies lets one of them announce each,
+   * and the store applies each move of a window once.
    */
   static readonly layerBackground = (interval: Duration.Input) =>
     Layer.effectDiscard(
       Effect.gen(function*() {
         const analytics = yield* Analytics
-        yield* analytics.detectOnce.pipe(
+        const moveWindows = analytics.moveTopWindows.pipe(Effect.catchCause(logRoundFailure("moving the top licenses' windows failed")))
+        yield* Effect.andThen(moveWindows, analytics.detectOnce).pipe(
           Effect.tap((n) => (n > 0 ? Effect.logInfo(`anomaly detection announced ${n} new anomaly(ies)`) : Effect.void)),
           Effect.catchCause(logRoundFailure("anomaly detection failed")),
           Effect.repeat(Schedule.spaced(interval)),

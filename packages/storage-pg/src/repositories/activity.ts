@@ -1,6 +1,7 @@
 /**
  * The domain's `ActivityLog` (the event log, for analytics) on `lm_activity`, written in batches; each
- * statement also adds the batch's hourly counters to `lm_activity_hourly` (the rollups the analytics read).
+ * statement also adds the batch's hourly counters to `lm_activity_hourly` (the rollups the analytics read) and
+ * its validations to the per-period top-license totals `lm_top_totals`.
  */
 import { Context, Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
@@ -73,17 +74,32 @@ export const layer = Layer.effect(
           FROM json_to_recordset(${JSON.stringify(batch.map((e) => ({ ...activityRow(e), at: new Date(e.at).toISOString() })))}::json)
             AS e(kind text, license_id bigint, license_key text, machine_id bigint, fingerprint text, ip_address text,
                  app_version text, result text, at timestamptz, product_id bigint)`
+      // The per-period top-license totals (migration 0012) get the validations of the hours inside each window:
+      // the windows are locked FOR SHARE until commit, so the mover (FOR UPDATE) never takes an hour out while
+      // a batch that added to it is in flight, and a batch never adds an hour the mover has already taken out.
       return sql`
-        WITH entries AS (${entries})
-        INSERT INTO lm_activity_hourly (scope, scope_id, hour, valid, invalid, refused, activations)
-        SELECT scope, scope_id, hour, valid, invalid, refused, activations
-        FROM json_to_recordset(${countsJson(batch)}::json)
-          AS c(scope text, scope_id bigint, hour timestamptz, valid bigint, invalid bigint, refused bigint, activations bigint)
-        ON CONFLICT (scope, scope_id, hour) DO UPDATE SET
-          valid = lm_activity_hourly.valid + EXCLUDED.valid,
-          invalid = lm_activity_hourly.invalid + EXCLUDED.invalid,
-          refused = lm_activity_hourly.refused + EXCLUDED.refused,
-          activations = lm_activity_hourly.activations + EXCLUDED.activations`
+        WITH entries AS (${entries}),
+        counts AS (
+          SELECT * FROM json_to_recordset(${countsJson(batch)}::json)
+            AS c(scope text, scope_id bigint, hour timestamptz, valid bigint, invalid bigint, refused bigint, activations bigint)
+        ),
+        hourly AS (
+          INSERT INTO lm_activity_hourly (scope, scope_id, hour, valid, invalid, refused, activations)
+          SELECT scope, scope_id, hour, valid, invalid, refused, activations FROM counts
+          ON CONFLICT (scope, scope_id, hour) DO UPDATE SET
+            valid = lm_activity_hourly.valid + EXCLUDED.valid,
+            invalid = lm_activity_hourly.invalid + EXCLUDED.invalid,
+            refused = lm_activity_hourly.refused + EXCLUDED.refused,
+            activations = lm_activity_hourly.activations + EXCLUDED.activations
+        ),
+        windows AS (SELECT period, window_start FROM lm_top_windows ORDER BY period FOR SHARE)
+        INSERT INTO lm_top_totals (period, license_id, validations)
+        SELECT w.period, c.scope_id, sum(c.valid + c.invalid)
+        FROM counts c JOIN windows w ON c.hour >= w.window_start
+        WHERE c.scope = 'license' AND c.scope_id <> ${Analytics.noLicense} AND c.valid + c.invalid > 0
+        GROUP BY w.period, c.scope_id
+        ORDER BY w.period, c.scope_id
+        ON CONFLICT (period, license_id) DO UPDATE SET validations = lm_top_totals.validations + EXCLUDED.validations`
     }
 
     return Ports.ActivityLog.of({

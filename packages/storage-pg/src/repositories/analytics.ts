@@ -1,6 +1,6 @@
 /**
  * The domain's `AnalyticsRepository`: sums of the hourly counters in `lm_activity_hourly` (written with the
- * event log, see `activity.ts`), distinct counts over the recent event log, seat and app-version counts over
+ * event log, see `activity.ts`), the per-period top-license totals in `lm_top_totals` (migration 0012), distinct counts over the recent event log, seat and app-version counts over
  * licenses and machines, and the announced anomalies in `lm_anomalies`. Only sums, filters and orders: every
  * threshold and window comes from the domain.
  */
@@ -12,7 +12,8 @@ import { date, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
 
 const HourRow = Schema.Struct({ hour: Timestamp, valid: Int8, invalid: Int8, refused: Int8, activations: Int8 })
 const hourRows = rowsOf(HourRow, "lm_activity_hourly")
-const topRows = rowsOf(Schema.Struct({ license_id: Int8, validations: Int8 }), "lm_activity_hourly")
+const topRows = rowsOf(Schema.Struct({ license_id: Int8, validations: Int8 }), "lm_top_totals")
+const windowRows = rowsOf(Schema.Struct({ period: Schema.String, window_start: Timestamp }), "lm_top_windows")
 const busyRows = rowsOf(Schema.Struct({ license_id: Int8, hour: Timestamp, count: Int8 }), "lm_activity_hourly")
 const distinctRows = rowsOf(Schema.Struct({ license_id: Int8, count: Int8 }), "lm_activity")
 const seatsRow = oneOf(Schema.Struct({ active_machines: Int8, total_seats: Int8 }), "lm_licenses")
@@ -27,6 +28,30 @@ export const layer = Layer.effect(
     const sql = yield* PgClient
     const noLicense = Analytics.noLicense
 
+    /** Moves the windows that differ from `windows` under the lock (see `moveTopWindows`). */
+    const move = (windows: ReadonlyArray<{ readonly period: string; readonly from: number }>) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const held = yield* sql`SELECT period, window_start FROM lm_top_windows ORDER BY period FOR UPDATE`.pipe(
+          Effect.flatMap(windowRows)
+        )
+        for (const w of windows) {
+          const current = held.find((h) => h.period === w.period)?.window_start
+          if (current === undefined || current === w.from) continue
+          // Forward: the hours [current, from) leave the window; back: the hours [from, current) enter it.
+          const [lo, hi, sign] = w.from > current ? [current, w.from, -1] : [w.from, current, 1]
+          yield* sql`
+            INSERT INTO lm_top_totals (period, license_id, validations)
+            SELECT ${w.period}, scope_id, ${sign} * sum(valid + invalid)
+            FROM lm_activity_hourly
+            WHERE scope = 'license' AND scope_id <> ${noLicense} AND hour >= ${date(lo)} AND hour < ${date(hi)}
+            GROUP BY scope_id HAVING sum(valid + invalid) > 0
+            ORDER BY scope_id
+            ON CONFLICT (period, license_id) DO UPDATE SET validations = lm_top_totals.validations + EXCLUDED.validations`
+          if (sign < 0) yield* sql`DELETE FROM lm_top_totals WHERE period = ${w.period} AND validations <= 0`
+          yield* sql`UPDATE lm_top_windows SET window_start = ${date(w.from)} WHERE period = ${w.period}`
+        }
+      }))
+
     return Ports.AnalyticsRepository.of({
       hourly: (q) =>
         sql`
@@ -36,17 +61,27 @@ export const layer = Layer.effect(
           WHERE scope = ${q.scope} ${q.scopeId === undefined ? sql`` : sql`AND scope_id = ${q.scopeId}`}
             AND hour >= ${date(q.from)} AND hour < ${date(q.to)}
           GROUP BY hour ORDER BY hour`.pipe(Effect.flatMap(hourRows), orUnavailable),
-      topLicenses: (from, to, limit) =>
+      // An index read of `lm_top_totals_rank`: the totals are kept by the event log's writer and `moveTopWindows`.
+      topLicenses: (period, limit) =>
         sql`
-          SELECT scope_id AS license_id, sum(valid + invalid)::int8 AS validations
-          FROM lm_activity_hourly
-          WHERE scope = 'license' AND scope_id <> ${noLicense} AND hour >= ${date(from)} AND hour < ${date(to)}
-          GROUP BY scope_id HAVING sum(valid + invalid) > 0
+          SELECT license_id, validations FROM lm_top_totals
+          WHERE period = ${period} AND validations > 0
           ORDER BY validations DESC, license_id LIMIT ${Math.max(0, limit)}`.pipe(
             Effect.flatMap(topRows),
             Effect.map((rows) => rows.map((r) => ({ licenseId: r.license_id, validations: r.validations }))),
             orUnavailable
           ),
+      // The windows are locked FOR UPDATE (the writer takes them FOR SHARE): a second mover waits, then finds
+      // them moved and does nothing; a batch in flight commits before the hours it added to are taken out. A
+      // first look without a lock skips all that when nothing is to move (most calls: a window moves hourly).
+      moveTopWindows: (windows) =>
+        Effect.gen(function*() {
+          const seen = yield* sql`SELECT period, window_start FROM lm_top_windows`.pipe(Effect.flatMap(windowRows))
+          return windows.some((w) => seen.some((h) => h.period === w.period && h.window_start !== w.from))
+        }).pipe(
+          Effect.flatMap((moving) => (moving ? move(windows) : Effect.void)),
+          orUnavailable
+        ),
       busyHours: (q) => {
         const count = q.counter === "refused" ? sql`refused` : sql`(valid + invalid)`
         return sql`

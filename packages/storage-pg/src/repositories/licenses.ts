@@ -114,7 +114,7 @@ export const layer = Layer.effect(
      * holding a seat (`holder`, see `countEach`) instead of probing the machines once per license.
      */
     const filterOf = (q: Ports.LicenseFilter, holderJoined = false) => {
-const where = [
+      const where = [
         q.states !== undefined ? sql`state IN ${sql.in(q.states)}` : undefined,
         q.productId !== undefined ? sql`product_id = ${q.productId}` : undefined,
         q.orderId !== undefined ? sql`order_id = ${q.orderId}` : undefined,
@@ -128,9 +128,11 @@ const where = [
             ? sql`(grace_ends_at IS NOT NULL AND grace_ends_at < ${date(q.expiredAt.at)})`
             : sql`(grace_ends_at IS NULL OR grace_ends_at >= ${date(q.expiredAt.at)})`
           : undefined,
-        q.hasSeatHolderAt !== undefined
-          ? sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(q.hasSeatHolderAt.at)}))`
-          : undefined
+        q.hasSeatHolderAt === undefined
+          ? undefined
+          : holderJoined
+          ? sql`holder.license_id IS ${sql.literal(q.hasSeatHolderAt.value ? "NOT NULL" : "NULL")}`
+          : sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(q.hasSeatHolderAt.at)}))`
       ].filter((c) => c !== undefined)
       return where.length === 0 ? sql`TRUE` : sql.and(where)
     }
