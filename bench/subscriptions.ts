@@ -7,15 +7,17 @@
  * three each of: `pending-cancel` whose period ended an hour ago (→ `cancelled`, its license ends), `active`
  * unpaid since 4 days (past the 3-day grace: → `on-hold`, its license suspended by the subscription), and `active`
  * whose `end_date` passed an hour ago (→ `expired`, its license ends); plus 1,000 plain licenses that the validate
- * load asks about. All in one process on one engine (`Engine.layer`, as `lm serve` builds it; the background job
+ * load asks about. All in one process on one engine (`Engine.layer`, as `lm serve` builds it; the background jobs
  * off so only the measured run moves): first a validate load alone for BENCH_SUBS_BASELINE seconds (in process:
- * `Licensing.validate`, BENCH_SUBS_CONCURRENCY fibers), then the same load while `Subscriptions.runDue` (what the
- * server's job runs) makes every move. Then SQL counts check that every subscription made exactly its move and
- * every bound license has the right state.
+ * `Licensing.validate`, BENCH_SUBS_CONCURRENCY fibers, each validation counted as a request started, as the HTTP
+ * server counts them for `RequestLoad`), then the same load for BENCH_SUBS_DURING seconds while
+ * `Subscriptions.runDue` (what the server's job runs) makes moves, yielding to the load; then the load stops and
+ * the job finishes alone (its moves/s unloaded); then the load alone again. Then SQL counts check that every
+ * subscription made exactly its move and every bound license has the right state.
  *
  * Run: `nice -n 10 node bench/subscriptions.ts` (after `npx tsc -b`). Settings: DATABASE_URL (PostgreSQL runs only
  * with it), BENCH_SUBS_STORES (postgres,pglite), BENCH_SUBS_COUNT (100000), BENCH_SUBS_BASELINE (10),
- * BENCH_SUBS_CONCURRENCY (8), BENCH_SUBS_RATE (validations offered a second, 2000).
+ * BENCH_SUBS_CONCURRENCY (8), BENCH_SUBS_RATE (validations offered a second, 2000), BENCH_SUBS_DURING (30).
  */
 import { Effect, Fiber, Layer, Ref } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -29,6 +31,9 @@ const count = envNumber("BENCH_SUBS_COUNT", 100_000)
 const baselineSeconds = envNumber("BENCH_SUBS_BASELINE", 10)
 const concurrency = envNumber("BENCH_SUBS_CONCURRENCY", 8)
 const offered = envNumber("BENCH_SUBS_RATE", 2_000)
+const duringSeconds = envNumber("BENCH_SUBS_DURING", 30)
+/** Validations started: the requests the engine's background jobs yield to (`requestsStarted`). */
+const requests = { started: 0 }
 const plain = 1_000
 
 const progress = (line: string) => process.stderr.write(`subscriptions: ${new Date().toISOString().slice(11, 19)} ${line}\n`)
@@ -98,6 +103,7 @@ const measure = (client: ClientLayer, n: number) => {
         let i = w
         while (true) {
           const start = performance.now()
+          requests.started++
           const answer = yield* licensing.validate({ licenseKey: keyOf(n + 1 + (i % plain)), ipAddress: null })
           latencies.push(performance.now() - start)
           if (answer.validation.code !== "valid") return yield* Effect.die(new Error(`validate: ${answer.validation.code}`))
@@ -106,7 +112,8 @@ const measure = (client: ClientLayer, n: number) => {
           yield* Effect.sleep(pause)
         }
       })
-    const load = yield* Effect.forkChild(Effect.all(Array.from({ length: concurrency }, (_, w) => worker(w)), { concurrency: "unbounded" }))
+    const startLoad = Effect.forkChild(Effect.all(Array.from({ length: concurrency }, (_, w) => worker(w)), { concurrency: "unbounded" }))
+    let load = yield* startLoad
     const rate = Effect.fnUntraced(function*(during: Effect.Effect<unknown, unknown>) {
       const before = yield* Ref.get(done)
       latencies.length = 0
@@ -123,19 +130,27 @@ const measure = (client: ClientLayer, n: number) => {
     // As the server's job: a run that fails (a store call over its 15 s bound) is logged and run again, until
     // nothing is due; the moves of the failed runs' committed batches are counted by SQL afterwards.
     let failedRuns = 0
-    const dueLeft = Effect.map(
-      sql.unsafe(`SELECT count(*)::int AS n FROM lm_subscriptions WHERE due_at IS NOT NULL AND due_at <= now()`) as unknown as Effect.Effect<ReadonlyArray<{ n: number }>>,
-      (rows) => Number(rows[0]!.n)
-    )
-    const untilDone = Effect.gen(function*() {
+    const countOf = (q: string) =>
+      Effect.map(sql.unsafe(q) as unknown as Effect.Effect<ReadonlyArray<{ n: number }>>, (rows) => Number(rows[0]!.n))
+    const dueLeft = countOf(`SELECT count(*)::int AS n FROM lm_subscriptions WHERE due_at IS NOT NULL AND due_at <= now()`)
+    const movedSoFar = countOf(`SELECT count(*)::int AS n FROM lm_subscriptions WHERE status IN ('cancelled', 'on-hold', 'expired')`)
+    const jobStart = performance.now()
+    const job = yield* Effect.forkChild(Effect.gen(function*() {
       while ((yield* dueLeft) > 0) {
         yield* subscriptions.runDue.pipe(Effect.catchCause(() => Effect.sync(() => void failedRuns++)))
       }
-      const moved = yield* sql.unsafe(`SELECT count(*)::int AS n FROM lm_subscriptions WHERE status IN ('cancelled', 'on-hold', 'expired')`)
-      return Number((moved as unknown as ReadonlyArray<{ n: number }>)[0]!.n)
-    })
-    const job = yield* rate(untilDone)
-    progress(`job: ${job.result} moves in ${job.seconds.toFixed(1)} s`)
+    }))
+    const during = yield* rate(Effect.sleep(`${duringSeconds} seconds`))
+    const movedDuring = yield* movedSoFar
+    progress(`validate during the job: ${during.perSecond.toFixed(0)}/s; ${movedDuring} moves in ${duringSeconds} s`)
+    yield* Fiber.interrupt(load)
+    const aloneStart = performance.now()
+    yield* Fiber.join(job)
+    const alone = { seconds: (performance.now() - aloneStart) / 1000, moves: (yield* movedSoFar) - movedDuring }
+    const total = { seconds: (performance.now() - jobStart) / 1000, moves: yield* movedSoFar }
+    progress(`job: ${total.moves} moves in ${total.seconds.toFixed(1)} s (${alone.moves} of them alone in ${alone.seconds.toFixed(1)} s)`)
+    load = yield* startLoad
+    yield* Effect.sleep("2 seconds")
     const after = yield* rate(Effect.sleep(`${baselineSeconds} seconds`))
     yield* Fiber.interrupt(load)
 
@@ -147,10 +162,16 @@ const measure = (client: ClientLayer, n: number) => {
        FROM lm_subscriptions s JOIN lm_licenses l ON l.id = s.license_id GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
     )
     const outbox = yield* rows(`SELECT count(*)::int AS n FROM lm_events`).pipe(Effect.orElseSucceed(() => [{ n: "?" }]))
-    return { seedSeconds, baseline, job, after, subs, lics, outbox: outbox[0]?.n, failedRuns }
+    return { seedSeconds, baseline, during, movedDuring, alone, total, after, subs, lics, outbox: outbox[0]?.n, failedRuns }
   }).pipe(
     Effect.provide(Layer.merge(
-      Engine.layer(store, { sweepIntervalSeconds: 0, eventRetentionDays: 0, subscriptionJobIntervalSeconds: 0 }),
+      Engine.layer(store, {
+        sweepIntervalSeconds: 0,
+        eventRetentionDays: 0,
+        subscriptionJobIntervalSeconds: 0,
+        anomalyIntervalSeconds: 0,
+        requestsStarted: () => requests.started
+      }),
       store
     )),
     Effect.scoped
@@ -166,15 +187,17 @@ const report = (store: string, n: number, r: Awaited<ReturnType<typeof run>>) =>
   console.log(`\n### ${store}: ${n.toLocaleString("en")} subscriptions due at once`)
   console.log(`seeded in ${r.seedSeconds.toFixed(0)} s\n`)
   console.log(`| measure | value |\n|---|---|`)
-  console.log(`| period-end job: moves | ${r.job.result} |`)
-  console.log(`| period-end job: time | ${r.job.seconds.toFixed(1)} s |`)
-  console.log(`| period-end job: moves/s | ${(Number(r.job.result) / r.job.seconds).toFixed(0)} |`)
+  console.log(`| period-end job: moves | ${r.total.moves} |`)
+  console.log(`| period-end job: time | ${r.total.seconds.toFixed(1)} s |`)
+  console.log(`| moves during the ${duringSeconds} s under load (yielding to it) | ${r.movedDuring} (${(r.movedDuring / duringSeconds).toFixed(0)}/s) |`)
+  console.log(`| moves after the load stopped | ${r.alone.moves} in ${r.alone.seconds.toFixed(1)} s (${(r.alone.moves / r.alone.seconds).toFixed(0)}/s) |`)
   console.log(`| period-end job: runs that failed and were run again | ${r.failedRuns} |`)
   const line = (what: string, x: typeof r.baseline) =>
     console.log(`| validate ${what} (offered ${offered}/s) | ${x.perSecond.toFixed(0)}/s, p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms |`)
   line(`alone, ${baselineSeconds} s before the job`, r.baseline)
-  line("during the job", r.job)
+  line(`during the job (${duringSeconds} s)`, r.during)
   line(`alone, ${baselineSeconds} s after the job`, r.after)
+  console.log(`| validate during / before | ${(r.during.perSecond / r.baseline.perSecond).toFixed(2)} × |`)
   console.log(`\nsubscriptions by kind (id % 3) and status: ${json(r.subs)}`)
   console.log(`bound licenses by kind, state, suspended_by, ended: ${json(r.lics)}`)
   console.log(`event rows (outbox): ${r.outbox}`)
@@ -182,9 +205,9 @@ const report = (store: string, n: number, r: Awaited<ReturnType<typeof run>>) =>
   const wrongLicenses = r.lics.filter((row) =>
     String(row.kind) === "1" ? !(row.state === "suspended" && row.by === "subscription") : !(row.state === "issued" && row.ended === true)
   )
-  console.log(wrong.length === 0 && wrongLicenses.length === 0 && Number(r.job.result) === n
+  console.log(wrong.length === 0 && wrongLicenses.length === 0 && r.total.moves === n
     ? "check: every subscription made exactly its move and every bound license has the right state"
-    : `check FAILED: ${json({ wrong, wrongLicenses, moves: r.job.result })}`)
+    : `check FAILED: ${json({ wrong, wrongLicenses, moves: r.total.moves })}`)
 }
 
 const run = (client: ClientLayer, n: number) => Effect.runPromise(measure(client, n))
