@@ -17,6 +17,8 @@
  *   transaction commits, so ids follow commit order.
  * - The event log holds only the newest `activityWindow` entries (default 100,000): older ones are dropped as
  *   new ones commit, so a long-running process keeps a bounded log (`ActivityLog.count` counts what is held).
+ *   Likewise the webhook delivery log holds the newest `deliveryWindow` finished deliveries (default 100,000);
+ *   pending ones are never dropped.
  * - Violations of constraints that the ports cannot report as typed errors (a duplicate machine
  *   fingerprint, API key hash or signing key id, an update of a missing row, a deadlock) are defects.
  */
@@ -84,15 +86,21 @@ const notInTransaction = (operation: string) =>
 export interface Options {
   /** Newest event-log entries held (default {@link defaultActivityWindow}, at least 1,000). */
   readonly activityWindow?: number | undefined
+  /** Newest finished (delivered or failed) webhook deliveries held (default {@link defaultDeliveryWindow}, at least 1,000). */
+  readonly deliveryWindow?: number | undefined
 }
 
 /** The event-log window when none is given: some tens of MB. */
 export const defaultActivityWindow = 100_000
 
+/** The finished-delivery window when none is given: the delivery log of a long-running process stays bounded. */
+export const defaultDeliveryWindow = 100_000
+
 /** Builds a fresh, empty store and its ports. */
 export const make = (options: Options = {}): Context.Context<Services> => {
   const db = new Database()
   const activityWindow = Math.max(1_000, options.activityWindow ?? defaultActivityWindow)
+  const deliveryWindow = Math.max(1_000, options.deliveryWindow ?? defaultDeliveryWindow)
 
   const licenses = db.table<Model.License>({
     name: "license",
@@ -614,6 +622,30 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       )
   })
 
+  /**
+   * Ids of deliveries in the order they finished, oldest first from `finishedHead`: past `deliveryWindow` the
+   * oldest are erased (the delivery log keeps the newest; a pending one, redelivered meanwhile, is kept, as is a
+   * row another transaction holds).
+   */
+  let finishedDeliveries: Array<number> = []
+  let finishedHead = 0
+  const forgetFinishedDeliveries = (tx: Tx) => {
+    let head = finishedHead
+    while (finishedDeliveries.length - head > deliveryWindow) {
+      const id = finishedDeliveries[head++]!
+      const row = deliveries.get(db.overlayOf(tx, deliveries), id)
+      if (row !== undefined && row.status !== "pending" && db.tryLock(tx, lockName(deliveries, id))) db.erase(tx, deliveries, id)
+    }
+    // Moved on when the erasures commit: after a rollback the same ones are tried again.
+    tx.onCommit.push(() => {
+      finishedHead = Math.max(finishedHead, head)
+      if (finishedHead > 1_024 && finishedHead * 2 > finishedDeliveries.length) {
+        finishedDeliveries = finishedDeliveries.slice(finishedHead)
+        finishedHead = 0
+      }
+    })
+  }
+
   const deliveryQueue = Ports.WebhookDeliveryQueue.of({
     claimUndispatched: (limit) =>
       Effect.withFiber((fiber) => {
@@ -663,9 +695,15 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       ),
     recordAttempts: (attempted) =>
       db.inTransaction((tx) =>
-        Effect.forEach(attempted, (delivery) =>
-          Effect.flatMap(lockRow(tx, deliveries, delivery.id), (current) =>
-            current === undefined ? Effect.void : Effect.asVoid(replace(tx, deliveries, delivery))), { discard: true })
+        Effect.gen(function*() {
+          for (const delivery of attempted) {
+            const current = yield* lockRow(tx, deliveries, delivery.id)
+            if (current !== undefined) yield* replace(tx, deliveries, delivery)
+          }
+          // Listed at once (after a rollback an entry's row is still pending, and is passed over when trimmed).
+          for (const d of attempted) if (d.status !== "pending") finishedDeliveries.push(d.id)
+          forgetFinishedDeliveries(tx)
+        })
       ),
     findById: (webhookId, id) =>
       read((tx) => {

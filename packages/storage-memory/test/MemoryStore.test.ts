@@ -293,4 +293,68 @@ describe("MemoryStore", () => {
       assert.strictEqual(yield* log.count({}), 1_000)
       assert.strictEqual(yield* log.prune(2_300, 10_000), 100, "the 200 oldest left the window: 2,200 on are held")
     }).pipe(Effect.provide(MemoryStore.layerWith({ activityWindow: 1_000 }))))
+
+  it.effect("the delivery log holds the newest deliveryWindow finished deliveries; pending ones are never dropped", () =>
+    Effect.gen(function*() {
+      const repo = yield* Ports.WebhookRepository
+      const queue = yield* Ports.WebhookDeliveryQueue
+      const store = yield* Ports.Store
+      const outbox = yield* Ports.EventOutbox
+      const hook = yield* repo.insert({
+        name: "hook",
+        url: "https://hooks.example.com/lm",
+        events: ["*"],
+        status: "active",
+        sealedSecret: "lm-sealed:v1:00000000:c2VhbGVk",
+        failingSince: null,
+        createdAt: 0,
+        updatedAt: 0
+      })
+      yield* outbox.append(Array.from({ length: 1_600 }, (_, i) => ({
+        type: "license.created" as const,
+        occurredAt: 0,
+        licenseId: null,
+        machineId: null,
+        data: { n: i }
+      })))
+      yield* store.transaction(Effect.gen(function*() {
+        const events = yield* queue.claimUndispatched(2_000)
+        yield* queue.dispatch(events.map((e) => e.id), events.map((e) => ({
+          webhookId: hook.id,
+          eventId: e.id,
+          type: e.type,
+          status: "pending" as const,
+          attempts: 0,
+          responseStatus: null,
+          responseExcerpt: null,
+          lastAttemptAt: null,
+          nextAttemptAt: 0,
+          lockedUntil: null,
+          createdAt: 0
+        })))
+      }))
+      const held = (page = 1) => queue.list(hook.id, { page, perPage: 2_000 }).pipe(Effect.map((p) => p.items))
+      const all = yield* held()
+      assert.strictEqual(all.length, 1_600)
+      // The oldest 1,500 are attempted in batches of 100 (delivered, or failed for good); the newest 100 stay pending.
+      const oldest = [...all].sort((a, b) => a.id - b.id).slice(0, 1_500)
+      for (let i = 0; i < 1_500; i += 100) {
+        yield* queue.recordAttempts(oldest.slice(i, i + 100).map((d, j) => ({
+          ...d,
+          status: j % 10 === 0 ? "failed" as const : "delivered" as const,
+          attempts: 1,
+          lastAttemptAt: 1,
+          nextAttemptAt: null
+        })))
+      }
+      const kept = yield* held()
+      assert.strictEqual(kept.filter((d) => d.status !== "pending").length, 1_000, "the window of finished ones")
+      assert.strictEqual(kept.filter((d) => d.status === "pending").length, 100, "pending ones are never dropped")
+      // The finished ones held are the newest: the first 500 to finish are gone.
+      assert.deepStrictEqual(
+        kept.filter((d) => d.status !== "pending").map((d) => d.id).sort((a, b) => a - b),
+        oldest.slice(500).map((d) => d.id)
+      )
+      assert.isUndefined(yield* queue.findById(hook.id, oldest[0]!.id))
+    }).pipe(Effect.provide(MemoryStore.layerWith({ deliveryWindow: 1_000 }))))
 })
