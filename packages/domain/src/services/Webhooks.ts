@@ -252,8 +252,9 @@ export class Webhooks extends Context.Service<Webhooks, {
       type Found = { readonly webhook: Webhook; readonly key: KeyObject | SealedSecretUnreadable } | undefined
 
       /**
-       * The webhooks of a batch of deliveries with their secrets opened (and made signing keys) once: the active ones in one read (claims
-       * only take deliveries of active webhooks), any other one by id (it changed since the claim).
+       * The webhooks of a batch of deliveries with their secrets opened (and made signing keys) once: the active
+       * ones in one read (claims only take deliveries of active webhooks), any other one by id (it changed since
+       * the claim).
        */
       const webhooksOf = (deliveries: ReadonlyArray<WebhookDelivery>) =>
         Effect.gen(function*() {
