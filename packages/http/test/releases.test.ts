@@ -3,7 +3,8 @@
  * streamed to the artifact store (bytes and SHA-256 round-trip exactly), 409 for a taken version, JSON releases
  * with `artifact_url`, the list newest semver first, the update check and its signed `download_url`, the download
  * (ranges, ETag, If-None-Match, If-Range, HEAD, 302 for an external artifact, tampered and expired tokens, a
- * license revoked after the check), and uploads over the limit or aborted midway leaving nothing behind; on
+ * license revoked or moved to another product after the check), a license without a product offered nothing
+ * (403 `product_mismatch`), and uploads over the limit or aborted midway leaving nothing behind; on
  * PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver). An upload that
  * trickles for longer than the body timeout is taken while it never stalls for the idle timeout; one that stalls
  * gets 408 and leaves nothing. `download_url` follows the Host the client reached (X-Forwarded-Proto and -Host only
@@ -161,6 +162,27 @@ for (const store of stores) {
       expect([wrongProduct.status, wrongProduct.body.code]).toEqual([403, "product_mismatch"])
       const upToDate = await app.call("GET", `/updates/check?license_key=${other.key}&version=2.0.0`, { auth: null })
       expect(upToDate.body.data).toMatchObject({ update_available: false, latest_version: null, release: null, download_url: null, token_expires_at: null })
+    })
+
+    it("a license without a product is offered nothing; a download token stops working once its license moves to another product", async () => {
+      const created = await app.call("POST", "/releases", { body: { product_id: 17, version: "2.0.0", artifact_url: "https://cdn.example.com/app-17.zip" } })
+      expect(created.status).toBe(201)
+      const productless = await admin(app).createLicense({})
+      for (const product of ["", "&product_id=17"]) {
+        const check = await app.call("GET", `/updates/check?license_key=${productless.key}&version=1.0.0${product}`, { auth: null })
+        expect([check.status, check.body.code], product).toEqual([403, "product_mismatch"])
+      }
+      const license = await admin(app).createLicense({ product_id: 17 })
+      const check = await app.call("GET", `/updates/check?license_key=${license.key}&version=1.0.0`, { auth: null })
+      expect(check.body.data).toMatchObject({ update_available: true, release: { id: created.body.data.id } })
+      const url: string = check.body.data.download_url
+      expect((await get(url)).status).toBe(302)
+      await admin(app).update(license.key, { product_id: 18 })
+      const moved = await get(url)
+      expect([moved.status, (await json(moved)).code]).toEqual([403, "product_mismatch"])
+      await admin(app).update(license.key, { product_id: null })
+      const none = await get(url)
+      expect([none.status, (await json(none)).code]).toEqual([403, "product_mismatch"])
     })
 
     it("lists releases newest semver first, filtered by product and channel", async () => {
