@@ -18,7 +18,9 @@
  * - The event log holds only the newest `activityWindow` entries (default 100,000): older ones are dropped as
  *   new ones commit, so a long-running process keeps a bounded log (`ActivityLog.count` counts what is held).
  *   Likewise the webhook delivery log holds the newest `deliveryWindow` finished deliveries (default 100,000);
- *   pending ones are never dropped.
+ *   pending ones are never dropped. And the outbox holds the newest `outboxWindow` events (default 100,000), and
+ *   past them only the events a webhook still needs: not yet fanned out, or named by a delivery the log holds
+ *   (one pending, or finished and redeliverable). `EventOutbox.readAfter` and `findById` see what is held.
  * - Violations of constraints that the ports cannot report as typed errors (a duplicate machine
  *   fingerprint, API key hash or signing key id, an update of a missing row, a deadlock) are defects.
  */
@@ -88,6 +90,8 @@ export interface Options {
   readonly activityWindow?: number | undefined
   /** Newest finished (delivered or failed) webhook deliveries held (default {@link defaultDeliveryWindow}, at least 1,000). */
   readonly deliveryWindow?: number | undefined
+  /** Newest outbox events held whether or not a webhook needs them (default {@link defaultOutboxWindow}, at least 1,000). */
+  readonly outboxWindow?: number | undefined
 }
 
 /** The event-log window when none is given: some tens of MB. */
@@ -96,11 +100,15 @@ export const defaultActivityWindow = 100_000
 /** The finished-delivery window when none is given: the delivery log of a long-running process stays bounded. */
 export const defaultDeliveryWindow = 100_000
 
+/** The outbox window when none is given: the outbox of a long-running process stays bounded. */
+export const defaultOutboxWindow = 100_000
+
 /** Builds a fresh, empty store and its ports. */
 export const make = (options: Options = {}): Context.Context<Services> => {
   const db = new Database()
   const activityWindow = Math.max(1_000, options.activityWindow ?? defaultActivityWindow)
   const deliveryWindow = Math.max(1_000, options.deliveryWindow ?? defaultDeliveryWindow)
+  const outboxWindow = Math.max(1_000, options.outboxWindow ?? defaultOutboxWindow)
 
   const licenses = db.table<Model.License>({
     name: "license",
@@ -147,7 +155,15 @@ export const make = (options: Options = {}): Context.Context<Services> => {
   })
   let componentSeq = 0
 
-  const committedEvents: Array<StoredEvent> = []
+  /**
+   * The outbox's newest `outboxWindow` committed events: `recentEvents[i]` is event `eventsBefore + i + 1`, and the
+   * slots before `recentHead` have left the window (emptied, and sliced off now and then).
+   */
+  let recentEvents: Array<StoredEvent | undefined> = []
+  let recentHead = 0
+  let eventsBefore = 0
+  /** Events that left the window while a webhook still needed them, in id order. */
+  const keptEvents = new Map<number, StoredEvent>()
   /** Ids of committed events no webhook dispatcher has handled yet, in commit order. */
   const undispatched = new Set<number>()
   let revocationSeq = 0
@@ -219,6 +235,47 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     else activityByLicense.delete(entry.licenseId)
   }
 
+  /** The id the last committed outbox event got. */
+  const lastEventId = () => eventsBefore + recentEvents.length
+
+  /** A committed outbox event the store holds (in the window, or kept past it). */
+  const eventOf = (id: number): StoredEvent | undefined => {
+    if (!Number.isInteger(id) || id < 1) return undefined
+    const at = id - eventsBefore - 1
+    return at >= recentHead ? recentEvents[at] : keptEvents.get(id)
+  }
+
+  /**
+   * Whether a webhook still needs an event: it is not fanned out yet, or a committed delivery names it (pending,
+   * or finished and redeliverable while the delivery log holds it).
+   */
+  const neededByWebhooks = (id: number): boolean => {
+    if (undispatched.has(id)) return true
+    for (const webhook of webhooks.all(undefined)) {
+      if (deliveries.findUnique(undefined, "event", `${webhook.id}\u0000${id}`) !== undefined) return true
+    }
+    return false
+  }
+
+  /** Events past `outboxWindow` leave the window: dropped, unless a webhook still needs them. */
+  const trimOutbox = () => {
+    while (recentEvents.length - recentHead > outboxWindow) {
+      const event = recentEvents[recentHead]!
+      recentEvents[recentHead++] = undefined
+      if (neededByWebhooks(event.id)) keptEvents.set(event.id, event)
+    }
+    if (recentHead > 1_024 && recentHead * 2 > recentEvents.length) {
+      recentEvents = recentEvents.slice(recentHead)
+      eventsBefore += recentHead
+      recentHead = 0
+    }
+  }
+
+  /** Drops an event kept past the window once no webhook needs it (after its fan-out, or its deliveries left the log). */
+  const releaseEvent = (id: number) => {
+    if (keptEvents.has(id) && !neededByWebhooks(id)) keptEvents.delete(id)
+  }
+
   const pending = (tx: Tx): Pending => {
     let p = pendingOf.get(tx)
     if (p === undefined) {
@@ -226,11 +283,12 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       pendingOf.set(tx, created)
       tx.onCommit.push(() => {
         for (const event of created.events) {
-          const id = committedEvents.length + 1
+          const id = lastEventId() + 1
           // The event is frozen already (`append`): only the row around it is new.
-          committedEvents.push(Object.freeze({ id, ...event }))
+          recentEvents.push(Object.freeze({ id, ...event }))
           undispatched.add(id)
         }
+        if (created.events.length > 0) trimOutbox()
         revocationSeq += created.revocationBumps
         for (const entry of created.activity) {
           activity.push(entry)
@@ -576,21 +634,36 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       ),
     readAfter: (afterId, limit) =>
       read((tx) => {
-        const from = Math.max(0, Math.floor(afterId))
-        const out: Array<StoredEvent> = committedEvents.slice(from, from + Math.max(0, limit))
+        const from = Math.max(0, Math.floor(afterId) || 0)
+        const max = Math.max(0, limit) || 0
+        const out: Array<StoredEvent> = []
+        // The ones kept past the window, then the window (every id in it is held).
+        const beforeWindow = eventsBefore + recentHead
+        if (from < beforeWindow) {
+          for (const [id, event] of keptEvents) {
+            if (out.length >= max) break
+            if (id > from) out.push(event)
+          }
+        }
+        for (let id = Math.max(from, beforeWindow) + 1; id <= lastEventId() && out.length < max; id++) out.push(eventOf(id)!)
         const own = tx === undefined ? undefined : pendingOf.get(tx)
         if (own !== undefined) {
           // The transaction's own events, with the ids they would get if it committed now.
           own.events.forEach((event, i) => {
-            const id = committedEvents.length + 1 + i
-            if (id > afterId && out.length < limit) out.push({ id, ...event })
+            const id = lastEventId() + 1 + i
+            if (id > afterId && out.length < max) out.push({ id, ...event })
           })
         }
         return out
       }),
-    findById: (id) => Effect.sync(() => (Number.isInteger(id) && id >= 1 ? committedEvents[id - 1] : undefined)),
+    findById: (id) => Effect.sync(() => eventOf(id)),
     findByIds: (ids) =>
-      Effect.sync(() => ids.flatMap((id) => (Number.isInteger(id) && id >= 1 && committedEvents[id - 1] !== undefined ? [committedEvents[id - 1]!] : []))),
+      Effect.sync(() =>
+        ids.flatMap((id) => {
+          const event = eventOf(id)
+          return event === undefined ? [] : [event]
+        })
+      ),
     revocationSeq: read((tx) => revocationSeq + (tx === undefined ? 0 : pendingOf.get(tx)?.revocationBumps ?? 0))
   })
 
@@ -614,9 +687,14 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       db.inTransaction((tx) =>
         Effect.gen(function*() {
           if (!(yield* eraseRow(tx, webhooks, id))) return false
+          const erasedEvents: Array<number> = []
           for (const delivery of [...deliveries.inGroup(db.overlayOf(tx, deliveries), "webhook", id)]) {
             yield* eraseRow(tx, deliveries, delivery.id)
+            erasedEvents.push(delivery.eventId)
           }
+          tx.onCommit.push(() => {
+            for (const eventId of erasedEvents) releaseEvent(eventId)
+          })
           return true
         })
       )
@@ -631,13 +709,18 @@ export const make = (options: Options = {}): Context.Context<Services> => {
   let finishedHead = 0
   const forgetFinishedDeliveries = (tx: Tx) => {
     let head = finishedHead
+    const erasedEvents: Array<number> = []
     while (finishedDeliveries.length - head > deliveryWindow) {
       const id = finishedDeliveries[head++]!
       const row = deliveries.get(db.overlayOf(tx, deliveries), id)
-      if (row !== undefined && row.status !== "pending" && db.tryLock(tx, lockName(deliveries, id))) db.erase(tx, deliveries, id)
+      if (row !== undefined && row.status !== "pending" && db.tryLock(tx, lockName(deliveries, id))) {
+        db.erase(tx, deliveries, id)
+        erasedEvents.push(row.eventId)
+      }
     }
     // Moved on when the erasures commit: after a rollback the same ones are tried again.
     tx.onCommit.push(() => {
+      for (const id of erasedEvents) releaseEvent(id)
       finishedHead = Math.max(finishedHead, head)
       if (finishedHead > 1_024 && finishedHead * 2 > finishedDeliveries.length) {
         finishedDeliveries = finishedDeliveries.slice(finishedHead)
@@ -654,7 +737,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
         const claimed: Array<StoredEvent> = []
         for (const id of undispatched) {
           if (claimed.length >= limit) break
-          if (db.tryLock(tx, `event:${id}`)) claimed.push(committedEvents[id - 1]!)
+          if (db.tryLock(tx, `event:${id}`)) claimed.push(eventOf(id)!)
         }
         return Effect.succeed(claimed)
       }),
@@ -664,7 +747,10 @@ export const make = (options: Options = {}): Context.Context<Services> => {
           const rows = drafts.map((draft) => frozen<Model.WebhookDelivery>({ ...draft, id: deliveries.nextId() }))
           yield* insertRows(tx, deliveries, rows)
           tx.onCommit.push(() => {
-            for (const id of eventIds) undispatched.delete(id)
+            for (const id of eventIds) {
+              undispatched.delete(id)
+              releaseEvent(id)
+            }
           })
         })
       ),
