@@ -82,17 +82,21 @@ export const downloadUpdate = async <A>(update: AvailableUpdate, target: Downloa
   }
   if (!response.ok || response.body === null) throw await failedAnswer(response)
   let size = 0
+  const reader = response.body.getReader()
   try {
-    const reader = response.body.getReader()
     for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      size += value.length
-      await target.write(value)
+      const chunk = await reader.read().catch((cause: unknown) => {
+        throw new LmError("network_error", 0, `the download broke off: ${String(cause)}`)
+      })
+      if (chunk.done) break
+      size += chunk.value.length
+      await target.write(chunk.value)
     }
   } catch (cause) {
+    // A broken connection or a target that cannot write (a full disk): nothing is kept.
+    await reader.cancel().catch(() => undefined)
     await target.discard()
-    throw cause instanceof LmError ? cause : new LmError("network_error", 0, `the download broke off: ${String(cause)}`)
+    throw cause
   }
   const sha256 = await target.sha256()
   if (sha256 !== release.sha256 || (release.size !== null && size !== release.size)) {
