@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
-const src = (pkg: string, file = "index.ts") => fileURLToPath(new URL(`./packages/${pkg}/src/${file}`, import.meta.url))
+const src = (pkg: string, file = "index.ts") => fileURLToPath(new URL(`./${pkg.includes("/") ? pkg : `packages/${pkg}`}/src/${file}`, import.meta.url))
 
 export default defineConfig({
   resolve: {
@@ -12,14 +12,16 @@ export default defineConfig({
       { find: /^@lm\/domain$/, replacement: src("domain") },
       { find: /^@lm\/storage-memory$/, replacement: src("storage-memory") },
       { find: /^@lm\/storage-pg$/, replacement: src("storage-pg") },
-      { find: /^@lm\/http\/api$/, replacement: src("http", "api/index.ts") },
+      { find: /^@lm\/api\/wire$/, replacement: src("api", "wire/Wire.ts") },
+      { find: /^@lm\/api$/, replacement: src("api") },
       { find: /^@lm\/http$/, replacement: src("http") },
       { find: /^@lm\/client\/node$/, replacement: src("client", "node/index.ts") },
-      { find: /^@lm\/client$/, replacement: src("client") }
+      { find: /^@lm\/client$/, replacement: src("client") },
+      { find: /^@lm\/server$/, replacement: src("apps/server") }
     ]
   },
   test: {
-    include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts", "apps/*/test/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000
   }

@@ -38,7 +38,7 @@ import { promisify } from "node:util"
 import { Effect, Layer, Redacted } from "effect"
 import { Engine, Licenses, Licensing, RateLimit, RateLimiter } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { layerRedisRateLimits } from "../packages/http/src/server/RedisRateLimits.ts"
+import { layerRedisRateLimits } from "../apps/server/src/RedisRateLimits.ts"
 import type { LoadTarget } from "./load.ts"
 import { fixed, markdownTable, median, percentile } from "./stats.ts"
 import {

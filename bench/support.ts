@@ -20,7 +20,7 @@ import type { LoadEvent, LoadSpec } from "./load.ts"
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
 
 /** The bundled server's command line (built by `tsc -b`). */
-export const lmBin = path.join(repoRoot, "packages/http/dist/bin/lm.js")
+export const lmBin = path.join(repoRoot, "apps/server/dist/bin/lm.js")
 
 /** A number from the environment, or `fallback` when unset or empty. */
 export const envNumber = (name: string, fallback: number): number => {

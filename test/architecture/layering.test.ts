@@ -36,7 +36,7 @@ const offending = (dir: string, allowed: (specifier: string) => boolean) =>
 describe("layering", () => {
   it("finds the imports it checks (the scanner works)", () => {
     expect(importsOf(join(root, "packages/domain/src/services/Licensing.ts"))).toContain("effect")
-    expect(importsOf(join(root, "packages/http/src/server/App.ts"))).toContain("@lm/storage-pg")
+    expect(importsOf(join(root, "apps/server/src/App.ts"))).toContain("@lm/storage-pg")
   })
 
   it("the domain imports only effect, @noble/ed25519, node:crypto, node:net and semver", () => {
@@ -57,7 +57,7 @@ describe("layering", () => {
   it("the client's main entry reaches no node: module, through the API definition and the domain alike", () => {
     const entries: Record<string, string> = {
       "@lm/client": "packages/client/src/index.ts",
-      "@lm/http/api": "packages/http/src/api/index.ts",
+      "@lm/api": "packages/api/src/index.ts",
       "@lm/domain/core": "packages/domain/src/core.ts",
       "@lm/domain/verify": "packages/domain/src/verify/index.ts"
     }
@@ -76,7 +76,7 @@ describe("layering", () => {
       }
     }
     visit(join(root, entries["@lm/client"]!))
-    expect(seen).toContain(join(root, "packages/http/src/api/Api.ts"))
+    expect(seen).toContain(join(root, "packages/api/src/Api.ts"))
     expect(reached).toEqual([])
   })
 })

@@ -24,7 +24,7 @@ const literalsArguments = (file: string): Array<string> =>
 describe("literal lists", () => {
   it("finds the Literals calls it checks (the scanner works)", () => {
     expect(literalsArguments(join(root, "packages/domain/src/model.ts"))).toContain("overageStrategies")
-    expect(literalsArguments(join(root, "packages/http/src/api/Client.ts"))).toContain("Validation.validationCodes")
+    expect(literalsArguments(join(root, "packages/api/src/groups/Client.ts"))).toContain("Validation.validationCodes")
   })
 
   it("every Literals call takes a named list, never an inline array", () => {

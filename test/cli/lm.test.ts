@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 
 const root = join(import.meta.dirname, "..", "..")
-const bin = join(root, "packages/http/dist/bin/lm.js")
+const bin = join(root, "apps/server/dist/bin/lm.js")
 const dataDir = mkdtempSync(join(tmpdir(), "lm-cli-"))
 const env: NodeJS.ProcessEnv = { ...process.env, LM_DATA_DIR: dataDir, DATABASE_URL: "", LM_STORAGE: "", LM_SIGNING_KEY: "" }
 delete env.LM_BOOTSTRAP_CONSUMER_KEY

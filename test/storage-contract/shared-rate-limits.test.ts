@@ -8,7 +8,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { Ports } from "@lm/domain"
 import { SharedRateLimits } from "@lm/storage-memory"
 import { layerOnClient, layerSharedRateLimits, PgliteTemplate } from "@lm/storage-pg"
-import { layerRedisRateLimits } from "../../packages/http/src/server/RedisRateLimits.js"
+import { layerRedisRateLimits } from "@lm/server"
 import { T0 } from "./fixtures.js"
 import { freshPostgresStore } from "./pg-support.js"
 

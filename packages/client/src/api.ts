@@ -1,14 +1,14 @@
 /**
  * The typed client of every lm/v1 route, for Effect users: derived by `HttpApiClient` from the one API
- * definition (`@lm/http/api`), so a route or schema change on the server is a type error here. Fetch only.
+ * definition (`@lm/api`), so a route or schema change on the server is a type error here. Fetch only.
  * The one file of the client that imports the API definition: the rest takes its types from here.
  */
 import { Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
-import { Api } from "@lm/http/api"
+import { Api } from "@lm/api"
 
-export type { ActivatedMachine, CrlResponse, DeactivateResponse, HeartbeatResponse, PublicKeyResponse, ValidateResponse } from "@lm/http/api"
+export type { ActivatedMachine, CrlResponse, DeactivateResponse, HeartbeatResponse, PublicKeyResponse, ValidateResponse } from "@lm/api"
 
 /** Where the server is and who calls it. */
 export interface ConnectionOptions {

@@ -1,15 +1,18 @@
 /**
- * @lm/http: the lm/v1 HTTP adapter. `api/` holds the HttpApi definition (shared with clients), `domain/` the
- * wire schemas and errors, `server/` the middlewares, handlers and the Node server.
+ * @lm/http: the lm/v1 HTTP adapter on the engine. `handlers/` implements the groups of the API definition
+ * (`@lm/api`), `server/` the middlewares, the guards and the two request transports (the Effect HTTP stack and
+ * the fast path) on Node's HTTP server.
  */
-export * as ApiErrors from "./domain/ApiErrors.js"
-export { NoMeta, ok, type Ok, Success } from "./domain/Envelope.js"
-export * as InvalidParams from "./domain/InvalidParams.js"
-
-export { Api, apiPath, parseOptions, strictPayloadOptions } from "./api/Api.js"
-export { ApiKeyScope, type AuthenticatedKey, Authentication, CurrentApiKey } from "./api/Authentication.js"
-export { ErrorEnvelope } from "./api/ErrorEnvelope.js"
-export { Health, SystemGroup } from "./api/System.js"
+export { AnalyticsHandlers } from "./handlers/Analytics.js"
+export { ApiKeysHandlers } from "./handlers/ApiKeys.js"
+export { ClientHandlers } from "./handlers/Client.js"
+export { GeneratorsHandlers } from "./handlers/Generators.js"
+export { LicensesHandlers } from "./handlers/Licenses.js"
+export { MachinesHandlers } from "./handlers/Machines.js"
+export { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
+export { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
+export { StorageHealth, SystemHandlers } from "./handlers/System.js"
+export { WebhooksHandlers } from "./handlers/Webhooks.js"
 
 export {
   ApiKeyAuthenticator,
@@ -32,9 +35,11 @@ export {
   layerClientGuards
 } from "./server/ClientPipeline.js"
 export { ErrorEnvelopeLive } from "./server/ErrorEnvelope.js"
+export { FastPath, type FastPathService } from "./server/FastPath.js"
 export { type GuardedRequest, ipAllowListGuard, type RestRequestGuard, RestRequestValid, runGuards } from "./server/Guards.js"
-export { layerMiddlewares, layerRoutes, layerServer, openApiDocument } from "./server/Http.js"
-export { runServer } from "./server/Main.js"
+export { layerMiddlewares, layerRoutes, layerServer, openApiDocument, type RequestCounter } from "./server/Http.js"
+export { layerClientRateLimit, rateLimitsFromEnv, redisUrlFromEnv } from "./server/RateLimits.js"
+export { ReleaseRoutes } from "./server/ReleaseRoutes.js"
 export { defaultRetryAfterSeconds, envelope, errorResponse, wwwAuthenticate } from "./server/Responses.js"
 export {
   currentRequestId,
@@ -54,8 +59,8 @@ export {
   type Listen,
   listenFromEnv,
   normalizeRestRoot,
+  parseSwitch,
   parseTrustProxy,
+  readSetting,
   type Settings
 } from "./server/Settings.js"
-export { StorageHealth, SystemHandlers } from "./server/System.js"
-export { version } from "./version.js"

@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import { Errors } from "@lm/domain"
 import { describe, expect, expectTypeOf, it } from "vitest"
-import * as ApiErrors from "../src/domain/ApiErrors.js"
+import { ApiErrors } from "@lm/api"
 
 describe("error statuses", () => {
   it("every status a domain error carries has an envelope class (checked by the type checker)", () => {

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import * as ApiErrors from "../src/domain/ApiErrors.js"
+import { ApiErrors } from "@lm/api"
 import { parseIpAllowList } from "../src/server/ClientIp.js"
 import type { RestRequestGuard } from "../src/server/Guards.js"
 import { basic, type RunningServer, startEchoServer, testKeys } from "./support/TestServer.js"

@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { expect, it } from "vitest"
-import { Api } from "../src/api/Api.js"
+import { Api } from "@lm/api"
 import { openApiDocument } from "../src/server/Http.js"
 
 const fixture = fileURLToPath(new URL("./fixtures/openapi.json", import.meta.url))

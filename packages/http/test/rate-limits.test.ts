@@ -9,7 +9,7 @@ import { Layer, Redacted } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { RateLimit } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { layerRedisRateLimits } from "../src/server/RedisRateLimits.js"
+import { layerRedisRateLimits } from "@lm/server"
 import { startApp, type TestApp } from "./support/App.js"
 
 const limits = (overrides: Partial<RateLimit.RateLimitSettings>): RateLimit.RateLimitSettings => ({

@@ -1,8 +1,8 @@
 /** The adapter's pure pieces: error mapping, field messages, addresses and allow-lists, settings. */
 import { ConfigProvider, Effect, Exit, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import * as ApiErrors from "../src/domain/ApiErrors.js"
-import * as InvalidParams from "../src/domain/InvalidParams.js"
+import { ApiErrors } from "@lm/api"
+import { InvalidParams } from "@lm/api"
 import { Services } from "@lm/domain"
 import { InvalidIpRange, makeIpAllowList, normalizeIp, parseIpAllowList } from "../src/server/ClientIp.js"
 import { HttpSettings, listenFromEnv, normalizeRestRoot, parseTrustProxy } from "../src/server/Settings.js"

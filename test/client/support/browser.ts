@@ -16,7 +16,7 @@ import { type Browser, chromium } from "playwright-core"
 const packages = fileURLToPath(new URL("../../../packages/", import.meta.url))
 const sources: Record<string, string> = {
   "@lm/client": "client/src/index.ts",
-  "@lm/http/api": "http/src/api/index.ts",
+  "@lm/api": "api/src/index.ts",
   "@lm/domain/core": "domain/src/core.ts",
   "@lm/domain/verify": "domain/src/verify/index.ts"
 }

@@ -13,7 +13,7 @@ import { freshDatabase } from "../../storage-contract/pg-support.js"
 import { exitWithin, spawnServer, waitForOutput } from "../../http/support/Child.js"
 
 const loader = fileURLToPath(new URL("../../http/support/sources.mjs", import.meta.url))
-const lm = fileURLToPath(new URL("../../../packages/http/src/bin/lm.ts", import.meta.url))
+const lm = fileURLToPath(new URL("../../../apps/server/src/bin/lm.ts", import.meta.url))
 
 export interface TestServer {
   /** The server's origin, e.g. `http://127.0.0.1:41234` (the API is under `/api/lm/v1`). */

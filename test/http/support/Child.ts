@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
 const loader = fileURLToPath(new URL("./sources.mjs", import.meta.url))
-const lm = fileURLToPath(new URL("../../../packages/http/src/bin/lm.ts", import.meta.url))
+const lm = fileURLToPath(new URL("../../../apps/server/src/bin/lm.ts", import.meta.url))
 
 /** A running `lm serve`, with everything it printed so far. */
 export interface ServerProcess {

@@ -16,9 +16,9 @@ import type { IncomingMessage } from "node:http"
 import { Context, Effect, Layer } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
-import type { ApiError } from "../domain/ApiErrors.js"
+import type { ApiError } from "@lm/api"
 import { clientIp, clientIpFrom } from "./ClientIp.js"
-import { type ClientAnswers, makeClientAnswers } from "./handlers/ClientAnswers.js"
+import { type ClientAnswers, makeClientAnswers } from "../handlers/ClientAnswers.js"
 import { errorResponse } from "./Responses.js"
 
 /** The public client endpoints, by their name in the `client` group. */

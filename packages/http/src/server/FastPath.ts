@@ -31,8 +31,8 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Result, Schema } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
-import { Api } from "../api/Api.js"
-import { ErrorEnvelope } from "../api/ErrorEnvelope.js"
+import { Api } from "@lm/api"
+import { ErrorEnvelope } from "@lm/api"
 import {
   type ClientEndpoint,
   type ClientInput,

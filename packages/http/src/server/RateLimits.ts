@@ -7,7 +7,7 @@
  */
 import { Config, Effect, Layer, Option, Redacted } from "effect"
 import { type Engine, RateLimit, RateLimiter } from "@lm/domain"
-import * as ApiErrors from "../domain/ApiErrors.js"
+import { ApiErrors } from "@lm/api"
 import { type ClientGuard, ClientGuards } from "./ClientPipeline.js"
 import type { RestRequestGuard } from "./Guards.js"
 import { type InvalidSetting, parseSwitch, positiveInt, readSetting } from "./Settings.js"

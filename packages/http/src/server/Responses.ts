@@ -3,7 +3,7 @@
  * 401, `Retry-After` (mirroring `data.retry_after`) on 429 and 503, `Allow` on 405.
  */
 import { HttpServerResponse } from "effect/http"
-import * as ApiErrors from "../domain/ApiErrors.js"
+import { ApiErrors } from "@lm/api"
 
 /** The challenge sent with every 401. */
 export const wwwAuthenticate = `Basic realm="lm"`

@@ -4,8 +4,8 @@
  */
 import * as fs from "node:fs"
 import { Config, Context, Data, Effect, Layer } from "effect"
-import { apiPath } from "../api/Api.js"
-import { version } from "../version.js"
+import { apiPath } from "@lm/api"
+import { version } from "@lm/api"
 import { type IpAllowList, parseIpAllowList } from "./ClientIp.js"
 
 /** The settings the routes and middlewares read. */

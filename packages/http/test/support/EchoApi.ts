@@ -5,12 +5,12 @@
  */
 import { Effect, Layer, Schema } from "effect"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { apiPath, parseOptions, strictPayloadOptions } from "../../src/api/Api.js"
-import { Authentication, CurrentApiKey } from "../../src/api/Authentication.js"
-import { ErrorEnvelope } from "../../src/api/ErrorEnvelope.js"
-import { SystemGroup } from "../../src/api/System.js"
-import * as ApiErrors from "../../src/domain/ApiErrors.js"
-import { ok, Success } from "../../src/domain/Envelope.js"
+import { apiPath, parseOptions, strictPayloadOptions } from "@lm/api"
+import { Authentication, CurrentApiKey } from "@lm/api"
+import { ErrorEnvelope } from "@lm/api"
+import { SystemGroup } from "@lm/api"
+import { ApiErrors } from "@lm/api"
+import { ok, Success } from "@lm/api"
 import { currentRequestId } from "../../src/server/Routing.js"
 
 const LicenseKey = Schema.String.check(Schema.isPattern(/^[A-Z0-9]{4}(-[A-Z0-9]{4}){3}$/, { message: "is not a license key" }))

@@ -6,14 +6,14 @@
  */
 import { Context, Effect, Exit, Layer, Logger, References, Scope } from "effect"
 import { HttpServer } from "effect/http"
-import type { AuthenticatedKey } from "../../src/api/Authentication.js"
+import type { AuthenticatedKey } from "@lm/api"
 import { ApiKeyAuthenticator } from "../../src/server/Authentication.js"
 import { type RestRequestGuard, RestRequestValid } from "../../src/server/Guards.js"
 import { ErrorEnvelopeLive } from "../../src/server/ErrorEnvelope.js"
 import { AuthenticationLive } from "../../src/server/Authentication.js"
 import { layerRoutes, layerServer } from "../../src/server/Http.js"
 import { apiBase, HttpSettings, type Settings } from "../../src/server/Settings.js"
-import { StorageHealth, SystemHandlers } from "../../src/server/System.js"
+import { StorageHealth, SystemHandlers } from "../../src/handlers/System.js"
 import { EchoApi, TestHandlers } from "./EchoApi.js"
 
 /** A running test server. */

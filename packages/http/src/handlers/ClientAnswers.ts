@@ -1,0 +1,204 @@
+/**
+ * The answers of the public client routes (`validate`, `activate`, `deactivate`, `heartbeat`, `crl`,
+ * `public-key`; CONTRACT §4, §5): the domain call and the HTTP response, from the endpoint's decoded input and
+ * the client's address; a refusal is the domain's error mapped mechanically by `ApiErrors.fromDomain`. They are
+ * the last step of the client pipeline (`ClientPipeline.ts`), which both ways a request arrives go through: the
+ * `client` group's HttpApi handlers (`Client.ts`) and the fast path in front of the Effect stack
+ * (`FastPath.ts`). Nothing here reads the request.
+ *
+ * `validate` is the hottest route: one `Licensing.validate` (one license and machines lookup, done by the
+ * domain) and one signature, nothing else. The license in its answer is built from what validation already
+ * computed (derived status, seats held), not looked up again.
+ *
+ * Answers are written with {@link respond}, straight to JSON: every body is typed against its endpoint's
+ * schema (`ValidateResponse`, ...), whose wire values are plain JSON (strings, numbers, null), so the schema's
+ * encoding pass would only copy them; skipping it saves about 15–25 µs per validate answer (measured on this
+ * machine). A schema given a non-identity encoding (e.g. a `DateTime`) must go back to returning `ok(...)`.
+ */
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { Errors, Licensing, RevocationList, Signer, SigningKey, Tokens } from "@lm/domain"
+import type { PublishedKey } from "@lm/domain/verify"
+import {
+  type ActivatedMachine,
+  type ActivatePayload,
+  crlCacheControl,
+  type CrlResponse,
+  type DeactivatePayload,
+  type DeactivateResponse,
+  type HeartbeatPayload,
+  type HeartbeatResponse,
+  publicKeyCacheControl,
+  type PublicKeyResponse,
+  type ValidatePayload,
+  type ValidateResponse
+} from "@lm/api"
+import { ApiErrors } from "@lm/api"
+import { ok } from "@lm/api"
+import { iso, isoNow, isoOrNull, licenseToWire, machineToWire } from "@lm/api/wire"
+
+/** A success envelope around `data`, written as JSON with `status` (see the module comment). */
+export const respond = <A>(data: A, status = 200, headers?: Readonly<Record<string, string>>) =>
+  HttpServerResponse.jsonUnsafe(ok(data), headers === undefined ? { status } : { status, headers })
+
+/**
+ * Whether an `If-None-Match` header matches an entity tag: `*`, or one of its comma-separated tags compared
+ * weakly (a `W/` prefix is ignored, as RFC 9110 asks for `If-None-Match`).
+ */
+export const etagMatches = (ifNoneMatch: string | undefined, etag: string): boolean => {
+  if (ifNoneMatch === undefined) return false
+  const strip = (tag: string) => (tag.startsWith("W/") ? tag.slice(2) : tag)
+  const wanted = strip(etag)
+  for (const raw of ifNoneMatch.split(",")) {
+    const tag = raw.trim()
+    if (tag === "*" || strip(tag) === wanted) return true
+  }
+  return false
+}
+
+/** The decoded headers of `GET /crl`. */
+export interface CrlHeaders {
+  readonly "if-none-match"?: string | undefined
+}
+
+/**
+ * The client routes' answers on the engine's services, by endpoint name (the `client` group's): each takes the
+ * endpoint's decoded input (payload, or headers for `crl`) and the client's address and gives the response,
+ * or the refusal as an envelope error.
+ */
+export const makeClientAnswers = Effect.gen(function*() {
+  const licensing = yield* Licensing
+  const tokens = yield* Tokens
+  const revocations = yield* RevocationList
+  const signer = yield* Signer
+
+  const validate = (payload: typeof ValidatePayload.Type, ipAddress: string | null) => {
+    const fingerprint = payload.fingerprint ?? null
+    const nonce = payload.nonce ?? null
+    return licensing.validate({ licenseKey: payload.license_key, fingerprint, ipAddress }).pipe(
+      Effect.flatMap((result) =>
+        Effect.map(tokens.validationTokens(result, { fingerprint, nonce }), (signed) => {
+          const { license, validation, now } = result
+          const body: ValidateResponse = {
+            valid: validation.valid,
+            code: validation.code,
+            license: licenseToWire({ license, status: validation.status, activationCount: validation.seatsHeld }),
+            machine: validation.machine === null ? null : machineToWire(validation.machine),
+            needs_activation: validation.needsActivation,
+            signed_payload: signed.signedPayload,
+            signed_refusal: signed.signedRefusal,
+            server_time: isoNow(now),
+            ...(nonce === null ? {} : { nonce })
+          }
+          return respond(body)
+        })
+      ),
+      Effect.mapError(ApiErrors.fromDomain)
+    )
+  }
+
+  const activate = (payload: typeof ActivatePayload.Type, ipAddress: string | null) =>
+    licensing.activate({
+      licenseKey: payload.license_key,
+      ipAddress,
+      facts: {
+        fingerprint: payload.fingerprint,
+        name: payload.name,
+        hostname: payload.hostname,
+        platform: payload.platform,
+        appVersion: payload.app_version,
+        meta: payload.meta,
+        components: payload.components?.map((c) => ({ kind: c.kind, fingerprint: c.fingerprint, name: c.name ?? null }))
+      }
+    }).pipe(
+      Effect.flatMap(({ created, license, machine, now }) =>
+        Effect.map(tokens.machineCertificate(license, machine, now), (certificate) => {
+          const body: ActivatedMachine = { ...machineToWire(machine), certificate }
+          return respond(body, created ? 201 : 200)
+        })
+      ),
+      Effect.mapError(ApiErrors.fromDomain)
+    )
+
+  const deactivate = (payload: typeof DeactivatePayload.Type, ipAddress: string | null) => {
+    const target = payload.fingerprint !== undefined
+      ? { fingerprint: payload.fingerprint }
+      : payload.machine_id !== undefined
+      ? { machineId: payload.machine_id }
+      : undefined
+    if (target === undefined) {
+      const params = { fingerprint: "fingerprint or machine_id is required" }
+      return Effect.fail(ApiErrors.fromDomain(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params })))
+    }
+    return licensing.deactivate({ licenseKey: payload.license_key, ipAddress, ...target }).pipe(
+      Effect.map(({ machine }) => {
+        const body: DeactivateResponse = { deactivated: true, machine: machineToWire(machine) }
+        return respond(body)
+      }),
+      Effect.mapError(ApiErrors.fromDomain)
+    )
+  }
+
+  const heartbeat = (payload: typeof HeartbeatPayload.Type, ipAddress: string | null) =>
+    licensing.heartbeat({
+      licenseKey: payload.license_key,
+      fingerprint: payload.fingerprint,
+      ipAddress,
+      ...(payload.app_version === undefined || payload.app_version === null ? {} : { appVersion: payload.app_version })
+    }).pipe(
+      Effect.flatMap((beat) =>
+        Effect.map(tokens.machineCertificate(beat.license, beat.machine, beat.now), (certificate) => {
+          const body: HeartbeatResponse = {
+            machine: machineToWire(beat.machine),
+            certificate,
+            next_heartbeat_before: iso(beat.nextHeartbeatBefore),
+            lease_expires_at: isoOrNull(beat.leaseExpiresAt)
+          }
+          return respond(body)
+        })
+      ),
+      Effect.mapError(ApiErrors.fromDomain)
+    )
+
+  const crl = (headers: CrlHeaders, _ipAddress: string | null) =>
+    revocations.current.pipe(
+      Effect.map((list) => {
+        const cacheHeaders = { etag: list.etag, "cache-control": crlCacheControl }
+        if (etagMatches(headers["if-none-match"], list.etag)) {
+          return HttpServerResponse.empty({ status: 304, headers: cacheHeaders })
+        }
+        const body: CrlResponse = {
+          crl: list.token,
+          generated_at: iso(list.generatedAt),
+          next_update: iso(list.nextUpdate),
+          kid: list.kid
+        }
+        return respond(body, 200, cacheHeaders)
+      }),
+      Effect.mapError(ApiErrors.fromDomain)
+    )
+
+  // `/public-key` changes only when the key ring does: its answer is built once per ring.
+  let publicKeyCache: { readonly keys: ReadonlyArray<PublishedKey>; readonly response: HttpServerResponse.HttpServerResponse } | undefined
+  const publicKeyAnswer = Effect.gen(function*() {
+    const keys = yield* signer.publishedKeys
+    if (publicKeyCache?.keys === keys) return publicKeyCache.response
+    const { kid, publicKey } = yield* signer.current
+    const body: PublicKeyResponse = {
+      public_key: SigningKey.publicKeyBase64(publicKey),
+      algorithm: "Ed25519",
+      kid,
+      pem: SigningKey.publicKeyPem(publicKey),
+      keys: keys.map((k) => ({ kid: k.kid, public_key: k.public_key, current: k.current === true }))
+    }
+    const response = respond(body, 200, { "cache-control": publicKeyCacheControl })
+    publicKeyCache = { keys, response }
+    return response
+  })
+  const publicKey = (_input: void, _ipAddress: string | null) => publicKeyAnswer
+
+  return { validate, activate, deactivate, heartbeat, crl, publicKey, publicKeyAlias: publicKey }
+})
+
+/** The answers of the client writes. */
+export type ClientAnswers = Effect.Success<typeof makeClientAnswers>

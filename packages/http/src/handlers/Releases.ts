@@ -1,0 +1,99 @@
+/**
+ * Handlers of the `releases` (publish, list) and `updates` (check, download) groups, on the domain's `Releases`
+ * service. Publishing and the download take the raw request (`ReleaseRoutes.ts`: streamed bodies). The update
+ * routes are public: the public guards (`ClientPipeline.makePublicGuard`: the rate limits per client IP and per
+ * (IP, license key), an embedder's guards) run before their domain call, as on every public route. The update
+ * check's `download_url` is absolute: the origin the client reached ({@link requestOrigin}) and `LM_REST_ROOT`.
+ */
+import type { TLSSocket } from "node:tls"
+import { Effect } from "effect"
+import { Releases } from "@lm/domain"
+import { HttpApiBuilder } from "effect/http-api"
+import type { HttpServerRequest } from "effect/http/HttpServerRequest"
+import { Api } from "@lm/api"
+import { ApiErrors } from "@lm/api"
+import { ok } from "@lm/api"
+import { iso, listMeta, pageRequest, releaseToWire } from "@lm/api/wire"
+import { clientIp, forwardedHost, forwardedHttps } from "../server/ClientIp.js"
+import { makePublicGuard } from "../server/ClientPipeline.js"
+import { ReleaseRoutes } from "../server/ReleaseRoutes.js"
+import { errorResponse } from "../server/Responses.js"
+import { apiBase, HttpSettings } from "../server/Settings.js"
+
+/** A `Host` value: a DNS name, an IPv4 address or a bracketed IPv6 address, with an optional port. */
+const hostPattern = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
+
+/** The host of an address the server listens on, as a URL writes it (IPv6 in brackets). */
+const urlHost = (address: string, port: number | undefined): string =>
+  `${address.includes(":") ? `[${address}]` : address}${port === undefined ? "" : `:${port}`}`
+
+/**
+ * The origin the client reached: `https` over TLS (or per `X-Forwarded-Proto` behind a trusted proxy), else
+ * `http`; the host of `X-Forwarded-Host` behind a trusted proxy, else `Host`, else (an HTTP/1.0 request without
+ * one) the address and port the connection reached. Undefined when the host given is no host (the caller answers
+ * 400): it would make a broken URL.
+ */
+export const requestOrigin = (request: HttpServerRequest, trustProxyHops: number): string | undefined => {
+  const socket = (request.source as { readonly socket?: Partial<TLSSocket> }).socket
+  const https = socket?.encrypted === true || forwardedHttps(request.headers["x-forwarded-proto"], trustProxyHops)
+  const given = forwardedHost(request.headers["x-forwarded-host"], trustProxyHops) ?? request.headers.host
+  const host = given ?? (socket?.localAddress === undefined ? undefined : urlHost(socket.localAddress, socket.localPort))
+  if (host === undefined || host.length > 261 || !hostPattern.test(host)) return undefined
+  return `${https ? "https" : "http"}://${host}`
+}
+
+export const ReleasesHandlers = HttpApiBuilder.group(Api, "releases", (handlers) =>
+  Effect.gen(function*() {
+    const releases = yield* Releases
+    const routes = yield* ReleaseRoutes
+    return handlers
+      .handleRaw("publish", ({ request }) => routes.upload(request))
+      .handle("list", ({ query }) => {
+        const page = pageRequest(query)
+        return releases.list({ ...page, productId: query.product_id, channels: query.channel === undefined ? undefined : [query.channel] }).pipe(
+          Effect.map((result) => ok({ releases: result.items.map(releaseToWire) }, listMeta(result.total, page.page, page.perPage))),
+          Effect.mapError(ApiErrors.fromDomain)
+        )
+      })
+  }))
+
+export const UpdatesHandlers = HttpApiBuilder.group(Api, "updates", (handlers) =>
+  Effect.gen(function*() {
+    const releases = yield* Releases
+    const settings = yield* HttpSettings
+    const guard = yield* makePublicGuard
+    const routes = yield* ReleaseRoutes
+    return handlers
+      .handle("check", ({ query, request }) =>
+        Effect.gen(function*() {
+          const ip = clientIp(request, settings.trustProxyHops)
+          if (guard !== undefined) {
+            yield* guard({ clientIp: ip, headers: request.headers, endpoint: "update-check", licenseKey: query.license_key })
+          }
+          const origin = requestOrigin(request, settings.trustProxyHops)
+          if (origin === undefined) {
+            return yield* ApiErrors.make(400, "rest_invalid_param", "Invalid parameter: host.", {
+              params: { host: "the Host header must be a host name or address with an optional port" }
+            })
+          }
+          const check = yield* releases.checkUpdate({
+            licenseKey: query.license_key,
+            version: query.version,
+            productId: query.product_id,
+            channel: query.channel,
+            fingerprint: query.fingerprint,
+            ipAddress: ip ?? null
+          }).pipe(Effect.mapError(ApiErrors.fromDomain))
+          return ok({
+            update_available: check.release !== undefined,
+            current_version: check.currentVersion,
+            latest_version: check.release?.version ?? null,
+            release: check.release === undefined ? null : releaseToWire(check.release),
+            download_url: check.token === undefined
+              ? null
+              : `${apiBase(origin, settings)}/updates/download?token=${encodeURIComponent(check.token)}`,
+            token_expires_at: check.tokenExpiresAt === undefined ? null : iso(check.tokenExpiresAt)
+          })
+        }).pipe(Effect.catch((error) => Effect.succeed(errorResponse(error)))))
+      .handleRaw("download", ({ query, request }) => routes.download(request, query.token))
+  }))
