@@ -4,7 +4,7 @@
  */
 import { ConfigProvider, Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
-import { engineOptionsFromEnv } from "../src/App.js"
+import { engineOptionsFromEnv } from "../src/settings/Engine.js"
 
 const read = (env: Record<string, string>) =>
   Effect.runSyncExit(Effect.provide(engineOptionsFromEnv({ _tag: "memory" }), ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))

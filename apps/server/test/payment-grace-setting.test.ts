@@ -1,7 +1,7 @@
 /** `LM_PAYMENT_GRACE_DAYS` and `LM_SUBSCRIPTION_JOB_INTERVAL` reach the engine's options (README settings). */
 import { ConfigProvider, Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { engineOptionsFromEnv } from "../src/App.js"
+import { engineOptionsFromEnv } from "../src/settings/Engine.js"
 
 describe("LM_PAYMENT_GRACE_DAYS", () => {
   it("sets the grace days (fractions allowed) and the job interval; unset, the engine's defaults apply", () => {

@@ -6,7 +6,7 @@ import { ConfigProvider, Effect, Redacted } from "effect"
 import { Engine, Licenses, Licensing } from "@lm/domain"
 import { PgliteTemplate } from "@lm/storage-pg"
 import { describe, expect, it } from "vitest"
-import { storeChoiceFromEnv, storeLayer } from "../src/App.js"
+import { storeChoiceFromEnv, storeLayer } from "../src/Store.js"
 
 const choose = (env: Record<string, string>) =>
   Effect.runSync(storeChoiceFromEnv.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env })))))

@@ -1,7 +1,7 @@
 /** `LM_EVENT_RETENTION_DAYS` takes fractions of a day (short windows for tests and benches). */
 import { ConfigProvider, Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { engineOptionsFromEnv } from "../src/App.js"
+import { engineOptionsFromEnv } from "../src/settings/Engine.js"
 
 describe("LM_EVENT_RETENTION_DAYS", () => {
   it("accepts a fraction of a day", () => {

@@ -6,7 +6,7 @@ import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { Engine, Licenses, Licensing, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { describe, expect, it } from "vitest"
-import { engineOptionsFromEnv } from "../src/App.js"
+import { engineOptionsFromEnv } from "../src/settings/Engine.js"
 
 /** The memory store, counting the transactions begun. */
 const countingStore = (counter: { transactions: number }) =>

@@ -34,11 +34,12 @@ export {
   type ClientRequestFacts,
   layerClientGuards
 } from "./server/ClientPipeline.js"
+export { layerApiRoutes, layerApiServer } from "./server/ApiServer.js"
 export { ErrorEnvelopeLive } from "./server/ErrorEnvelope.js"
 export { FastPath, type FastPathService } from "./server/FastPath.js"
 export { type GuardedRequest, ipAllowListGuard, type RestRequestGuard, RestRequestValid, runGuards } from "./server/Guards.js"
 export { layerMiddlewares, layerRoutes, layerServer, openApiDocument, type RequestCounter } from "./server/Http.js"
-export { layerClientRateLimit, rateLimitsFromEnv, redisUrlFromEnv } from "./server/RateLimits.js"
+export { layerClientRateLimit, rateLimitApiKeyGuard, rateLimitClientGuard } from "./server/RateLimits.js"
 export { ReleaseRoutes } from "./server/ReleaseRoutes.js"
 export { defaultRetryAfterSeconds, envelope, errorResponse, wwwAuthenticate } from "./server/Responses.js"
 export {
@@ -56,11 +57,8 @@ export {
   defaultMaxBodyBytes,
   HttpSettings,
   InvalidSetting,
+  defaultMaxArtifactBytes,
   type Listen,
-  listenFromEnv,
   normalizeRestRoot,
-  parseSwitch,
-  parseTrustProxy,
-  readSetting,
   type Settings
 } from "./server/Settings.js"

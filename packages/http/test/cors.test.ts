@@ -8,8 +8,8 @@
 import { request as httpRequest } from "node:http"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { parseCorsOrigins } from "@lm/server"
 import { FastPath } from "../src/server/FastPath.js"
-import { parseCorsOrigins } from "../src/server/Settings.js"
 import type { ClientGuard } from "../src/server/ClientPipeline.js"
 import { adminAuth, startApp, type TestApp } from "./support/App.js"
 
@@ -247,22 +247,5 @@ describe("CORS with LM_CORS_ORIGINS set", () => {
     const strangerPre = await preflight(app, "/licenses", "https://evil.example.org", "GET")
     expect(strangerPre.status).toBe(403)
     expect(strangerPre.headers["access-control-allow-origin"]).toBeUndefined()
-  })
-})
-
-describe("LM_CORS_ORIGINS", () => {
-  it("reads a comma list of origins, normalised as browsers send them", () => {
-    expect(parseCorsOrigins("")).toBeUndefined()
-    expect(parseCorsOrigins(" https://App.Example.com , http://localhost:5173/ ")).toEqual([
-      "https://app.example.com",
-      "http://localhost:5173"
-    ])
-    expect(parseCorsOrigins("https://a.example:443")).toEqual(["https://a.example"])
-  })
-
-  it("refuses * and anything that is not an origin", () => {
-    expect(() => parseCorsOrigins("*")).toThrow(/unset/)
-    expect(() => parseCorsOrigins("app.example.com")).toThrow(/origins such as/)
-    expect(() => parseCorsOrigins("https://a.example/path")).toThrow(/origins such as/)
   })
 })

@@ -52,7 +52,8 @@ for (const store of stores) {
       artifactDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-test-")), "artifacts")
       app = await startApp(store === "postgres" ? "memory" : store, {
         downloadTokenTtlSeconds: 6,
-        settings: { artifactDir, maxArtifactBytes: MAX_ARTIFACT },
+        settings: { maxArtifactBytes: MAX_ARTIFACT },
+        artifacts: { dir: artifactDir },
         ...(store === "postgres" ? { storeLayer: freshPostgresStore(postgresUrl) } : {})
       })
     }, 120_000)
@@ -273,7 +274,8 @@ describe("releases over HTTP with the S3-compatible artifact store (s3rver on lo
     client = new S3Client({ endpoint, region: "us-east-1", forcePathStyle: true })
     await client.send(new CreateBucketCommand({ Bucket: "releases" }))
     app = await startApp("memory", {
-      settings: { artifactS3: { bucket: "releases", endpoint, region: "us-east-1", prefix: "lm/" }, maxArtifactBytes: MAX_ARTIFACT }
+      settings: { maxArtifactBytes: MAX_ARTIFACT },
+      artifacts: { s3: { bucket: "releases", endpoint, region: "us-east-1", prefix: "lm/" } }
     })
   }, 60_000)
   afterAll(async () => {
@@ -329,7 +331,7 @@ describe("release uploads: an idle timeout instead of the total body timeout; do
     artifactDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-idle-")), "artifacts")
     // Short settings: headers within 1 s and the whole body 1 s after them on every other route (2 s in all); an
     // upload may go on while a byte arrives every 2 s.
-    app = await startApp("memory", { settings: { artifactDir, headersTimeoutSeconds: 1, bodyTimeoutSeconds: 1, uploadIdleTimeoutSeconds: 2 } })
+    app = await startApp("memory", { settings: { headersTimeoutSeconds: 1, bodyTimeoutSeconds: 1, uploadIdleTimeoutSeconds: 2 }, artifacts: { dir: artifactDir } })
     proxied = await startApp("memory", { settings: { trustProxyHops: 1 } })
   }, 60_000)
   afterAll(async () => {

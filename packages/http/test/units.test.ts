@@ -1,11 +1,11 @@
-/** The adapter's pure pieces: error mapping, field messages, addresses and allow-lists, settings. */
-import { ConfigProvider, Effect, Exit, Schema } from "effect"
+/** The adapter's pure pieces: error mapping, field messages, addresses and allow-lists, the REST root. */
+import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { ApiErrors } from "@lm/api"
 import { InvalidParams } from "@lm/api"
 import { Services } from "@lm/domain"
 import { InvalidIpRange, makeIpAllowList, normalizeIp, parseIpAllowList } from "../src/server/ClientIp.js"
-import { HttpSettings, listenFromEnv, normalizeRestRoot, parseTrustProxy } from "../src/server/Settings.js"
+import { normalizeRestRoot } from "../src/server/Settings.js"
 
 class Exceeded extends Schema.TaggedError<Exceeded>()("Exceeded", {
   message: Schema.String,
@@ -125,54 +125,7 @@ describe("scopes", () => {
 })
 
 describe("settings", () => {
-  it("reads LM_TRUST_PROXY as a number of proxies", () => {
-    expect(["", "false", "0", "no"].map(parseTrustProxy)).toEqual([0, 0, 0, 0])
-    expect(["true", "1", "yes", "2"].map(parseTrustProxy)).toEqual([1, 1, 1, 2])
-    expect(() => parseTrustProxy("sometimes")).toThrow()
-  })
-
   it("normalises LM_REST_ROOT", () => {
     expect(["/api", "api/", "/wp-json/", "/", ""].map(normalizeRestRoot)).toEqual(["/api", "/api", "/wp-json", "", ""])
-  })
-})
-
-describe("settings from the environment", () => {
-  const read = <A, E>(effect: Effect.Effect<A, E>, env: Record<string, string>) =>
-    Effect.runSyncExit(Effect.provide(effect, ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
-
-  it("uses the defaults when nothing is set", () => {
-    const settings = read(HttpSettings.fromEnv, {})
-    expect(Exit.isSuccess(settings) && settings.value).toMatchObject({ restRoot: "/api", trustProxyHops: 0, adminAllowedIps: undefined, fastPath: true })
-    const listen = read(listenFromEnv, {})
-    expect(Exit.isSuccess(listen) && listen.value).toEqual({ host: "127.0.0.1", port: 8080 })
-  })
-
-  it("reads LM_REST_ROOT, LM_TRUST_PROXY, LM_ADMIN_ALLOWED_IPS, HOST and PORT", () => {
-    const env = { LM_REST_ROOT: "/wp-json/", LM_TRUST_PROXY: "true", LM_ADMIN_ALLOWED_IPS: "10.0.0.0/8,::1", HOST: "0.0.0.0", PORT: "0" }
-    const settings = read(HttpSettings.fromEnv, env)
-    if (!Exit.isSuccess(settings)) throw new Error("expected settings")
-    expect(settings.value.restRoot).toBe("/wp-json")
-    expect(settings.value.trustProxyHops).toBe(1)
-    expect(settings.value.adminAllowedIps?.allows("10.9.9.9")).toBe(true)
-    expect(settings.value.adminAllowedIps?.allows("192.0.2.1")).toBe(false)
-    const listen = read(listenFromEnv, env)
-    expect(Exit.isSuccess(listen) && listen.value).toEqual({ host: "0.0.0.0", port: 0 })
-  })
-
-  it("reads LM_HTTP_FAST_PATH as a switch", () => {
-    const fastPath = (value: string) => {
-      const settings = read(HttpSettings.fromEnv, { LM_HTTP_FAST_PATH: value })
-      return Exit.isSuccess(settings) ? settings.value.fastPath : "refused"
-    }
-    expect(["0", "off", "false", "NO"].map(fastPath)).toEqual([false, false, false, false])
-    expect(["1", "on", "true", "yes", ""].map(fastPath)).toEqual([true, true, true, true, true])
-    expect(fastPath("sometimes")).toBe("refused")
-  })
-
-  it("refuses settings it cannot read instead of ignoring them", () => {
-    expect(Exit.isFailure(read(HttpSettings.fromEnv, { LM_ADMIN_ALLOWED_IPS: "10.0.0.0/8,office" }))).toBe(true)
-    expect(Exit.isFailure(read(HttpSettings.fromEnv, { LM_TRUST_PROXY: "maybe" }))).toBe(true)
-    expect(Exit.isFailure(read(listenFromEnv, { PORT: "http" }))).toBe(true)
-    expect(Exit.isFailure(read(listenFromEnv, { PORT: "70000" }))).toBe(true)
   })
 })

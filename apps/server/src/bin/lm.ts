@@ -13,11 +13,12 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Schema } from "effect"
 import { ApiKeys, Engine, Model, Services, SigningKeys } from "@lm/domain"
-import { engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../App.js"
-import { redisUrlFromEnv } from "@lm/http"
+import { serverLayer } from "../App.js"
+import { layerArtifactSettingsFromEnv } from "../ArtifactStore.js"
 import { runServer } from "../Main.js"
-import { listenFromEnv } from "@lm/http"
-import { HttpSettings } from "@lm/http"
+import { engineOptionsFromEnv, redisUrlFromEnv } from "../settings/Engine.js"
+import { layerHttpSettingsFromEnv, listenFromEnv } from "../settings/Http.js"
+import { storeChoiceFromEnv, storeLayer } from "../Store.js"
 
 /** The scopes as a sentence: `read, write or read_write`. */
 const scopeChoices = `${Model.apiKeyScopes.slice(0, -1).join(", ")} or ${Model.apiKeyScopes.at(-1)}`
@@ -135,7 +136,7 @@ if (argv[0] === "serve") {
         const redisUrl = yield* redisUrlFromEnv
         return serverLayer(choice, listen, options, redisUrl)
       })
-    ).pipe(Layer.provide(HttpSettings.layerFromEnv))
+    ).pipe(Layer.provide(layerHttpSettingsFromEnv), Layer.provide(layerArtifactSettingsFromEnv))
   )
 } else {
   // A refusal (bad settings, a key that cannot be retired, a store sealed with another master key) is one line on

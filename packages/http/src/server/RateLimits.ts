@@ -3,14 +3,14 @@
  * that every way a request arrives passes it: the public guards (`ClientGuards`: validate, activate,
  * deactivate, heartbeat, crl, public-key, on the fast path and through the handlers alike), and the management
  * routes' `restRequestValid` chain, per API key. Over a limit: 429 `rest_rate_limited` with `Retry-After` and
- * `data.retry_after` (`Responses.ts`). Also the settings, read from the environment.
+ * `data.retry_after` (`Responses.ts`). The limits themselves are the engine's settings (`LM_RATE_LIMIT*`, read by
+ * the bundled server).
  */
-import { Config, Effect, Layer, Option, Redacted } from "effect"
-import { type Engine, RateLimit, RateLimiter } from "@lm/domain"
+import { Effect, Layer } from "effect"
+import { RateLimiter } from "@lm/domain"
 import { ApiErrors } from "@lm/api"
 import { type ClientGuard, ClientGuards } from "./ClientPipeline.js"
 import type { RestRequestGuard } from "./Guards.js"
-import { type InvalidSetting, parseSwitch, positiveInt, readSetting } from "./Settings.js"
 
 /** The public guard: per client IP, and per (IP, license key) when the request names one. */
 export const rateLimitClientGuard = (limiter: RateLimiter["Service"]): ClientGuard => (request) =>
@@ -36,35 +36,4 @@ export const layerClientRateLimit: Layer.Layer<never, never, RateLimiter> = Laye
     const { guards } = yield* ClientGuards
     return { guards: [...(limiter.settings.enabled ? [rateLimitClientGuard(limiter)] : []), ...guards] }
   })
-)
-
-/** How often a server reconciles its buckets with the shared ones when not told (`LM_RATE_LIMIT_SYNC_MS`). */
-export const defaultSyncEveryMillis = 200
-
-/**
- * The limits from the environment: `LM_RATE_LIMIT` (on by default; `off` disables every limit),
- * `LM_RATE_LIMIT_PER_IP` (120), `LM_RATE_LIMIT_PER_KEY` (60), `LM_RATE_LIMIT_PER_API_KEY` (600), requests a
- * minute, each also the burst; `LM_RATE_LIMIT_SYNC_MS` (200), how often buckets shared between processes are
- * reconciled.
- */
-export const rateLimitsFromEnv: Effect.Effect<
-  Engine.RateLimitOptions,
-  Config.ConfigError | InvalidSetting
-> = Effect.gen(function*() {
-  const enabled = yield* Config.String("LM_RATE_LIMIT").pipe(Config.withDefault(""))
-  const defaults = RateLimit.defaultRateLimitSettings
-  const settings: RateLimit.RateLimitSettings = {
-    enabled: yield* readSetting("LM_RATE_LIMIT", () => parseSwitch(enabled, true)),
-    perIp: { perMinute: yield* positiveInt("LM_RATE_LIMIT_PER_IP", defaults.perIp.perMinute) },
-    perKey: { perMinute: yield* positiveInt("LM_RATE_LIMIT_PER_KEY", defaults.perKey.perMinute) },
-    perApiKey: { perMinute: yield* positiveInt("LM_RATE_LIMIT_PER_API_KEY", defaults.perApiKey.perMinute) }
-  }
-  const syncEveryMillis = yield* positiveInt("LM_RATE_LIMIT_SYNC_MS", defaultSyncEveryMillis)
-  return { settings, syncEveryMillis }
-})
-
-/** `LM_REDIS_URL`: when set, rate limits are shared through this Redis (else through PostgreSQL when that is the store). */
-export const redisUrlFromEnv: Effect.Effect<Redacted.Redacted | undefined, Config.ConfigError> = Effect.map(
-  Config.Redacted("LM_REDIS_URL").pipe(Config.option),
-  (url) => Option.isSome(url) && Redacted.value(url.value).trim() !== "" ? url.value : undefined
 )

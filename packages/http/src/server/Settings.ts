@@ -1,12 +1,10 @@
 /**
- * The HTTP adapter's settings (CONTRACT §2, §13), read from the environment by {@link HttpSettings.fromEnv}
- * or given directly (tests, embedders) with {@link HttpSettings.layer}.
+ * The HTTP adapter's settings (CONTRACT §2, §13), given with {@link HttpSettings.layer} (the bundled server reads
+ * them from the environment: `apps/server`, `settings/Http.ts`).
  */
-import * as fs from "node:fs"
-import { Config, Context, Data, Effect, Layer } from "effect"
-import { apiPath } from "@lm/api"
-import { version } from "@lm/api"
-import { type IpAllowList, parseIpAllowList } from "./ClientIp.js"
+import { Context, Data, Layer } from "effect"
+import { apiPath, version } from "@lm/api"
+import type { IpAllowList } from "./ClientIp.js"
 
 /** The settings the routes and middlewares read. */
 export interface Settings {
@@ -55,26 +53,6 @@ export interface Settings {
    * whose body is not bound by `maxBodyBytes` (it streams to the artifact store).
    */
   readonly maxArtifactBytes: number
-  /**
-   * `LM_ARTIFACT_DIR` (default `{LM_DATA_DIR}/artifacts`): the folder of uploaded release artifacts. Undefined (the
-   * memory store, tests): a new temporary folder for the life of the process.
-   */
-  readonly artifactDir: string | undefined
-  /**
-   * `LM_ARTIFACT_S3_BUCKET` (with `LM_ARTIFACT_S3_ENDPOINT`, `LM_ARTIFACT_S3_REGION`, `LM_ARTIFACT_S3_PREFIX`): keep
-   * artifacts in an S3-compatible bucket instead of `artifactDir`, so that several servers share them. Credentials
-   * come from the AWS SDK's usual chain (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, a profile, a role).
-   */
-  readonly artifactS3: ArtifactS3Settings | undefined
-}
-
-/** Where an S3-compatible artifact store is. */
-export interface ArtifactS3Settings {
-  readonly bucket: string
-  /** An S3-compatible server's URL (path-style requests are used then); unset: AWS S3. */
-  readonly endpoint: string | undefined
-  readonly region: string
-  readonly prefix: string
 }
 
 /** Where the server listens. */
@@ -102,82 +80,11 @@ export const normalizeRestRoot = (root: string): string => {
 export const apiBase = (origin: string, settings: Pick<Settings, "restRoot">): string =>
   `${origin}${settings.restRoot}${apiPath}`
 
-/** `LM_TRUST_PROXY`: `true`/`yes`/`on` is one proxy, a number is that many, `false`/`0`/unset none. */
-export const parseTrustProxy = (value: string): number => {
-  const text = value.trim().toLowerCase()
-  if (text === "" || text === "false" || text === "no" || text === "off") return 0
-  if (text === "true" || text === "yes" || text === "on") return 1
-  const hops = Number(text)
-  if (!Number.isInteger(hops) || hops < 0) throw new Error(`expected true, false or a number of proxies, got ${value}`)
-  return hops
-}
-
-/**
- * `LM_CORS_ORIGINS`: a comma list of origins (`https://app.example.com`, `http://localhost:5173`), compared as
- * browsers send them (scheme, host, port; lower case, no path); empty is unset. `*` is refused: it is what unset
- * means for public routes, and management routes never allow it.
- */
-export const parseCorsOrigins = (value: string): ReadonlyArray<string> | undefined => {
-  const entries = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
-  if (entries.length === 0) return undefined
-  return entries.map((entry) => {
-    if (entry === "*") throw new Error("* is not an origin; leave the setting unset to allow any origin on public routes")
-    let url: URL | undefined
-    try {
-      url = new URL(entry)
-    } catch {
-      url = undefined
-    }
-    const plain = url !== undefined && url.pathname === "/" && url.search === "" && url.hash === "" &&
-      url.username === "" && url.password === "" && !entry.endsWith("#") && !entry.endsWith("?")
-    const origin = url?.origin
-    if (!plain || origin === undefined || origin === "null") {
-      throw new Error(`expected origins such as https://app.example.com (scheme, host and port only), got ${entry}`)
-    }
-    return origin
-  })
-}
-
-/** A boolean setting: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; empty is `fallback`. */
-export const parseSwitch = (value: string, fallback: boolean): boolean => {
-  const text = value.trim().toLowerCase()
-  if (text === "") return fallback
-  if (text === "1" || text === "true" || text === "yes" || text === "on") return true
-  if (text === "0" || text === "false" || text === "no" || text === "off") return false
-  throw new Error(`expected on or off (1/0, true/false, yes/no), got ${value}`)
-}
-
 /** A setting in the environment that cannot be read. */
 export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
   readonly name: string
   readonly message: string
 }> {}
-
-export const readSetting = <A>(name: string, read: () => A): Effect.Effect<A, InvalidSetting> =>
-  Effect.try({
-    try: read,
-    catch: (error) => new InvalidSetting({ name, message: `${name}: ${error instanceof Error ? error.message : error}` })
-  })
-
-/** The text of a PEM file a setting names. */
-const readPemFile = (name: string, file: string) =>
-  readSetting(name, () => {
-    try {
-      return fs.readFileSync(file, "utf8")
-    } catch (error) {
-      throw new Error(`cannot read the PEM file ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`)
-    }
-  })
-
-/** An integer setting of at least 1, `fallback` when unset. */
-export const positiveInt = (name: string, fallback: number) =>
-  Effect.flatMap(Config.String(name).pipe(Config.withDefault("")), (text) =>
-    readSetting(name, () => {
-      if (text.trim() === "") return fallback
-      const value = Number(text)
-      if (!Number.isInteger(value) || value < 1) throw new Error(`expected a whole number of at least 1, got ${text}`)
-      return value
-    }))
 
 /** The adapter's settings as a service. */
 export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/http/HttpSettings") {
@@ -198,8 +105,6 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     forceHttps: false,
     corsOrigins: undefined,
     maxArtifactBytes: defaultMaxArtifactBytes,
-    artifactDir: undefined,
-    artifactS3: undefined,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
@@ -207,91 +112,4 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   /** The settings as given. */
   static readonly layer = (overrides: Partial<Settings> = {}): Layer.Layer<HttpSettings> =>
     Layer.succeed(HttpSettings, HttpSettings.make(overrides))
-
-  /**
-   * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
-   * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
-   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`,
-   * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`,
-   * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`, `LM_ARTIFACT_DIR` (default `{LM_DATA_DIR}/artifacts`), `LM_ARTIFACT_S3_*`.
-   */
-  static readonly fromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
-    const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
-    const trustProxy = yield* Config.String("LM_TRUST_PROXY").pipe(Config.withDefault(""))
-    const allowed = yield* Config.String("LM_ADMIN_ALLOWED_IPS").pipe(Config.withDefault(""))
-    const fastPathSetting = yield* Config.String("LM_HTTP_FAST_PATH").pipe(Config.withDefault(""))
-    const trustProxyHops = yield* readSetting("LM_TRUST_PROXY", () => parseTrustProxy(trustProxy))
-    const adminAllowedIps = yield* readSetting(
-      "LM_ADMIN_ALLOWED_IPS",
-      () => allowed.trim() === "" ? undefined : parseIpAllowList(allowed)
-    )
-    const fastPath = yield* readSetting("LM_HTTP_FAST_PATH", () => parseSwitch(fastPathSetting, true))
-    const defaults = HttpSettings.make()
-    const maxConnections = yield* positiveInt("LM_MAX_CONNECTIONS", defaults.maxConnections)
-    const maxConnectionsPerIp = yield* positiveInt("LM_MAX_CONNECTIONS_PER_IP", defaults.maxConnectionsPerIp)
-    const headersTimeoutSeconds = yield* positiveInt("LM_HEADERS_TIMEOUT_SECONDS", defaults.headersTimeoutSeconds)
-    const bodyTimeoutSeconds = yield* positiveInt("LM_BODY_TIMEOUT_SECONDS", defaults.bodyTimeoutSeconds)
-    const uploadIdleTimeoutSeconds = yield* positiveInt("LM_UPLOAD_IDLE_TIMEOUT_SECONDS", defaults.uploadIdleTimeoutSeconds)
-    const certFile = yield* Config.String("LM_TLS_CERT").pipe(Config.withDefault(""))
-    const keyFile = yield* Config.String("LM_TLS_KEY").pipe(Config.withDefault(""))
-    if ((certFile === "") !== (keyFile === "")) {
-      return yield* new InvalidSetting({
-        name: certFile === "" ? "LM_TLS_CERT" : "LM_TLS_KEY",
-        message: "LM_TLS_CERT and LM_TLS_KEY go together: set both (PEM files) to serve HTTPS, or neither"
-      })
-    }
-    const tls = certFile === ""
-      ? undefined
-      : { cert: yield* readPemFile("LM_TLS_CERT", certFile), key: yield* readPemFile("LM_TLS_KEY", keyFile) }
-    const forceHttpsSetting = yield* Config.String("LM_FORCE_HTTPS").pipe(Config.withDefault(""))
-    const forceHttps = yield* readSetting("LM_FORCE_HTTPS", () => parseSwitch(forceHttpsSetting, false))
-    const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
-    const corsOrigins = yield* readSetting("LM_CORS_ORIGINS", () => parseCorsOrigins(corsSetting))
-    const maxArtifactBytes = yield* positiveInt("LM_MAX_ARTIFACT_BYTES", defaults.maxArtifactBytes)
-    const artifactDirSetting = yield* Config.String("LM_ARTIFACT_DIR").pipe(Config.withDefault(""))
-    const dataDir = yield* Config.String("LM_DATA_DIR").pipe(Config.withDefault("./data"))
-    const memory = (yield* Config.String("LM_STORAGE").pipe(Config.withDefault(""))) === "memory"
-    const artifactDir = artifactDirSetting !== "" ? artifactDirSetting : memory ? undefined : `${dataDir}/artifacts`
-    const s3Bucket = yield* Config.String("LM_ARTIFACT_S3_BUCKET").pipe(Config.withDefault(""))
-    const artifactS3 = s3Bucket === "" ? undefined : {
-      bucket: s3Bucket,
-      endpoint: (yield* Config.String("LM_ARTIFACT_S3_ENDPOINT").pipe(Config.withDefault(""))) || undefined,
-      region: yield* Config.String("LM_ARTIFACT_S3_REGION").pipe(Config.withDefault("us-east-1")),
-      prefix: yield* Config.String("LM_ARTIFACT_S3_PREFIX").pipe(Config.withDefault(""))
-    }
-    return HttpSettings.make({
-      artifactS3,
-      maxArtifactBytes,
-      artifactDir,
-      tls,
-      corsOrigins,
-      forceHttps,
-      restRoot,
-      trustProxyHops,
-      adminAllowedIps,
-      fastPath,
-      maxConnections,
-      maxConnectionsPerIp,
-      headersTimeoutSeconds,
-      bodyTimeoutSeconds,
-      uploadIdleTimeoutSeconds
-    })
-  })
-
-  /** The settings read from the environment. */
-  static readonly layerFromEnv: Layer.Layer<HttpSettings, Config.ConfigError | InvalidSetting> = Layer.effect(
-    HttpSettings,
-    HttpSettings.fromEnv
-  )
 }
-
-/** `HOST` and `PORT` from the environment (`PORT=0` picks a free port). */
-export const listenFromEnv: Effect.Effect<Listen, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
-  const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
-  // Not `Config.Port`: it refuses 0, which here asks for a free port.
-  const port = yield* Config.Int("PORT").pipe(Config.withDefault(8080))
-  if (port < 0 || port > 65535) {
-    return yield* new InvalidSetting({ name: "PORT", message: `PORT: expected 0 to 65535, got ${port}` })
-  }
-  return { host, port }
-})

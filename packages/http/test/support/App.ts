@@ -6,7 +6,7 @@ import { Layer, References } from "effect"
 import { Engine } from "@lm/domain"
 import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import { MemoryStore } from "@lm/storage-memory"
-import { serverLayerOn } from "@lm/server"
+import { ArtifactSettings, serverLayerOn } from "@lm/server"
 import type { WebhookSenderOptions } from "@lm/server"
 import { type ClientGuard, layerClientGuards } from "../../src/server/ClientPipeline.js"
 import { HttpSettings } from "../../src/server/Settings.js"
@@ -41,6 +41,8 @@ export const startApp = async (
   store: TestStore,
   options: Engine.Options & {
     readonly settings?: Parameters<typeof HttpSettings.layer>[0]
+    /** Where release artifacts are kept (default: a temporary folder). */
+    readonly artifacts?: Partial<ArtifactSettings>
     /** Replaces the store layer `store` names (e.g. a store wrapped to fail on demand). */
     readonly storeLayer?: Layer.Layer<any, any, never>
     /** Public guards of the client routes (`ClientGuards`; none by default). */
@@ -56,6 +58,7 @@ export const startApp = async (
     ...options
   }, options.webhookSender).pipe(
     Layer.provide(HttpSettings.layer(options.settings ?? {})),
+    Layer.provide(Layer.succeed(ArtifactSettings, { dir: undefined, s3: undefined, ...options.artifacts })),
     Layer.provide(layerClientGuards(options.clientGuards ?? [])),
     // Start-up and shutdown lines would drown the test output; warnings and errors still show.
     Layer.provide(Layer.succeed(References.MinimumLogLevel, process.env.LM_TEST_LOG_LEVEL === "debug" ? "Debug" : "Warn"))
