@@ -35,11 +35,12 @@ export {
   layerClientGuards
 } from "./server/ClientPipeline.js"
 export { layerApiRoutes, layerApiServer } from "./server/ApiServer.js"
+export { layerClientRateLimit, layerRestRequestValid } from "./server/BundledGuards.js"
 export { ErrorEnvelopeLive } from "./server/ErrorEnvelope.js"
 export { FastPath, type FastPathService } from "./server/FastPath.js"
 export { type GuardedRequest, ipAllowListGuard, type RestRequestGuard, RestRequestValid, runGuards } from "./server/Guards.js"
 export { layerMiddlewares, layerRoutes, layerServer, openApiDocument, type RequestCounter } from "./server/Http.js"
-export { layerClientRateLimit, rateLimitApiKeyGuard, rateLimitClientGuard } from "./server/RateLimits.js"
+export { rateLimitApiKeyGuard, rateLimitClientGuard } from "./server/RateLimits.js"
 export { ReleaseRoutes } from "./server/ReleaseRoutes.js"
 export { defaultRetryAfterSeconds, envelope, errorResponse, wwwAuthenticate } from "./server/Responses.js"
 export {

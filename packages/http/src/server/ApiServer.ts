@@ -21,7 +21,7 @@ import { WebhooksHandlers } from "../handlers/Webhooks.js"
 import { ApiKeyAuthenticator } from "./Authentication.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer, type RequestCounter } from "./Http.js"
-import { layerClientRateLimit } from "./RateLimits.js"
+import { layerClientRateLimit } from "./BundledGuards.js"
 import { ReleaseRoutes } from "./ReleaseRoutes.js"
 import type { Listen } from "./Settings.js"
 

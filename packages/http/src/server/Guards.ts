@@ -3,16 +3,14 @@
  * scope is checked, each guard in turn gets the verdict so far and may change it:
  * `(allowed, request, scope) -> Effect<boolean>`. A final `false` is 403 `rest_forbidden`; a guard may also
  * fail with an envelope error of its own (a rate limiter's 429). The public client routes, which need no key,
- * have their own chain: `ClientGuards` (`ClientPipeline.ts`).
+ * have their own chain: `ClientGuards` (`ClientPipeline.ts`). What the bundled server puts in each chain is
+ * `BundledGuards.ts`.
  */
-import { Context, Effect, Layer, Option } from "effect"
-import { RateLimiter } from "@lm/domain"
+import { Context, Effect, Layer } from "effect"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import type { ApiKeyScope, AuthenticatedKey } from "@lm/api"
 import type { ApiError } from "@lm/api"
 import type { IpAllowList } from "./ClientIp.js"
-import { rateLimitApiKeyGuard } from "./RateLimits.js"
-import { HttpSettings } from "./Settings.js"
 
 /** What a guard sees of the request. */
 export interface GuardedRequest {
@@ -36,28 +34,6 @@ export class RestRequestValid extends Context.Service<RestRequestValid, {
   /** A chain of exactly these guards. */
   static readonly layer = (guards: ReadonlyArray<RestRequestGuard>): Layer.Layer<RestRequestValid> =>
     Layer.succeed(RestRequestValid, { guards })
-
-  /**
-   * The bundled chain: the IP allow-list when `LM_ADMIN_ALLOWED_IPS` is set, the rate limit per API key when the
-   * engine's `RateLimiter` has limits on, then `extra` guards.
-   */
-  static readonly layerBundled = (
-    extra: ReadonlyArray<RestRequestGuard> = []
-  ): Layer.Layer<RestRequestValid, never, HttpSettings> =>
-    Layer.effect(
-      RestRequestValid,
-      Effect.gen(function*() {
-        const settings = yield* HttpSettings
-        const limiter = yield* Effect.serviceOption(RateLimiter)
-        return {
-          guards: [
-            ...(settings.adminAllowedIps === undefined ? [] : [ipAllowListGuard(settings.adminAllowedIps)]),
-            ...(Option.isSome(limiter) && limiter.value.settings.enabled ? [rateLimitApiKeyGuard(limiter.value)] : []),
-            ...extra
-          ]
-        }
-      })
-    )
 }
 
 /** Vetoes requests from addresses outside the list (and requests with no address). */

@@ -25,7 +25,7 @@ import { makeBodyDeadlines } from "./BodyTimeout.js"
 import { makeCorsPolicy } from "./Cors.js"
 import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
-import { RestRequestValid } from "./Guards.js"
+import { layerRestRequestValid } from "./BundledGuards.js"
 import { forwardedHttps } from "./ClientIp.js"
 import { makeRouteTable, mountAt, requestEnvelope, requestIdFor } from "./Routing.js"
 import { apiBase, HttpSettings, InvalidSetting, type Listen, type Settings } from "./Settings.js"
@@ -178,7 +178,7 @@ const refuseHttp = (request: IncomingMessage, response: ServerResponse) => {
  * (IP allow-list). Needs an `ApiKeyAuthenticator` and `HttpSettings`.
  */
 export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, AuthenticationLive).pipe(
-  Layer.provide(RestRequestValid.layerBundled())
+  Layer.provide(layerRestRequestValid())
 )
 
 /** How long after SIGTERM idle keep-alive connections stay open, so that a request already on its way is answered. */

@@ -4,12 +4,12 @@
  * deactivate, heartbeat, crl, public-key, on the fast path and through the handlers alike), and the management
  * routes' `restRequestValid` chain, per API key. Over a limit: 429 `rest_rate_limited` with `Retry-After` and
  * `data.retry_after` (`Responses.ts`). The limits themselves are the engine's settings (`LM_RATE_LIMIT*`, read by
- * the bundled server).
+ * the bundled server); `BundledGuards.ts` puts these guards in the chains.
  */
-import { Effect, Layer } from "effect"
-import { RateLimiter } from "@lm/domain"
+import { Effect } from "effect"
+import type { RateLimiter } from "@lm/domain"
 import { ApiErrors } from "@lm/api"
-import { type ClientGuard, ClientGuards } from "./ClientPipeline.js"
+import type { ClientGuard } from "./ClientPipeline.js"
 import type { RestRequestGuard } from "./Guards.js"
 
 /** The public guard: per client IP, and per (IP, license key) when the request names one. */
@@ -24,16 +24,3 @@ export const rateLimitApiKeyGuard = (limiter: RateLimiter["Service"]): RestReque
   allowed
     ? Effect.as(Effect.mapError(limiter.admitApiKey(String(request.apiKey.id)), ApiErrors.fromDomain), true)
     : Effect.succeed(false)
-
-/**
- * `ClientGuards`: the rate limiter when limits are on (nothing runs per request for it when off), then the guards
- * already provided (an embedder's).
- */
-export const layerClientRateLimit: Layer.Layer<never, never, RateLimiter> = Layer.effect(
-  ClientGuards,
-  Effect.gen(function*() {
-    const limiter = yield* RateLimiter
-    const { guards } = yield* ClientGuards
-    return { guards: [...(limiter.settings.enabled ? [rateLimitClientGuard(limiter)] : []), ...guards] }
-  })
-)

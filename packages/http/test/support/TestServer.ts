@@ -8,7 +8,8 @@ import { Context, Effect, Exit, Layer, Logger, References, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import type { AuthenticatedKey } from "@lm/api"
 import { ApiKeyAuthenticator } from "../../src/server/Authentication.js"
-import { type RestRequestGuard, RestRequestValid } from "../../src/server/Guards.js"
+import { layerRestRequestValid } from "../../src/server/BundledGuards.js"
+import type { RestRequestGuard } from "../../src/server/Guards.js"
 import { ErrorEnvelopeLive } from "../../src/server/ErrorEnvelope.js"
 import { AuthenticationLive } from "../../src/server/Authentication.js"
 import { layerRoutes, layerServer } from "../../src/server/Http.js"
@@ -102,7 +103,7 @@ export interface EchoServerOptions {
 export const echoServerLayer = (options: EchoServerOptions = {}, listen = { host: "127.0.0.1", port: 0 }) => {
   const settings = HttpSettings.layer(options.settings)
   const middlewares = Layer.mergeAll(ErrorEnvelopeLive, AuthenticationLive).pipe(
-    Layer.provide(RestRequestValid.layerBundled(options.guards)),
+    Layer.provide(layerRestRequestValid(options.guards)),
     Layer.provide(options.authenticator === undefined ? stubAuthenticator : Layer.succeed(ApiKeyAuthenticator, options.authenticator))
   )
   const handlers = Layer.mergeAll(SystemHandlers, TestHandlers).pipe(
