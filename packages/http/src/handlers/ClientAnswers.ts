@@ -36,25 +36,11 @@ import {
 import { ApiErrors } from "@lm/api"
 import { ok } from "@lm/api"
 import { iso, isoNow, isoOrNull, licenseToWire, machineToWire } from "@lm/api/wire"
+import { ifNoneMatchMatches } from "../server/EntityTags.js"
 
 /** A success envelope around `data`, written as JSON with `status` (see the module comment). */
 export const respond = <A>(data: A, status = 200, headers?: Readonly<Record<string, string>>) =>
   HttpServerResponse.jsonUnsafe(ok(data), headers === undefined ? { status } : { status, headers })
-
-/**
- * Whether an `If-None-Match` header matches an entity tag: `*`, or one of its comma-separated tags compared
- * weakly (a `W/` prefix is ignored, as RFC 9110 asks for `If-None-Match`).
- */
-export const etagMatches = (ifNoneMatch: string | undefined, etag: string): boolean => {
-  if (ifNoneMatch === undefined) return false
-  const strip = (tag: string) => (tag.startsWith("W/") ? tag.slice(2) : tag)
-  const wanted = strip(etag)
-  for (const raw of ifNoneMatch.split(",")) {
-    const tag = raw.trim()
-    if (tag === "*" || strip(tag) === wanted) return true
-  }
-  return false
-}
 
 /** The decoded headers of `GET /crl`. */
 export interface CrlHeaders {
@@ -164,7 +150,7 @@ export const makeClientAnswers = Effect.gen(function*() {
     revocations.current.pipe(
       Effect.map((list) => {
         const cacheHeaders = { etag: list.etag, "cache-control": crlCacheControl }
-        if (etagMatches(headers["if-none-match"], list.etag)) {
+        if (ifNoneMatchMatches(headers["if-none-match"], list.etag)) {
           return HttpServerResponse.empty({ status: 304, headers: cacheHeaders })
         }
         const body: CrlResponse = {

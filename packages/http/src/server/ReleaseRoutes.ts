@@ -27,6 +27,7 @@ import { ok } from "@lm/api"
 import { releaseToWire } from "@lm/api/wire"
 import { idleTimer, takeOverBodyTimeout } from "./BodyTimeout.js"
 import { clientIp } from "./ClientIp.js"
+import { ifNoneMatchMatches } from "./EntityTags.js"
 import { makePublicGuard } from "./ClientPipeline.js"
 import { foreignCharset, refuseBodyText, unsupportedCharset } from "./ErrorEnvelope.js"
 import { envelope, errorResponse } from "./Responses.js"
@@ -279,7 +280,7 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           "content-disposition": contentDisposition(release.filename ?? "artifact"),
           "cache-control": "private, no-store"
         }
-        if (etagMatches(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers })
+        if (ifNoneMatchMatches(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers })
         const rangeHeader = request.headers.range
         const ifRange = request.headers["if-range"]
         const range = rangeHeader !== undefined && (ifRange === undefined || ifRange === etag) ? parseRange(rangeHeader, size) : undefined
@@ -316,9 +317,6 @@ const contentDisposition = (filename: string): string => {
   const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, "_")
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`
 }
-
-const etagMatches = (header: string | undefined, etag: string): boolean =>
-  header !== undefined && (header.trim() === "*" || header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag))
 
 /**
  * One byte range of `bytes=a-b`, `bytes=a-` or `bytes=-n` clamped to the artifact; several ranges or another unit
