@@ -231,6 +231,12 @@ export const fromDomain = <E extends DomainErrorLike>(error: E): FromDomain<E> =
   return make(error.status, error.code, error.message, extra) as FromDomain<E>
 }
 
+/** An error a request may be answered with: an envelope error, or a domain error that {@link toApiError} maps. */
+export type AnyError = ApiError | DomainErrorLike
+
+/** An envelope error as it is; a domain error through {@link fromDomain}. */
+export const toApiError = (error: AnyError): ApiError => (isApiError(error) ? error : fromDomain(error))
+
 /** The wire body of an envelope error. */
 export const toEnvelope = (error: ApiError): Envelope => ({
   success: false,

@@ -4,14 +4,12 @@
  */
 import { Effect } from "effect"
 import { Services } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
+import { Api, ok } from "@lm/api"
 import { iso, licenseToWire } from "@lm/api/wire"
+import { group } from "./Group.js"
 
 /** The `analytics` handlers, on the domain's `Analytics` service. */
-export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", (handlers) =>
+export const AnalyticsHandlers = group(Api, "analytics", (handlers) =>
   Effect.gen(function*() {
     const analytics = yield* Services.Analytics
     return handlers.handleAll({
@@ -28,8 +26,7 @@ export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", (handler
               app_versions: o.appVersions.map((v) => ({ app_version: v.appVersion, machines: v.machines })),
               top_licenses: o.topLicenses.map((t) => ({ license_key: t.licenseKey, validations: t.validations }))
             })
-          ),
-          Effect.mapError(ApiErrors.fromDomain)
+          )
         ),
       validations: ({ query }) =>
         analytics.validations({
@@ -46,20 +43,17 @@ export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", (handler
               from: iso(s.from),
               to: iso(s.to)
             })
-          ),
-          Effect.mapError(ApiErrors.fromDomain)
+          )
         ),
       anomalies: () =>
         analytics.anomalies.pipe(
           Effect.map((list) =>
             ok({ anomalies: list.map((a) => ({ license_key: a.licenseKey, type: a.type, detail: a.detail, detected_at: iso(a.detectedAt) })) })
-          ),
-          Effect.mapError(ApiErrors.fromDomain)
+          )
         ),
       expiring: ({ query }) =>
         analytics.expiring(query.days ?? 30).pipe(
-          Effect.map((licenses) => ok({ licenses: licenses.map(licenseToWire) })),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((licenses) => ok({ licenses: licenses.map(licenseToWire) }))
         )
     })
   }))

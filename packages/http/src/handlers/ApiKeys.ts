@@ -5,15 +5,12 @@
  */
 import { Effect } from "effect"
 import { ApiKeys, Services } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "@lm/api"
-import { CurrentApiKey } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
+import { Api, CurrentApiKey, ok } from "@lm/api"
 import { apiKeyToWire, iso, listMeta, pageRequest } from "@lm/api/wire"
+import { group } from "./Group.js"
 
 /** The `api-keys` handlers, on the domain's `ApiKeys` service. */
-export const ApiKeysHandlers = HttpApiBuilder.group(Api, "api-keys", (handlers) =>
+export const ApiKeysHandlers = group(Api, "api-keys", (handlers) =>
   Effect.gen(function*() {
     const apiKeys = yield* ApiKeys
     /** The authenticated key as the domain's actor. */
@@ -32,22 +29,19 @@ export const ApiKeysHandlers = HttpApiBuilder.group(Api, "api-keys", (handlers) 
               truncated_key: apiKey.truncatedKey,
               created_at: iso(apiKey.createdAt)
             })
-          ),
-          Effect.mapError(ApiErrors.fromDomain)
+          )
         ),
       list: ({ query }) => {
         const page = pageRequest(query)
         return actor.pipe(
           Effect.flatMap((actor) => apiKeys.list(actor, page)),
-          Effect.map((result) => ok({ api_keys: result.items.map(apiKeyToWire) }, listMeta(result.total, page.page, page.perPage))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((result) => ok({ api_keys: result.items.map(apiKeyToWire) }, listMeta(result.total, page.page, page.perPage)))
         )
       },
       delete: ({ params }) =>
         actor.pipe(
           Effect.flatMap((actor) => apiKeys.delete(actor, params.id)),
-          Effect.as(ok({ deleted: true as const, id: params.id })),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.as(ok({ deleted: true as const, id: params.id }))
         )
     })
   }))

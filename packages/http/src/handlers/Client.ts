@@ -5,13 +5,13 @@
  * (`FastPath.ts`) runs too; nothing else happens here.
  */
 import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "@lm/api"
 import { factsOfRequest, makeClientPipeline } from "../server/ClientPipeline.js"
 import { HttpSettings } from "../server/Settings.js"
+import { group } from "./Group.js"
 
 /** The `client` group's handlers. */
-export const ClientHandlers = HttpApiBuilder.group(
+export const ClientHandlers = group(
   Api,
   "client",
   Effect.fn(function*(handlers) {

@@ -1,7 +1,7 @@
 /**
  * The answers of the public client routes (`validate`, `activate`, `deactivate`, `heartbeat`, `crl`,
  * `public-key`; CONTRACT §4, §5): the domain call and the HTTP response, from the endpoint's decoded input and
- * the client's address; a refusal is the domain's error mapped mechanically by `ApiErrors.fromDomain`. They are
+ * the client's address; a refusal is the domain's error, which the pipeline answers with its envelope. They are
  * the last step of the client pipeline (`ClientPipeline.ts`), which both ways a request arrives go through: the
  * `client` group's HttpApi handlers (`Client.ts`) and the fast path in front of the Effect stack
  * (`FastPath.ts`). Nothing here reads the request.
@@ -28,13 +28,12 @@ import {
   type DeactivateResponse,
   type HeartbeatPayload,
   type HeartbeatResponse,
+  ok,
   publicKeyCacheControl,
   type PublicKeyResponse,
   type ValidatePayload,
   type ValidateResponse
 } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
 import { iso, isoNow, isoOrNull, licenseToWire, machineToWire } from "@lm/api/wire"
 import { ifNoneMatchMatches } from "../server/EntityTags.js"
 
@@ -78,8 +77,7 @@ export const makeClientAnswers = Effect.gen(function*() {
           }
           return respond(body)
         })
-      ),
-      Effect.mapError(ApiErrors.fromDomain)
+      )
     )
   }
 
@@ -102,8 +100,7 @@ export const makeClientAnswers = Effect.gen(function*() {
           const body: ActivatedMachine = { ...machineToWire(machine), certificate }
           return respond(body, created ? 201 : 200)
         })
-      ),
-      Effect.mapError(ApiErrors.fromDomain)
+      )
     )
 
   const deactivate = (payload: typeof DeactivatePayload.Type, ipAddress: string | null) => {
@@ -114,14 +111,13 @@ export const makeClientAnswers = Effect.gen(function*() {
       : undefined
     if (target === undefined) {
       const params = { fingerprint: "fingerprint or machine_id is required" }
-      return Effect.fail(ApiErrors.fromDomain(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params })))
+      return Effect.fail(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params }))
     }
     return licensing.deactivate({ licenseKey: payload.license_key, ipAddress, ...target }).pipe(
       Effect.map(({ machine }) => {
         const body: DeactivateResponse = { deactivated: true, machine: machineToWire(machine) }
         return respond(body)
-      }),
-      Effect.mapError(ApiErrors.fromDomain)
+      })
     )
   }
 
@@ -142,8 +138,7 @@ export const makeClientAnswers = Effect.gen(function*() {
           }
           return respond(body)
         })
-      ),
-      Effect.mapError(ApiErrors.fromDomain)
+      )
     )
 
   const crl = (headers: CrlHeaders, _ipAddress: string | null) =>
@@ -160,8 +155,7 @@ export const makeClientAnswers = Effect.gen(function*() {
           kid: list.kid
         }
         return respond(body, 200, cacheHeaders)
-      }),
-      Effect.mapError(ApiErrors.fromDomain)
+      })
     )
 
   // `/public-key` changes only when the key ring does: its answer is built once per ring.

@@ -4,12 +4,10 @@
  */
 import { Effect } from "effect"
 import { Generators, Keys, Services } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "@lm/api"
+import { Api, ok } from "@lm/api"
 import type { UpdateGeneratorBody } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
 import { generatorToWire, licenseSettingsFromWire, licenseToWire, listMeta, pageRequest } from "@lm/api/wire"
+import { group } from "./Group.js"
 
 type GeneratorBody = typeof UpdateGeneratorBody.Type
 
@@ -30,7 +28,7 @@ const generatorInput = (body: GeneratorBody): Services.GeneratorInput => ({
 })
 
 /** The `generators` handlers, on the domain's `Generators` service. */
-export const GeneratorsHandlers = HttpApiBuilder.group(Api, "generators", (handlers) =>
+export const GeneratorsHandlers = group(Api, "generators", (handlers) =>
   Effect.gen(function*() {
     const generators = yield* Generators
     return handlers.handleAll({
@@ -39,32 +37,27 @@ export const GeneratorsHandlers = HttpApiBuilder.group(Api, "generators", (handl
         return generators.list(page).pipe(
           Effect.map((result) =>
             ok({ generators: result.items.map(generatorToWire) }, listMeta(result.total, page.page, page.perPage))
-          ),
-          Effect.mapError(ApiErrors.fromDomain)
+          )
         )
       },
       create: ({ payload }) =>
         generators.create(generatorInput(payload)).pipe(
-          Effect.map((view) => ok(generatorToWire(view))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((view) => ok(generatorToWire(view)))
         ),
       get: ({ params }) =>
-        generators.get(params.id).pipe(Effect.map((view) => ok(generatorToWire(view))), Effect.mapError(ApiErrors.fromDomain)),
+        generators.get(params.id).pipe(Effect.map((view) => ok(generatorToWire(view)))),
       update: ({ params, payload }) =>
         generators.update(params.id, generatorInput(payload)).pipe(
-          Effect.map((view) => ok(generatorToWire(view))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((view) => ok(generatorToWire(view)))
         ),
       delete: ({ params }) =>
         generators.delete(params.id).pipe(
-          Effect.map((result) => ok({ deleted: true as const, id: result.id, pool_keys_deleted: result.poolKeysDeleted })),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((result) => ok({ deleted: true as const, id: result.id, pool_keys_deleted: result.poolKeysDeleted }))
         ),
       generate: ({ params, payload }) => {
         const { count, ...settings } = payload
         return generators.generate(params.id, count, licenseSettingsFromWire(settings)).pipe(
-          Effect.map((views) => ok({ licenses: views.map(licenseToWire) }, { total: views.length })),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((views) => ok({ licenses: views.map(licenseToWire) }, { total: views.length }))
         )
       }
     })

@@ -1,14 +1,12 @@
 /**
  * Handlers of the `licenses` group: each decodes its request, calls one method of the domain's `Licenses`
- * service and writes the result with `Wire.ts`. Domain errors map to the envelope mechanically.
+ * service and writes the result with `Wire.ts`. Domain errors map to the envelope mechanically (`Group.ts`).
  */
 import { Effect } from "effect"
 import { License, Licenses } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
+import { Api, ok } from "@lm/api"
 import { licenseDetailToWire, licenseSettingsFromWire, licenseToWire, listMeta, pageRequest } from "@lm/api/wire"
+import { group } from "./Group.js"
 
 /** What a renew body asks for. */
 const renewalOf = (body: { readonly expires_at?: number; readonly days?: number }): License.Renewal =>
@@ -19,7 +17,7 @@ const renewalOf = (body: { readonly expires_at?: number; readonly days?: number 
     : { _tag: "ResetRelative" }
 
 /** The `licenses` handlers, on the domain's `Licenses` service. */
-export const LicensesHandlers = HttpApiBuilder.group(Api, "licenses", (handlers) =>
+export const LicensesHandlers = group(Api, "licenses", (handlers) =>
   Effect.gen(function*() {
     const licenses = yield* Licenses
     return handlers.handleAll({
@@ -40,8 +38,7 @@ export const LicensesHandlers = HttpApiBuilder.group(Api, "licenses", (handlers)
         }).pipe(
           Effect.map((result) =>
             ok({ licenses: result.items.map(licenseToWire) }, listMeta(result.total, page.page, page.perPage))
-          ),
-          Effect.mapError(ApiErrors.fromDomain)
+          )
         )
       },
       create: ({ payload }) =>
@@ -49,34 +46,30 @@ export const LicensesHandlers = HttpApiBuilder.group(Api, "licenses", (handlers)
           ...licenseSettingsFromWire(payload),
           licenseKey: payload.license_key ?? undefined,
           generatorId: payload.generator_id ?? undefined
-        }).pipe(Effect.map((view) => ok(licenseToWire(view))), Effect.mapError(ApiErrors.fromDomain)),
+        }).pipe(Effect.map((view) => ok(licenseToWire(view)))),
       get: ({ params }) =>
-        licenses.get(params.key).pipe(Effect.map((detail) => ok(licenseDetailToWire(detail))), Effect.mapError(ApiErrors.fromDomain)),
+        licenses.get(params.key).pipe(Effect.map((detail) => ok(licenseDetailToWire(detail)))),
       update: ({ params, payload }) =>
         licenses.update(params.key, licenseSettingsFromWire(payload)).pipe(
-          Effect.map((view) => ok(licenseToWire(view))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((view) => ok(licenseToWire(view)))
         ),
       delete: ({ params }) =>
         licenses.delete(params.key).pipe(
-          Effect.map(({ id }) => ok({ deleted: true as const, id })),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map(({ id }) => ok({ deleted: true as const, id }))
         ),
       renew: ({ params, payload }) =>
         licenses.renew(params.key, renewalOf(payload)).pipe(
-          Effect.map((view) => ok(licenseToWire(view))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((view) => ok(licenseToWire(view)))
         ),
       suspend: ({ params }) =>
-        licenses.suspend(params.key).pipe(Effect.map((view) => ok(licenseToWire(view))), Effect.mapError(ApiErrors.fromDomain)),
+        licenses.suspend(params.key).pipe(Effect.map((view) => ok(licenseToWire(view)))),
       revoke: ({ params }) =>
-        licenses.revoke(params.key).pipe(Effect.map((view) => ok(licenseToWire(view))), Effect.mapError(ApiErrors.fromDomain)),
+        licenses.revoke(params.key).pipe(Effect.map((view) => ok(licenseToWire(view)))),
       reinstate: ({ params }) =>
-        licenses.reinstate(params.key).pipe(Effect.map((view) => ok(licenseToWire(view))), Effect.mapError(ApiErrors.fromDomain)),
+        licenses.reinstate(params.key).pipe(Effect.map((view) => ok(licenseToWire(view)))),
       terminate: ({ params, payload }) =>
         licenses.terminate(params.key, payload.confirm === true).pipe(
-          Effect.map((view) => ok(licenseToWire(view))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((view) => ok(licenseToWire(view)))
         )
     })
   }))

@@ -4,14 +4,12 @@
  */
 import { Effect } from "effect"
 import { Machines } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
+import { Api, ok } from "@lm/api"
 import { listMeta, machineToWire, pageRequest } from "@lm/api/wire"
+import { group } from "./Group.js"
 
 /** The `machines` handlers, on the domain's `Machines` service. */
-export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers) =>
+export const MachinesHandlers = group(Api, "machines", (handlers) =>
   Effect.gen(function*() {
     const machines = yield* Machines
     return handlers.handleAll({
@@ -20,21 +18,18 @@ export const MachinesHandlers = HttpApiBuilder.group(Api, "machines", (handlers)
         return machines.listForLicense(params.key, { status: query.status, ...page }).pipe(
           Effect.map((result) =>
             ok({ machines: result.items.map(machineToWire) }, listMeta(result.total, page.page, page.perPage))
-          ),
-          Effect.mapError(ApiErrors.fromDomain)
+          )
         )
       },
       get: ({ params }) =>
-        machines.get(params.id).pipe(Effect.map((machine) => ok(machineToWire(machine))), Effect.mapError(ApiErrors.fromDomain)),
+        machines.get(params.id).pipe(Effect.map((machine) => ok(machineToWire(machine)))),
       deactivate: ({ params }) =>
         machines.deactivate(params.id).pipe(
-          Effect.map((machine) => ok({ deactivated: true as const, machine: machineToWire(machine) })),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((machine) => ok({ deactivated: true as const, machine: machineToWire(machine) }))
         ),
       revoke: ({ params }) =>
         machines.revoke(params.id).pipe(
-          Effect.map((machine) => ok({ revoked: true as const, machine: machineToWire(machine) })),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((machine) => ok({ revoked: true as const, machine: machineToWire(machine) }))
         )
     })
   }))

@@ -8,17 +8,15 @@
 import type { TLSSocket } from "node:tls"
 import { Effect } from "effect"
 import { Releases } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
-import { Api } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
+import { Api, ApiErrors, ok } from "@lm/api"
 import { iso, listMeta, pageRequest, releaseToWire } from "@lm/api/wire"
 import { clientIp, forwardedHost, forwardedHttps } from "../server/ClientIp.js"
 import { makePublicGuard } from "../server/ClientPipeline.js"
 import { ReleaseRoutes } from "../server/ReleaseRoutes.js"
 import { errorResponse } from "../server/Responses.js"
 import { apiBase, HttpSettings } from "../server/Settings.js"
+import { group } from "./Group.js"
 
 /** A `Host` value: a DNS name, an IPv4 address or a bracketed IPv6 address, with an optional port. */
 const hostPattern = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
@@ -42,7 +40,7 @@ export const requestOrigin = (request: HttpServerRequest, trustProxyHops: number
   return `${https ? "https" : "http"}://${host}`
 }
 
-export const ReleasesHandlers = HttpApiBuilder.group(Api, "releases", (handlers) =>
+export const ReleasesHandlers = group(Api, "releases", (handlers) =>
   Effect.gen(function*() {
     const releases = yield* Releases
     const routes = yield* ReleaseRoutes
@@ -51,13 +49,12 @@ export const ReleasesHandlers = HttpApiBuilder.group(Api, "releases", (handlers)
       .handle("list", ({ query }) => {
         const page = pageRequest(query)
         return releases.list({ ...page, productId: query.product_id, channels: query.channel === undefined ? undefined : [query.channel] }).pipe(
-          Effect.map((result) => ok({ releases: result.items.map(releaseToWire) }, listMeta(result.total, page.page, page.perPage))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((result) => ok({ releases: result.items.map(releaseToWire) }, listMeta(result.total, page.page, page.perPage)))
         )
       })
   }))
 
-export const UpdatesHandlers = HttpApiBuilder.group(Api, "updates", (handlers) =>
+export const UpdatesHandlers = group(Api, "updates", (handlers) =>
   Effect.gen(function*() {
     const releases = yield* Releases
     const settings = yield* HttpSettings
@@ -83,7 +80,7 @@ export const UpdatesHandlers = HttpApiBuilder.group(Api, "updates", (handlers) =
             channel: query.channel,
             fingerprint: query.fingerprint,
             ipAddress: ip ?? null
-          }).pipe(Effect.mapError(ApiErrors.fromDomain))
+          })
           return ok({
             update_available: check.release !== undefined,
             current_version: check.currentVersion,

@@ -5,11 +5,9 @@
  */
 import { Effect } from "effect"
 import { type Model, Money, type Services, type Subscription, Subscriptions } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
+import { Api, ok } from "@lm/api"
 import { licenseSettingsFromWire, licenseToWire, listMeta, pageRequest, renewalToWire, subscriptionToWire } from "@lm/api/wire"
+import { group } from "./Group.js"
 
 type ItemBody = { readonly product_id?: number | null; readonly quantity?: number; readonly amount: string }
 
@@ -28,7 +26,7 @@ const itemsOf = (items: ReadonlyArray<ItemBody>, currency: string) =>
 const detailToWire = (detail: Services.SubscriptionDetail) => ok({ ...subscriptionToWire(detail.subscription), license: licenseToWire(detail.license) })
 
 /** The `subscriptions` handlers, on the domain's `Subscriptions` service. */
-export const SubscriptionsHandlers = HttpApiBuilder.group(Api, "subscriptions", (handlers) =>
+export const SubscriptionsHandlers = group(Api, "subscriptions", (handlers) =>
   Effect.gen(function*() {
     const subscriptions = yield* Subscriptions
     const currencyOf = (id: number) => Effect.map(subscriptions.get(id), (d) => d.subscription.currency)
@@ -36,8 +34,7 @@ export const SubscriptionsHandlers = HttpApiBuilder.group(Api, "subscriptions", 
       list: ({ query }) => {
         const page = pageRequest(query)
         return subscriptions.list({ status: query.status, userId: query.user_id, productId: query.product_id, ...page }).pipe(
-          Effect.map((result) => ok({ subscriptions: result.items.map(subscriptionToWire) }, listMeta(result.total, page.page, page.perPage))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((result) => ok({ subscriptions: result.items.map(subscriptionToWire) }, listMeta(result.total, page.page, page.perPage)))
         )
       },
       create: ({ payload }) =>
@@ -67,8 +64,8 @@ export const SubscriptionsHandlers = HttpApiBuilder.group(Api, "subscriptions", 
             licenseKey: payload.license_key,
             license: payload.generator_id === undefined ? license : { ...license, generatorId: payload.generator_id }
           })
-        }).pipe(Effect.map(detailToWire), Effect.mapError(ApiErrors.fromDomain)),
-      get: ({ params }) => subscriptions.get(params.id).pipe(Effect.map(detailToWire), Effect.mapError(ApiErrors.fromDomain)),
+        }).pipe(Effect.map(detailToWire)),
+      get: ({ params }) => subscriptions.get(params.id).pipe(Effect.map(detailToWire)),
       update: ({ params, payload }) =>
         Effect.gen(function*() {
           const currency = yield* currencyOf(params.id)
@@ -82,13 +79,13 @@ export const SubscriptionsHandlers = HttpApiBuilder.group(Api, "subscriptions", 
             items: payload.items === undefined ? undefined : yield* itemsOf(payload.items, currency)
           }
           return yield* subscriptions.update(params.id, patch)
-        }).pipe(Effect.map(detailToWire), Effect.mapError(ApiErrors.fromDomain)),
-      pause: ({ params }) => subscriptions.pause(params.id).pipe(Effect.map(detailToWire), Effect.mapError(ApiErrors.fromDomain)),
-      resume: ({ params }) => subscriptions.resume(params.id).pipe(Effect.map(detailToWire), Effect.mapError(ApiErrors.fromDomain)),
+        }).pipe(Effect.map(detailToWire)),
+      pause: ({ params }) => subscriptions.pause(params.id).pipe(Effect.map(detailToWire)),
+      resume: ({ params }) => subscriptions.resume(params.id).pipe(Effect.map(detailToWire)),
       cancel: ({ params, payload }) =>
-        subscriptions.cancel(params.id, payload.at_period_end === true).pipe(Effect.map(detailToWire), Effect.mapError(ApiErrors.fromDomain)),
+        subscriptions.cancel(params.id, payload.at_period_end === true).pipe(Effect.map(detailToWire)),
       renew: ({ params, payload }) =>
-        subscriptions.renew(params.id, payload.transaction_id ?? null).pipe(Effect.map(detailToWire), Effect.mapError(ApiErrors.fromDomain)),
+        subscriptions.renew(params.id, payload.transaction_id ?? null).pipe(Effect.map(detailToWire)),
       switch: ({ params, payload }) =>
         Effect.gen(function*() {
           const currency = yield* currencyOf(params.id)
@@ -99,12 +96,11 @@ export const SubscriptionsHandlers = HttpApiBuilder.group(Api, "subscriptions", 
             productId: payload.product_id,
             maxActivations: payload.max_activations
           })
-        }).pipe(Effect.map(detailToWire), Effect.mapError(ApiErrors.fromDomain)),
+        }).pipe(Effect.map(detailToWire)),
       renewals: ({ params, query }) => {
         const page = pageRequest(query)
         return subscriptions.renewals(params.id, page).pipe(
-          Effect.map((result) => ok({ renewals: result.items.map(renewalToWire) }, listMeta(result.total, page.page, page.perPage))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((result) => ok({ renewals: result.items.map(renewalToWire) }, listMeta(result.total, page.page, page.perPage)))
         )
       }
     })

@@ -4,11 +4,9 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { Errors } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
+import { Api, ApiErrors, ok } from "@lm/api"
 import { HttpSettings } from "../server/Settings.js"
+import { group } from "./Group.js"
 
 /** The store as `/health` sees it: its name and a cheap reachability check (e.g. `SELECT 1`). */
 export class StorageHealth extends Context.Service<StorageHealth, {
@@ -26,13 +24,11 @@ export class StorageHealth extends Context.Service<StorageHealth, {
 const storeReported = (cause: unknown): cause is ApiErrors.DomainErrorLike & { readonly status: 503 } =>
   ApiErrors.isDomainErrorLike(cause) && cause.status === 503
 
-const storageDown = (cause: unknown): ApiErrors.ServiceUnavailable =>
-  storeReported(cause)
-    ? ApiErrors.fromDomain(cause)
-    : ApiErrors.fromDomain(new Errors.StorageUnavailable({ message: "The store cannot be reached." }))
+const storageDown = (cause: unknown) =>
+  storeReported(cause) ? cause : new Errors.StorageUnavailable({ message: "The store cannot be reached." })
 
 /** The `system` group's handlers. */
-export const SystemHandlers = HttpApiBuilder.group(
+export const SystemHandlers = group(
   Api,
   "system",
   Effect.fn(function*(handlers) {

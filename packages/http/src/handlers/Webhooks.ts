@@ -4,34 +4,30 @@
  */
 import { Effect } from "effect"
 import { Webhooks } from "@lm/domain"
-import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { ok } from "@lm/api"
+import { Api, ok } from "@lm/api"
 import { deliveryToWire, listMeta, pageRequest, webhookToWire } from "@lm/api/wire"
+import { group } from "./Group.js"
 
 /** The `webhooks` handlers, on the domain's `Webhooks` service. */
-export const WebhooksHandlers = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
+export const WebhooksHandlers = group(Api, "webhooks", (handlers) =>
   Effect.gen(function*() {
     const webhooks = yield* Webhooks
     return handlers.handleAll({
       list: ({ query }) => {
         const page = pageRequest(query)
         return webhooks.list(page).pipe(
-          Effect.map((result) => ok({ webhooks: result.items.map(webhookToWire) }, listMeta(result.total, page.page, page.perPage))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((result) => ok({ webhooks: result.items.map(webhookToWire) }, listMeta(result.total, page.page, page.perPage)))
         )
       },
       create: ({ payload }) =>
         webhooks.create(payload).pipe(
-          Effect.map(({ secret, webhook }) => ok({ ...webhookToWire(webhook), secret })),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map(({ secret, webhook }) => ok({ ...webhookToWire(webhook), secret }))
         ),
-      get: ({ params }) => webhooks.get(params.id).pipe(Effect.map((w) => ok(webhookToWire(w))), Effect.mapError(ApiErrors.fromDomain)),
+      get: ({ params }) => webhooks.get(params.id).pipe(Effect.map((w) => ok(webhookToWire(w)))),
       update: ({ params, payload }) =>
-        webhooks.update(params.id, payload).pipe(Effect.map((w) => ok(webhookToWire(w))), Effect.mapError(ApiErrors.fromDomain)),
+        webhooks.update(params.id, payload).pipe(Effect.map((w) => ok(webhookToWire(w)))),
       delete: ({ params }) =>
-        webhooks.delete(params.id).pipe(Effect.as(ok({ deleted: true as const, id: params.id })), Effect.mapError(ApiErrors.fromDomain)),
+        webhooks.delete(params.id).pipe(Effect.as(ok({ deleted: true as const, id: params.id }))),
       ping: ({ params }) =>
         webhooks.ping(params.id).pipe(
           Effect.catchTag("SealedSecretUnreadable", (error) => Effect.die(error)),
@@ -42,20 +38,17 @@ export const WebhooksHandlers = HttpApiBuilder.group(Api, "webhooks", (handlers)
               duration_ms: Math.round(result.durationMs),
               error: result.error
             })
-          ),
-          Effect.mapError(ApiErrors.fromDomain)
+          )
         ),
       deliveries: ({ params, query }) => {
         const page = pageRequest(query)
         return webhooks.deliveries(params.id, page).pipe(
-          Effect.map((result) => ok({ deliveries: result.items.map(deliveryToWire) }, listMeta(result.total, page.page, page.perPage))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((result) => ok({ deliveries: result.items.map(deliveryToWire) }, listMeta(result.total, page.page, page.perPage)))
         )
       },
       redeliver: ({ params }) =>
         webhooks.redeliver(params.id, params.delivery_id).pipe(
-          Effect.map((d) => ok(deliveryToWire(d))),
-          Effect.mapError(ApiErrors.fromDomain)
+          Effect.map((d) => ok(deliveryToWire(d)))
         )
     })
   }))

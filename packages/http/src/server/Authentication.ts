@@ -38,8 +38,7 @@ const forbiddenGuard = () => ApiErrors.fromDomain(new Errors.Forbidden({ message
  */
 type Declared = ApiErrors.ForStatus<401 | 403 | 429 | 503>
 
-const asDeclared = (error: ApiErrors.DomainErrorLike | ApiErrors.ApiError): Declared =>
-  (ApiErrors.isApiError(error) ? error : ApiErrors.fromDomain(error)) as Declared
+const asDeclared = (error: ApiErrors.AnyError): Declared => ApiErrors.toApiError(error) as Declared
 
 /**
  * Checks a request's credentials as {@link Authentication} does (the credential shape, the key, its scope for

@@ -9,14 +9,15 @@
  *    which may refuse with an envelope error (a 429, ...);
  * 2. the domain call and its answer (`handlers/ClientAnswers.ts`; the blacklist and the event log are the
  *    domain's, inside that call);
- * 3. a refusal written as the envelope (`errorResponse`), so that both transports answer it alike.
+ * 3. a refusal (an envelope error, or the domain's error mapped by `ApiErrors.fromDomain`) written as the
+ *    envelope (`errorResponse`), so that both transports answer it alike.
  * Defects pass through: each transport answers them 500 with the request id (`Routing.internalError`).
  */
 import type { IncomingMessage } from "node:http"
 import { Context, Effect, Layer } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
-import type { ApiError } from "@lm/api"
+import type { ApiErrors } from "@lm/api"
 import { clientIp, clientIpFrom } from "./ClientIp.js"
 import { type ClientAnswers, makeClientAnswers } from "../handlers/ClientAnswers.js"
 import { errorResponse } from "./Responses.js"
@@ -48,8 +49,8 @@ export interface ClientGuardRequest extends ClientRequestFacts {
   readonly licenseKey: string | undefined
 }
 
-/** A public guard: succeeds to let the request through, fails with the envelope error to answer instead. */
-export type ClientGuard = (request: ClientGuardRequest) => Effect.Effect<void, ApiError>
+/** A public guard: succeeds to let the request through, fails with the envelope (or domain) error to answer instead. */
+export type ClientGuard = (request: ClientGuardRequest) => Effect.Effect<void, ApiErrors.AnyError>
 
 /** The public guards, run in order before every client route's domain call; none unless provided. */
 export const ClientGuards = Context.Reference<{ readonly guards: ReadonlyArray<ClientGuard> }>("lm/http/ClientGuards", {
@@ -91,7 +92,7 @@ export type ClientPipeline = <E extends ClientEndpoint>(
  * The provided {@link ClientGuards} as one check, run in order: succeeds to let the request through, fails with the
  * first refusal's envelope error. Undefined when there are none (nothing runs per request then).
  */
-export const makePublicGuard: Effect.Effect<((request: ClientGuardRequest) => Effect.Effect<void, ApiError>) | undefined> = Effect.gen(
+export const makePublicGuard: Effect.Effect<((request: ClientGuardRequest) => Effect.Effect<void, ApiErrors.AnyError>) | undefined> = Effect.gen(
   function*() {
     const { guards } = yield* ClientGuards
     if (guards.length === 0) return undefined
@@ -105,7 +106,7 @@ export const makeClientPipeline: Effect.Effect<ClientPipeline, never, Effect.Ser
     const answers = yield* makeClientAnswers
     const guard = yield* makePublicGuard
     const answer = <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts) =>
-      (answers[endpoint] as (input: ClientInput<E>, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError>)(
+      (answers[endpoint] as (input: ClientInput<E>, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.AnyError>)(
         input,
         facts.clientIp ?? null
       )

@@ -18,8 +18,7 @@
  */
 import { FindMyWay, HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
-import { Api, openApiPath } from "@lm/api"
-import { Authentication } from "@lm/api"
+import { Api, Authentication, openApiPath } from "@lm/api"
 import { envelope } from "./Responses.js"
 
 /** Request headers as either request path has them (lower-case names). */

@@ -17,9 +17,7 @@ import type { Schema } from "effect"
 import { Headers, HttpMethod, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { HttpApiError } from "effect/http-api"
-import { ErrorEnvelope, StreamedBody } from "@lm/api"
-import { ApiErrors } from "@lm/api"
-import { InvalidParams } from "@lm/api"
+import { ApiErrors, ErrorEnvelope, InvalidParams, StreamedBody } from "@lm/api"
 import { duplicateKey } from "./JsonKeys.js"
 import { envelope, errorResponse } from "./Responses.js"
 import { payloadTooLarge } from "./Routing.js"
@@ -246,7 +244,7 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
           Effect.catch((error: unknown) => {
             if (ApiErrors.isApiError(error)) return Effect.succeed(errorResponse(error))
             if (HttpApiError.HttpApiSchemaError.is(error) && error.kind in slotName) return invalidRequest(error, request)
-            if (ApiErrors.isDomainErrorLike(error)) return Effect.succeed(errorResponse(ApiErrors.fromDomain(error)))
+            if (ApiErrors.isDomainErrorLike(error)) return Effect.succeed(errorResponse(error))
             return Effect.fail(error)
           })
         ) as Effect.Effect<HttpServerResponse.HttpServerResponse, ErrorEnvelopeFailure>

@@ -31,8 +31,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Result, Schema } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
-import { Api } from "@lm/api"
-import { ErrorEnvelope } from "@lm/api"
+import { Api, ErrorEnvelope } from "@lm/api"
 import {
   type ClientEndpoint,
   type ClientInput,

@@ -2,14 +2,13 @@
  * The `restRequestValid` guard chain (CONTRACT §2; the seed's `lm_rest_request_valid` filter). After a key's
  * scope is checked, each guard in turn gets the verdict so far and may change it:
  * `(allowed, request, scope) -> Effect<boolean>`. A final `false` is 403 `rest_forbidden`; a guard may also
- * fail with an envelope error of its own (a rate limiter's 429). The public client routes, which need no key,
+ * fail with an envelope error or a domain error of its own (a rate limiter's 429). The public client routes, which need no key,
  * have their own chain: `ClientGuards` (`ClientPipeline.ts`). What the bundled server puts in each chain is
  * `BundledGuards.ts`.
  */
 import { Context, Effect, Layer } from "effect"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
-import type { ApiKeyScope, AuthenticatedKey } from "@lm/api"
-import type { ApiError } from "@lm/api"
+import type { ApiErrors, ApiKeyScope, AuthenticatedKey } from "@lm/api"
 import type { IpAllowList } from "./ClientIp.js"
 
 /** What a guard sees of the request. */
@@ -25,7 +24,7 @@ export type RestRequestGuard = (
   allowed: boolean,
   request: GuardedRequest,
   scope: ApiKeyScope
-) => Effect.Effect<boolean, ApiError>
+) => Effect.Effect<boolean, ApiErrors.AnyError>
 
 /** The guard chain, run in order. */
 export class RestRequestValid extends Context.Service<RestRequestValid, {
@@ -45,8 +44,8 @@ export const runGuards = (
   guards: ReadonlyArray<RestRequestGuard>,
   request: GuardedRequest,
   scope: ApiKeyScope
-): Effect.Effect<boolean, ApiError> => {
-  let verdict: Effect.Effect<boolean, ApiError> = Effect.succeed(true)
+): Effect.Effect<boolean, ApiErrors.AnyError> => {
+  let verdict: Effect.Effect<boolean, ApiErrors.AnyError> = Effect.succeed(true)
   for (const guard of guards) {
     verdict = Effect.flatMap(verdict, (allowed) => guard(allowed, request, scope))
   }

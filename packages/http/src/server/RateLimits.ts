@@ -8,19 +8,15 @@
  */
 import { Effect } from "effect"
 import type { RateLimiter } from "@lm/domain"
-import { ApiErrors } from "@lm/api"
 import type { ClientGuard } from "./ClientPipeline.js"
 import type { RestRequestGuard } from "./Guards.js"
 
 /** The public guard: per client IP, and per (IP, license key) when the request names one. */
 export const rateLimitClientGuard = (limiter: RateLimiter["Service"]): ClientGuard => (request) =>
-  Effect.mapError(
-    limiter.admitPublic({ endpoint: request.endpoint, ip: request.clientIp, licenseKey: request.licenseKey }),
-    ApiErrors.fromDomain
-  )
+  limiter.admitPublic({ endpoint: request.endpoint, ip: request.clientIp, licenseKey: request.licenseKey })
 
 /** The management guard: per API key, after the scope check (a request already vetoed takes nothing). */
 export const rateLimitApiKeyGuard = (limiter: RateLimiter["Service"]): RestRequestGuard => (allowed, request) =>
   allowed
-    ? Effect.as(Effect.mapError(limiter.admitApiKey(String(request.apiKey.id)), ApiErrors.fromDomain), true)
+    ? Effect.as(limiter.admitApiKey(String(request.apiKey.id)), true)
     : Effect.succeed(false)

@@ -34,9 +34,6 @@ import { envelope, errorResponse } from "./Responses.js"
 import { payloadTooLarge } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
 
-const fromDomain = (error: ApiErrors.DomainErrorLike | ApiErrors.ApiError) =>
-  errorResponse(ApiErrors.isApiError(error) ? error : ApiErrors.fromDomain(error))
-
 const badParams = (params: Record<string, string>) =>
   envelope(400, "rest_invalid_param", `Invalid parameter: ${Object.keys(params).join(", ")}.`, { params })
 
@@ -113,7 +110,7 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
       }).pipe(
         Effect.map((release) => HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })),
         Effect.catch((error) =>
-          Effect.succeed(error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : fromDomain(error))
+          Effect.succeed(error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : errorResponse(error))
         )
       )
 
@@ -231,7 +228,7 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           contentType: body.content_type
         }).pipe(
           Effect.map((release) => HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })),
-          Effect.catch((error) => Effect.succeed(fromDomain(error)))
+          Effect.catch((error) => Effect.succeed(errorResponse(error)))
         )
       })
 
@@ -258,11 +255,11 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           return yield* Effect.failCause(admitted.cause)
         }
       }
-      if (token === undefined || token === "") return fromDomain(Errors.downloadTokenInvalid())
+      if (token === undefined || token === "") return errorResponse(Errors.downloadTokenInvalid())
       const authorized = yield* Effect.exit(releases.authorizeDownload(token, ip ?? null))
       if (authorized._tag === "Failure") {
         const failure = authorized.cause.reasons.find((r) => r._tag === "Fail")
-        if (failure?._tag === "Fail") return fromDomain(failure.error)
+        if (failure?._tag === "Fail") return errorResponse(failure.error)
         return yield* Effect.failCause(authorized.cause)
       }
       const release = authorized.value
@@ -304,7 +301,7 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
       })
 
     const answered = (effect: Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.DomainErrorLike | ApiErrors.ApiError>) =>
-      Effect.catch(effect, (error) => Effect.succeed(fromDomain(error)))
+      Effect.catch(effect, (error) => Effect.succeed(errorResponse(error)))
     return ReleaseRoutes.of({
       upload: (request) => answered(upload(request)),
       download: (request, token) => answered(download(request, token))

@@ -11,11 +11,16 @@ export const wwwAuthenticate = `Basic realm="lm"`
 /** Seconds a client is told to wait when the error does not say (503 from an unreachable store). */
 export const defaultRetryAfterSeconds = 5
 
-/** The HTTP response for an envelope error. `data.status` is the status; nothing else decides it. */
+/**
+ * The HTTP response for an envelope error, or for a domain error (its envelope error by `ApiErrors.fromDomain`:
+ * this is where every domain error a request fails with becomes its answer). `data.status` is the status;
+ * nothing else decides it.
+ */
 export const errorResponse = (
-  error: ApiErrors.ApiError,
+  refusal: ApiErrors.AnyError,
   headers?: Readonly<Record<string, string>>
 ): HttpServerResponse.HttpServerResponse => {
+  const error = ApiErrors.toApiError(refusal)
   const status = error.data.status
   const out: Record<string, string> = { ...headers }
   let body = ApiErrors.toEnvelope(error)
