@@ -50,9 +50,17 @@ export {
   payloadTooLarge,
   requestEnvelope,
   type RequestEnvelopeOptions,
-  requestIdFor,
   type RouteTable
 } from "./server/Routing.js"
+export {
+  type AnsweredRequest,
+  makeRequestSteps,
+  type RequestFrame,
+  requestIdFor,
+  RequestObserver,
+  type RequestSteps,
+  type Transport
+} from "./server/RequestSteps.js"
 export {
   apiBase,
   defaultMaxBodyBytes,

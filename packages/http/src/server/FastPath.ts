@@ -12,7 +12,8 @@
  * - bad bodies are refused by the same functions as the `ErrorEnvelope` middleware (`refuseBodyText`,
  *   `invalidJson`, `invalidParams`), defects by the same `internalError` as the global middleware (500 with
  *   the request id, cause logged);
- * - `X-Request-Id` by `requestIdFor`, the CORS headers by the same policy (`Cors.ts`), the request's facts (client IP by `LM_TRUST_PROXY`) by the pipeline's
+ * - the request id, the headers of every answer (`X-Request-Id`, CORS) and the observer's report by the same
+ *   steps (`RequestSteps.ts`), the request's facts (client IP by `LM_TRUST_PROXY`) by the pipeline's
  *   `factsOfNodeRequest`, the response written to Node the way `NodeHttpServer` writes it (status, headers in
  *   the same order, the JSON text).
  *
@@ -39,9 +40,9 @@ import {
   factsOfNodeRequest,
   makeClientPipeline
 } from "./ClientPipeline.js"
-import { makeCorsPolicy } from "./Cors.js"
 import { foreignCharset, invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
-import { internalError, requestIdFor } from "./Routing.js"
+import { makeRequestSteps, type RequestFrame } from "./RequestSteps.js"
+import { internalError } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
 
 /** The client endpoints the fast path answers. */
@@ -128,8 +129,8 @@ const routesOf = (): ReadonlyMap<string, Route> => {
 }
 
 const make = Effect.gen(function*() {
-  const { corsOrigins, maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
-  const cors = makeCorsPolicy({ restRoot, corsOrigins })
+  const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
+  const steps = yield* makeRequestSteps
   const pipeline = yield* makeClientPipeline
   const routes = new Map<string, Route>()
   for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, route)
@@ -174,21 +175,16 @@ const make = Effect.gen(function*() {
    * makes Node send the head and the body in two buffers (`writev`) instead of one string: the length is
    * computed from the very text written, so it cannot differ.
    */
-  const write = (
-    response: ServerResponse,
-    answer: HttpServerResponse.HttpServerResponse,
-    requestId: string,
-    corsHeaders: Readonly<Record<string, string>> | undefined
-  ) => {
+  const write = (response: ServerResponse, answer: HttpServerResponse.HttpServerResponse, frame: RequestFrame) => {
     if (response.writableEnded || response.destroyed) return
+    frame.answered(answer.status)
     const body = answer.body
-    response.writeHead(answer.status, answer.statusText, { ...answer.headers, "x-request-id": requestId, ...corsHeaders })
+    response.writeHead(answer.status, answer.statusText, { ...answer.headers, ...frame.headers })
     response.end(body._tag === "Uint8Array" ? body.text ?? body.body : undefined)
   }
 
   const serve = (route: Route, request: IncomingMessage, response: ServerResponse, url: string) => {
-    const requestId = requestIdFor(header(request, "x-request-id"))
-    const corsHeaders = cors.headersFor(url, header(request, "origin"))
+    const frame = steps.begin("fast-path", "POST", url, header(request, "x-request-id"), header(request, "origin"))
     const chunks: Array<Buffer> = []
     let failed = false
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -197,18 +193,19 @@ const make = Effect.gen(function*() {
     request.on("end", () => {
       if (failed || response.destroyed) return
       const text = textDecoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
-      const fiber = run(answer(route, text, factsOfNodeRequest(request, trustProxyHops), requestId, url))
+      const fiber = run(answer(route, text, factsOfNodeRequest(request, trustProxyHops), frame.requestId, url))
       const done = fiber.pollUnsafe()
       if (done !== undefined) {
-        if (Exit.isSuccess(done)) write(response, done.value, requestId, corsHeaders)
+        if (Exit.isSuccess(done)) write(response, done.value, frame)
         return
       }
       running.add(fiber)
       fiber.addObserver((exit) => {
         running.delete(fiber)
-        if (Exit.isSuccess(exit)) write(response, exit.value, requestId, corsHeaders)
+        if (Exit.isSuccess(exit)) write(response, exit.value, frame)
         else if (!response.writableEnded && !response.destroyed) {
           // Interrupted by the server (shutdown past its grace period): the empty 503 NodeHttpServer sends.
+          frame.answered(503)
           response.writeHead(503, undefined, {})
           response.end()
         }

@@ -22,12 +22,12 @@ import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { openApiPath } from "@lm/api"
 import { AuthenticationLive } from "./Authentication.js"
 import { makeBodyDeadlines } from "./BodyTimeout.js"
-import { makeCorsPolicy } from "./Cors.js"
 import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
 import { layerRestRequestValid } from "./BundledGuards.js"
 import { forwardedHttps } from "./ClientIp.js"
-import { makeRouteTable, mountAt, requestEnvelope, requestIdFor } from "./Routing.js"
+import { makeRequestSteps, requestIdFor } from "./RequestSteps.js"
+import { makeRouteTable, mountAt, requestEnvelope } from "./Routing.js"
 import { apiBase, HttpSettings, InvalidSetting, type Listen, type Settings } from "./Settings.js"
 
 /** The OpenAPI document of an API as served under `restRoot` (paths include `restRoot`). */
@@ -47,7 +47,7 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
   extraRoutes: Layer.Layer<never, E, R | HttpRouter.HttpRouter> = Layer.empty as Layer.Layer<never, E, R | HttpRouter.HttpRouter>
 ) =>
   Layer.unwrap(Effect.gen(function*() {
-    const { corsOrigins, maxBodyBytes, restRoot } = yield* HttpSettings
+    const { maxBodyBytes, restRoot } = yield* HttpSettings
     const table = makeRouteTable()
     // Built on the first request, then kept.
     let document: HttpServerResponse.HttpServerResponse | undefined
@@ -59,7 +59,7 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
     return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, extraRoutes, requestEnvelope({
       table,
       maxBodyBytes,
-      cors: makeCorsPolicy({ restRoot, corsOrigins })
+      steps: yield* makeRequestSteps
     })).pipe(
       Layer.provide(mountAt(restRoot, table))
     )

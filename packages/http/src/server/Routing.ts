@@ -4,12 +4,11 @@
  * `rest_method_not_allowed` with `Allow` (routing comes before auth); an oversized body is 413; and any
  * defect is 500 `internal_error` whose `data.request_id` finds the logged cause.
  */
-import { randomUUID } from "node:crypto"
 import { Cause, Context, Effect, Layer } from "effect"
 import type { Types } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
-import type { CorsPolicy } from "./Cors.js"
+import type { RequestSteps } from "./RequestSteps.js"
 import { envelope } from "./Responses.js"
 
 /** The methods a route can be registered for, in the order `Allow` lists them. */
@@ -67,13 +66,6 @@ export const mountAt = (restRoot: string, table: RouteTable): Layer.Layer<HttpRo
     })
   )
 
-/** An incoming `X-Request-Id` is reused when it is short and plain; otherwise a new one is made. */
-const saneRequestId = /^[A-Za-z0-9._:@+=-]{1,128}$/
-
-/** The request id for a request: the client's own when sane, else a fresh UUID. */
-export const requestIdFor = (incoming: string | undefined): string =>
-  incoming !== undefined && saneRequestId.test(incoming) ? incoming : randomUUID()
-
 /** Request ids by the underlying request (shared by every view of it), so a lookup costs nothing per request. */
 const requestIds = new WeakMap<object, string>()
 
@@ -100,8 +92,11 @@ export interface RequestEnvelopeOptions {
   readonly table: RouteTable
   /** The body limit, for the 413 message. */
   readonly maxBodyBytes: number
-  /** Browser cross-origin access (`Cors.ts`): preflights answered, headers on every response; none when absent. */
-  readonly cors?: CorsPolicy | undefined
+  /**
+   * The request id, the headers of every answer (`X-Request-Id`, CORS) and the observer's report, as the fast path
+   * runs them too (`RequestSteps.ts`); preflights are answered with its CORS policy.
+   */
+  readonly steps: RequestSteps
 }
 
 /** The 413 for a body over the limit. */
@@ -164,18 +159,17 @@ export const requestEnvelope = (options: RequestEnvelopeOptions) =>
     (httpEffect) =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest)
-        const requestId = requestIdFor(request.headers["x-request-id"])
+        const frame = options.steps.begin("effect", request.method, request.url, request.headers["x-request-id"], request.headers.origin)
+        const requestId = frame.requestId
         requestIds.set(request.source, requestId)
-        const cors = options.cors
-        const corsHeaders = cors?.headersFor(request.url, request.headers.origin)
-        const preflight = cors?.preflight(request.method, request.url, request.headers, options.table.allowedMethods)
+        const preflight = options.steps.cors.preflight(request.method, request.url, request.headers, options.table.allowedMethods)
         // No log annotation or service per request: they would cost more than the rest of this middleware.
         const handled = preflight === undefined
           ? Effect.catchCause(httpEffect, (cause) => failureResponse(cause, request, requestId, options))
           : Effect.succeed(preflight)
         return Effect.map(handled, (response) => {
-          const withId = HttpServerResponse.setHeader(response, "x-request-id", requestId)
-          return corsHeaders === undefined ? withId : HttpServerResponse.setHeaders(withId, corsHeaders)
+          frame.answered(response.status)
+          return HttpServerResponse.setHeaders(response, frame.headers)
         }) as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>
       }),
     { global: true }

@@ -9,6 +9,7 @@ import { MemoryStore } from "@lm/storage-memory"
 import { ArtifactSettings, serverLayerOn } from "@lm/server"
 import type { WebhookSenderOptions } from "@lm/server"
 import { type ClientGuard, layerClientGuards } from "../../src/server/ClientPipeline.js"
+import { type AnsweredRequest, RequestObserver } from "../../src/server/RequestSteps.js"
 import { HttpSettings } from "../../src/server/Settings.js"
 import { startServer, type RunningServer } from "./TestServer.js"
 
@@ -49,6 +50,8 @@ export const startApp = async (
     readonly clientGuards?: ReadonlyArray<ClientGuard>
     /** Settings of the undici webhook sender (e.g. a lookup that resolves every name to loopback). */
     readonly webhookSender?: Partial<WebhookSenderOptions>
+    /** Told of every answered request (`RequestObserver`; none by default). */
+    readonly requestObserver?: (request: AnsweredRequest) => void
   } = {}
 ): Promise<TestApp> => {
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
@@ -60,6 +63,7 @@ export const startApp = async (
     Layer.provide(HttpSettings.layer(options.settings ?? {})),
     Layer.provide(Layer.succeed(ArtifactSettings, { dir: undefined, s3: undefined, ...options.artifacts })),
     Layer.provide(layerClientGuards(options.clientGuards ?? [])),
+    Layer.provide(Layer.succeed(RequestObserver, options.requestObserver)),
     // Start-up and shutdown lines would drown the test output; warnings and errors still show.
     Layer.provide(Layer.succeed(References.MinimumLogLevel, process.env.LM_TEST_LOG_LEVEL === "debug" ? "Debug" : "Warn"))
   )

@@ -1,0 +1,101 @@
+/**
+ * The steps every request takes whichever transport answers it (the Effect HTTP stack, in its global middleware
+ * `Routing.requestEnvelope`; the fast path, `FastPath.ts`), written once here:
+ * - its request id: the client's `X-Request-Id` when short and plain, else a new UUID;
+ * - the headers every answer carries, errors included: `X-Request-Id`, and the CORS headers of the policy
+ *   (`Cors.ts`) for the request's path and `Origin`;
+ * - the report of its answer to the {@link RequestObserver}, where per-request metrics plug in.
+ * The guards (`ClientPipeline.ts`, `Guards.ts`) and the error envelope (`Responses.ts`, `ErrorEnvelope.ts`,
+ * `Routing.internalError`) are shared the same way, by the modules that define them.
+ */
+import { randomUUID } from "node:crypto"
+import { Context, Effect } from "effect"
+import { type CorsPolicy, makeCorsPolicy } from "./Cors.js"
+import { HttpSettings } from "./Settings.js"
+
+/** An incoming `X-Request-Id` is reused when it is short and plain; otherwise a new one is made. */
+const saneRequestId = /^[A-Za-z0-9._:@+=-]{1,128}$/
+
+/** The request id for a request: the client's own when sane, else a fresh UUID. */
+export const requestIdFor = (incoming: string | undefined): string =>
+  incoming !== undefined && saneRequestId.test(incoming) ? incoming : randomUUID()
+
+/** Which transport answered a request. */
+export type Transport = "fast-path" | "effect"
+
+/** A request once answered, as the {@link RequestObserver} sees it. */
+export interface AnsweredRequest {
+  readonly transport: Transport
+  readonly method: string
+  /** The path, without the query string (a query may carry a license key or a download token). */
+  readonly path: string
+  readonly status: number
+  readonly requestId: string
+  /** Milliseconds from the transport taking the request to its answer being ready. */
+  readonly durationMillis: number
+}
+
+/**
+ * Told of every answered request, on both transports: the hook of per-request metrics. None by default; then
+ * nothing is measured per request. It runs as the answer is made, so it must be quick; what it throws is ignored.
+ */
+export const RequestObserver = Context.Reference<((request: AnsweredRequest) => void) | undefined>(
+  "lm/http/RequestObserver",
+  { defaultValue: () => undefined }
+)
+
+/** One request under way. */
+export interface RequestFrame {
+  readonly requestId: string
+  /** The headers every answer to it carries: `X-Request-Id`, then the CORS headers. */
+  readonly headers: Readonly<Record<string, string>>
+  /** Reports the answer's status to the observer (a no-op without one). */
+  readonly answered: (status: number) => void
+}
+
+/** The steps, as the transports use them. */
+export interface RequestSteps {
+  /** The CORS policy (the Effect stack also answers preflights with it; the fast path never takes one). */
+  readonly cors: CorsPolicy
+  /** Starts a request: its id, its answers' headers, its report. */
+  readonly begin: (
+    transport: Transport,
+    method: string,
+    url: string,
+    requestIdHeader: string | undefined,
+    origin: string | undefined
+  ) => RequestFrame
+}
+
+const unobserved = (_status: number): void => {}
+
+const pathOf = (url: string): string => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
+}
+
+/** The steps for `HttpSettings`' rest root and CORS origins, reporting to the provided {@link RequestObserver}. */
+export const makeRequestSteps: Effect.Effect<RequestSteps, never, HttpSettings> = Effect.gen(function*() {
+  const { corsOrigins, restRoot } = yield* HttpSettings
+  const observe = yield* RequestObserver
+  const cors = makeCorsPolicy({ restRoot, corsOrigins })
+  const begin: RequestSteps["begin"] = (transport, method, url, requestIdHeader, origin) => {
+    const requestId = requestIdFor(requestIdHeader)
+    const corsHeaders = cors.headersFor(url, origin)
+    const headers = corsHeaders === undefined ? { "x-request-id": requestId } : { "x-request-id": requestId, ...corsHeaders }
+    if (observe === undefined) return { requestId, headers, answered: unobserved }
+    const started = performance.now()
+    return {
+      requestId,
+      headers,
+      answered: (status) => {
+        try {
+          observe({ transport, method, path: pathOf(url), status, requestId, durationMillis: performance.now() - started })
+        } catch {
+          // A failing observer must not change the answer.
+        }
+      }
+    }
+  }
+  return { cors, begin }
+})
