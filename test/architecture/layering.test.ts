@@ -1,8 +1,10 @@
 /**
- * The arrows of DESIGN.md point one way: `http -> domain <- storage-*`. The domain imports nothing but effect,
- * @noble/ed25519, node:crypto, node:net (its BlockList judges the addresses a webhook may reach) and semver (release
- * versions); storage packages never import the HTTP adapter; the client verify module
- * imports nothing but @noble/ed25519.
+ * The arrows of DESIGN.md point one way: `apps -> http -> api -> domain <- storage-*`, `client -> api`. The domain
+ * imports nothing but effect, @noble/ed25519, node:crypto, node:net (its BlockList judges the addresses a webhook
+ * may reach) and semver (release versions); the verify module nothing but @noble/ed25519; `@lm/api` nothing but
+ * effect and the domain's browser-safe core; only `apps/server` picks a store package; what `@lm/api` and the
+ * client's main entry reach loads no node: module (they run in browsers); and no module of a package imports
+ * itself through others (no import cycle).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
@@ -28,15 +30,87 @@ const importsOf = (file: string, options: { readonly runtimeOnly?: boolean } = {
   return [...found]
 }
 
-const offending = (dir: string, allowed: (specifier: string) => boolean) =>
+/** The non-relative imports of a folder's modules that `allowed` refuses, as `file imports specifier`. */
+const offending = (dir: string, allowed: (specifier: string) => boolean, options: { readonly runtimeOnly?: boolean } = {}) =>
   sources(join(root, dir)).flatMap((file) =>
-    importsOf(file).filter((s) => !s.startsWith(".") && !allowed(s)).map((s) => `${relative(root, file)} imports ${s}`)
+    importsOf(file, options).filter((s) => !s.startsWith(".") && !allowed(s)).map((s) => `${relative(root, file)} imports ${s}`)
   )
 
+/** The workspace packages an import names (`@lm/domain/core` is `@lm/domain`). */
+const lmPackage = (specifier: string): string | undefined => /^@lm\/[^/]+/.exec(specifier)?.[0]
+
+/** The source folders of the workspace, by package name. */
+const workspaces: Record<string, string> = {
+  "@lm/domain": "packages/domain/src",
+  "@lm/storage-memory": "packages/storage-memory/src",
+  "@lm/storage-pg": "packages/storage-pg/src",
+  "@lm/api": "packages/api/src",
+  "@lm/http": "packages/http/src",
+  "@lm/client": "packages/client/src",
+  "@lm/server": "apps/server/src"
+}
+
+/** The workspace packages each one may import (DESIGN.md's arrows). */
+const arrows: Record<string, ReadonlyArray<string>> = {
+  "@lm/domain": [],
+  "@lm/storage-memory": ["@lm/domain"],
+  "@lm/storage-pg": ["@lm/domain"],
+  "@lm/api": ["@lm/domain"],
+  "@lm/http": ["@lm/api", "@lm/domain"],
+  "@lm/client": ["@lm/api", "@lm/domain"],
+  "@lm/server": ["@lm/http", "@lm/api", "@lm/domain", "@lm/storage-memory", "@lm/storage-pg"]
+}
+
+/** The import cycles among a folder's modules (relative imports, type-only ones included), each as a path. */
+const cyclesIn = (dir: string): Array<string> => {
+  const graph = new Map<string, Array<string>>()
+  for (const file of sources(join(root, dir))) {
+    graph.set(
+      file,
+      importsOf(file).filter((s) => s.startsWith(".")).map((s) => join(dirname(file), s.replace(/\.js$/, ".ts")))
+    )
+  }
+  const cycles: Array<string> = []
+  const state = new Map<string, "visiting" | "done">()
+  const path: Array<string> = []
+  const visit = (file: string) => {
+    state.set(file, "visiting")
+    path.push(file)
+    for (const next of graph.get(file) ?? []) {
+      if (state.get(next) === "visiting") {
+        cycles.push([...path.slice(path.indexOf(next)), next].map((f) => relative(join(root, dir), f)).join(" -> "))
+      } else if (state.get(next) === undefined && graph.has(next)) visit(next)
+    }
+    path.pop()
+    state.set(file, "done")
+  }
+  for (const file of graph.keys()) if (state.get(file) === undefined) visit(file)
+  return cycles
+}
+
 describe("layering", () => {
-  it("finds the imports it checks (the scanner works)", () => {
+  it("finds the imports and cycles it checks (the scanner works)", () => {
     expect(importsOf(join(root, "packages/domain/src/services/Licensing.ts"))).toContain("effect")
-    expect(importsOf(join(root, "apps/server/src/App.ts"))).toContain("@lm/storage-pg")
+    expect(importsOf(join(root, "apps/server/src/Store.ts"))).toContain("@lm/storage-pg")
+    expect(Object.values(workspaces).every((dir) => sources(join(root, dir)).length > 0)).toBe(true)
+  })
+
+  it("each package imports only the workspace packages its arrows allow", () => {
+    const found = Object.entries(workspaces).flatMap(([pkg, dir]) =>
+      offending(dir, (s) => {
+        const target = lmPackage(s)
+        return target === undefined || target === pkg || arrows[pkg]!.includes(target)
+      })
+    )
+    expect(found).toEqual([])
+  })
+
+  it("only apps/server picks a store package", () => {
+    const stores = new Set(["@lm/storage-memory", "@lm/storage-pg"])
+    const found = Object.entries(workspaces)
+      .filter(([pkg]) => pkg !== "@lm/server" && !stores.has(pkg))
+      .flatMap(([, dir]) => offending(dir, (s) => !stores.has(lmPackage(s) ?? "")))
+    expect(found).toEqual([])
   })
 
   it("the domain imports only effect, @noble/ed25519, node:crypto, node:net and semver", () => {
@@ -48,16 +122,22 @@ describe("layering", () => {
     expect(offending("packages/domain/src/verify", (s) => s === "@noble/ed25519")).toEqual([])
   })
 
-  it("storage packages never import the HTTP adapter", () => {
-    for (const pkg of ["packages/storage-memory/src", "packages/storage-pg/src"]) {
-      expect(offending(pkg, (s) => !s.startsWith("@lm/http"))).toEqual([])
-    }
+  it("@lm/api depends on effect and the domain's browser-safe core only", () => {
+    expect(offending("packages/api/src", (s) => s === "effect" || s.startsWith("effect/") || s === "@lm/domain/core")).toEqual([])
   })
 
-  it("the client's main entry reaches no node: module, through the API definition and the domain alike", () => {
+  it("@lm/client depends on @lm/api, the domain's verifier and effect only (its node entry also on node: modules)", () => {
+    const allowed = (s: string) => s === "effect" || s.startsWith("effect/") || s === "@lm/api" || s === "@lm/domain/verify"
+    expect(offending("packages/client/src", (s) => allowed(s) || s.startsWith("node:"))).toEqual([])
+    const mainEntry = sources(join(root, "packages/client/src")).filter((file) => !file.includes("/node/"))
+    expect(mainEntry.flatMap((file) => importsOf(file).filter((s) => s.startsWith("node:")))).toEqual([])
+  })
+
+  it("what @lm/api and the client's main entry reach loads no node: module", () => {
     const entries: Record<string, string> = {
       "@lm/client": "packages/client/src/index.ts",
       "@lm/api": "packages/api/src/index.ts",
+      "@lm/api/wire": "packages/api/src/wire/Wire.ts",
       "@lm/domain/core": "packages/domain/src/core.ts",
       "@lm/domain/verify": "packages/domain/src/verify/index.ts"
     }
@@ -75,8 +155,13 @@ describe("layering", () => {
         } else if (specifier.startsWith("node:")) reached.push(`${relative(root, file)} imports ${specifier}`)
       }
     }
+    visit(join(root, entries["@lm/api"]!))
     visit(join(root, entries["@lm/client"]!))
     expect(seen).toContain(join(root, "packages/api/src/Api.ts"))
     expect(reached).toEqual([])
+  })
+
+  it("no package has an import cycle among its modules", () => {
+    expect(Object.values(workspaces).flatMap((dir) => cyclesIn(dir).map((cycle) => `${dir}: ${cycle}`))).toEqual([])
   })
 })

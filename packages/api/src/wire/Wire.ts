@@ -5,7 +5,6 @@
  */
 import { Schema, SchemaTransformation } from "effect"
 import { isoTime, License, type Machine, Model, Money } from "@lm/domain/core"
-import type { Services } from "@lm/domain"
 
 /** A time as the API writes it. */
 export const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
@@ -134,7 +133,10 @@ export const licenseToWire = ({ license: l, status, activationCount }: Machine.L
   updated_at: iso(l.updatedAt)
 })
 
-export const licenseDetailToWire = (detail: Services.LicenseDetail): LicenseDetailWire => ({
+/** A license with its machines on the wire (what `Licenses.get` answers). */
+export const licenseDetailToWire = (
+  detail: Machine.LicenseView & { readonly machines: ReadonlyArray<Model.Machine> }
+): LicenseDetailWire => ({
   ...licenseToWire(detail),
   machines: detail.machines.map(machineToWire)
 })
