@@ -108,7 +108,8 @@ export class ReleasesGroup extends HttpApiGroup.make("releases")
         "as soon as the limit is crossed, and nothing is kept). The upload may take as long as it needs while bytes " +
         "keep coming: it is cut off (408 `rest_request_timeout`, nothing kept) only when no byte arrives for " +
         "`LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30). Or JSON (1 MiB cap) with `artifact_url` for an artifact " +
-        "hosted elsewhere. Anything else is 415. 409 `release_exists` for the same product and version; " +
+        "hosted elsewhere. Anything else is 415. A form that ends early or breaks the multipart grammar is 400 " +
+        "`rest_invalid_param` naming `body` (nothing kept). 409 `release_exists` for the same product and version; " +
         "`release.published` goes to the outbox."
     }))
   )

@@ -39,6 +39,9 @@ const fromDomain = (error: ApiErrors.DomainErrorLike | ApiErrors.ApiError) =>
 const badParams = (params: Record<string, string>) =>
   envelope(400, "rest_invalid_param", `Invalid parameter: ${Object.keys(params).join(", ")}.`, { params })
 
+/** A multipart body that ended early or broke the multipart grammar: the client's fault, never an outage. */
+const incompleteBody = () => badParams({ body: "is not a complete multipart/form-data body" })
+
 /** The release fields of an upload (multipart text, `product_id` read as a number) or of a JSON body. */
 const ReleaseFields = Schema.Struct({ product_id: Schema.Int, ...releaseFields })
 
@@ -92,16 +95,22 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
     const context = yield* Effect.context<never>()
     const run = <A>(effect: Effect.Effect<A>) => Effect.runPromiseWith(context)(effect)
 
-    /** Publishes an uploaded artifact; the artifact is removed again when the release cannot be written. */
-    const publishUpload = (input: Services.ReleaseInput, file: Readable, info: busboy.FileInfo) =>
+    /**
+     * Publishes an uploaded artifact; the artifact is removed again when the release cannot be written. The file
+     * stream also fails when the body does (cut short, malformed, the client gone, stalled: `bodyFailed`), which is
+     * the client's doing (400, nothing stored), not the artifact store's (503).
+     */
+    const publishUpload = (input: Services.ReleaseInput, file: Readable, info: busboy.FileInfo, bodyFailed: () => boolean) =>
       Effect.gen(function*() {
         const prepared = yield* Effect.exit(releases.prepare(input))
         if (prepared._tag === "Failure") {
           file.resume()
           return yield* Effect.failCause(prepared.cause)
         }
+        // The body may have failed while the store was asked: there is nothing to store then.
+        if (bodyFailed()) return incompleteBody()
         const stored = yield* artifacts.put(file, settings.maxArtifactBytes)
-        return yield* releases.publish(input, {
+        const release = yield* releases.publish(input, {
           _tag: "Stored",
           key: stored.key,
           size: stored.size,
@@ -109,10 +118,12 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           filename: info.filename || "artifact",
           contentType: info.mimeType || "application/octet-stream"
         }).pipe(Effect.onError(() => Effect.ignore(artifacts.delete(stored.key))))
+        return HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })
       }).pipe(
-        Effect.map((release) => HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })),
         Effect.catch((error) =>
-          Effect.succeed(error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : fromDomain(error))
+          Effect.succeed(
+            error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : bodyFailed() ? incompleteBody() : fromDomain(error)
+          )
         )
       )
 
@@ -139,6 +150,9 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           done = true
           resume(Effect.succeed(response))
         }
+        // Every way the body fails destroys the parser with an error (busboy's own: cut short, malformed; or below:
+        // the client gone, stalled, the request interrupted), which fails the file stream too.
+        const bodyFailed = () => parser.errored !== null
         // The upload may take as long as it needs while bytes keep coming (a large artifact over a slow link), so
         // the total body timeout is not its bound: no byte for the idle timeout ends it with 408. Destroying the
         // parser fails the file stream, so the store removes what it had written and no release is published.
@@ -155,6 +169,9 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           fields[name] = value
         })
         parser.on("file", (name, file, info) => {
+          // The file stream fails with the body, possibly before anything reads it (the release is checked in the
+          // store first): its error is handled from the start, and read through `bodyFailed`.
+          file.on("error", () => {})
           if (name !== "file" || answer !== undefined) {
             file.resume()
             return
@@ -166,10 +183,11 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
             answer = Promise.resolve(input)
             return
           }
-          answer = run(publishUpload(input, file, info))
-          // Refused before the whole body arrived (over the limit, a duplicate): answer now; the rest is not read.
+          answer = run(publishUpload(input, file, info, bodyFailed))
+          // Refused before the whole body arrived (over the limit, a duplicate, the artifact store down): answer
+          // now; the rest is not read.
           void answer.then((response) => {
-            if (response.status === 413) {
+            if (response.status !== 201) {
               source.unpipe(parser)
               finish(response)
             }
@@ -179,9 +197,11 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           if (answer === undefined) finish(badParams({ file: "is required (a part named file, after the fields)" }))
           else void answer.then(finish)
         })
-        parser.on("error", () => {
+        parser.on("error", (error) => {
           // A body cut short or malformed: whatever was streamed is removed by the store (the file stream fails).
-          if (answer === undefined) finish(badParams({ body: "is not a complete multipart/form-data body" }))
+          // busboy emits some errors without destroying itself (a malformed part header): destroyed here.
+          parser.destroy(error instanceof Error ? error : new Error(String(error)))
+          if (answer === undefined) finish(incompleteBody())
           else void answer.then(finish)
         })
         // A client that goes away midway: the parser is destroyed, which fails the file stream, so the store
