@@ -248,6 +248,27 @@ for (const store of stores) {
       expect((await app.call("GET", "/releases?product_id=14")).body.meta.total).toBe(0)
     })
 
+    it("keeps a long changelog whole in either encoding; text fields over the JSON body's 1 MiB are 400 naming the field", async () => {
+      const changelog = "Fixed: ".padEnd(100 * 1024, "ü")
+      const viaForm = await upload({ product_id: "23", version: "1.0.0", changelog }, bytesOf(10))
+      expect(viaForm.status).toBe(201)
+      expect((await json(viaForm)).data.changelog).toBe(changelog)
+      const viaJson = await app.call("POST", "/releases", { body: { product_id: 23, version: "1.0.1", changelog, artifact_url: "https://cdn.example.com/a" } })
+      expect([viaJson.status, viaJson.body.data.changelog]).toEqual([201, changelog])
+
+      const before = readdirSync(artifactDir).length
+      const tooLong = await upload({ product_id: "23", version: "1.0.2", changelog: "x".repeat(1024 * 1024 + 1) }, bytesOf(10))
+      expect([tooLong.status, (await json(tooLong)).data.params]).toEqual([400, { changelog: "is too long: the fields may take 1048576 bytes in all, as a JSON body" }])
+      const together = await upload({ product_id: "23", changelog: "x".repeat(1024 * 1024 - 2), version: "1.0.2" }, bytesOf(10))
+      expect([together.status, (await json(together)).data.params]).toEqual([400, { version: "is too long: the fields may take 1048576 bytes in all, as a JSON body" }])
+      const many: Record<string, string> = { product_id: "23", version: "1.0.2" }
+      for (let i = 0; i < 20; i++) many[`note_${i}`] = "x"
+      const tooMany = await upload(many, bytesOf(10))
+      expect([tooMany.status, (await json(tooMany)).data.params]).toEqual([400, { body: "has more than 20 fields" }])
+      expect(readdirSync(artifactDir)).toHaveLength(before)
+      expect((await app.call("GET", "/releases?product_id=23")).body.meta.total).toBe(2)
+    })
+
     it("cuts off an upload over LM_MAX_ARTIFACT_BYTES with 413 and keeps nothing", async () => {
       const before = readdirSync(artifactDir).length
       const tooLarge = await upload({ product_id: "15", version: "1.0.0" }, bytesOf(MAX_ARTIFACT + 1))

@@ -109,7 +109,8 @@ export class ReleasesGroup extends HttpApiGroup.make("releases")
         "keep coming: it is cut off (408 `rest_request_timeout`, nothing kept) only when no byte arrives for " +
         "`LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30). Or JSON (1 MiB cap) with `artifact_url` for an artifact " +
         "hosted elsewhere. Anything else is 415. A form that ends early or breaks the multipart grammar is 400 " +
-        "`rest_invalid_param` naming `body` (nothing kept). 409 `release_exists` for the same product and version; " +
+        "`rest_invalid_param` naming `body` (nothing kept); the text fields take at most 1 MiB in all, as a JSON " +
+        "body (past it, 400 naming the field). 409 `release_exists` for the same product and version; " +
         "`release.published` goes to the outbox."
     }))
   )

@@ -42,6 +42,9 @@ const badParams = (params: Record<string, string>) =>
 /** A multipart body that ended early or broke the multipart grammar: the client's fault, never an outage. */
 const incompleteBody = () => badParams({ body: "is not a complete multipart/form-data body" })
 
+/** The most text fields a multipart upload may have (a release has 6). */
+const maxFields = 20
+
 /** The release fields of an upload (multipart text, `product_id` read as a number) or of a JSON body. */
 const ReleaseFields = Schema.Struct({ product_id: Schema.Int, ...releaseFields })
 
@@ -135,13 +138,18 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           parser = busboy({
             headers: source.headers,
             defParamCharset: "utf8",
-            limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 25 }
+            // A field one byte over the fields' limit is flagged truncated (a value exactly at busboy's limit is too).
+            limits: { files: 1, fields: maxFields, fieldSize: settings.maxBodyBytes + 1, parts: maxFields + 1 }
           })
         } catch {
           resume(Effect.succeed(badParams({ body: "must be multipart/form-data with a boundary" })))
           return
         }
         const fields: Record<string, string> = {}
+        // The text fields are bound as a JSON body is (`maxBodyBytes` in all), never cut short silently: past it, or
+        // past `maxFields`, the upload is refused naming the field (or the body).
+        let fieldBytes = 0
+        let refusal: HttpServerResponse.HttpServerResponse | undefined
         let answer: Promise<HttpServerResponse.HttpServerResponse> | undefined
         let done = false
         const finish = (response: HttpServerResponse.HttpServerResponse) => {
@@ -165,15 +173,29 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
         })
         source.on("data", idle.touch)
         source.once("end", idle.stop)
-        parser.on("field", (name, value) => {
+        parser.on("field", (name, value, info) => {
+          fieldBytes += Buffer.byteLength(value)
+          if (info.valueTruncated || fieldBytes > settings.maxBodyBytes) {
+            refusal ??= badParams({ [name]: `is too long: the fields may take ${settings.maxBodyBytes} bytes in all, as a JSON body` })
+          }
           fields[name] = value
         })
+        const tooManyParts = () => {
+          refusal ??= badParams({ body: `has more than ${maxFields} fields` })
+        }
+        parser.on("fieldsLimit", tooManyParts)
+        parser.on("partsLimit", tooManyParts)
         parser.on("file", (name, file, info) => {
           // The file stream fails with the body, possibly before anything reads it (the release is checked in the
           // store first): its error is handled from the start, and read through `bodyFailed`.
           file.on("error", () => {})
           if (name !== "file" || answer !== undefined) {
             file.resume()
+            return
+          }
+          if (refusal !== undefined) {
+            file.resume()
+            answer = Promise.resolve(refusal)
             return
           }
           const decoded = decodeFields(ReleaseFields, multipartFields(fields))
@@ -194,7 +216,7 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           })
         })
         parser.on("close", () => {
-          if (answer === undefined) finish(badParams({ file: "is required (a part named file, after the fields)" }))
+          if (answer === undefined) finish(refusal ?? badParams({ file: "is required (a part named file, after the fields)" }))
           else void answer.then(finish)
         })
         parser.on("error", (error) => {
