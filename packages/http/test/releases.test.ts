@@ -3,10 +3,13 @@
  * streamed to the artifact store (bytes and SHA-256 round-trip exactly), 409 for a taken version, JSON releases
  * with `artifact_url`, the list newest semver first, the update check and its signed `download_url`, the download
  * (ranges, ETag, If-None-Match, If-Range, HEAD, 302 for an external artifact, tampered and expired tokens, a
- * license revoked after the check), and uploads over the limit or aborted midway leaving nothing behind; on
- * PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver). An upload that
- * trickles for longer than the body timeout is taken while it never stalls for the idle timeout; one that stalls
- * gets 408 and leaves nothing. `download_url` follows the Host the client reached (X-Forwarded-Proto and -Host only
+ * license revoked after the check), and uploads over the limit or aborted midway leaving nothing behind; a form
+ * cut short or malformed is 400 and a client gone before, during or after the store's round trips leaves the
+ * process up (never an unhandled error) and nothing half kept; text fields are kept whole up to the JSON body's
+ * 1 MiB; on PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver). An upload
+ * that trickles for longer than the body timeout is taken while it never stalls for the idle timeout; one that
+ * stalls, or outlasts the upload timeout, gets 408 and leaves nothing; an artifact store that cannot write is 503
+ * at once. `download_url` follows the Host the client reached (X-Forwarded-Proto and -Host only
  * behind a trusted proxy); a malformed Host is a 400 envelope.
  */
 import { createHash } from "node:crypto"
@@ -26,6 +29,7 @@ import { eventually } from "../../../test/support/eventually.js"
 import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
 import { admin } from "./support/Admin.js"
 import { adminAuth, startApp, type TestApp, type TestStore } from "./support/App.js"
+import { withMultipartUploadListing } from "./support/S3rverUploads.js"
 
 /** Deterministic bytes. */
 const bytesOf = (size: number, seed = 1): Buffer => {
@@ -407,7 +411,9 @@ describe("releases over HTTP with the S3-compatible artifact store (s3rver on lo
   let client: S3Client
 
   beforeAll(async () => {
-    s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: mkdtempSync(path.join(tmpdir(), "lm-s3rver-")) })
+    const directory = mkdtempSync(path.join(tmpdir(), "lm-s3rver-"))
+    s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory })
+    withMultipartUploadListing(s3, directory)
     const { port } = await s3.run()
     // The SDK's usual settings chain, as an operator would set it; s3rver predates the default CRC checksums.
     process.env.AWS_ACCESS_KEY_ID = "S3RVER"
@@ -546,6 +552,31 @@ describe("release uploads: an idle timeout instead of the total body timeout; do
     const timedOut = await slow.next()
     expect([timedOut.status, JSON.parse(timedOut.body).code]).toEqual([408, "rest_request_timeout"])
     await slow.closed
+  })
+
+  it("cuts off an upload that keeps trickling past LM_UPLOAD_TIMEOUT_SECONDS with 408 and keeps nothing", async () => {
+    const boundedDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-bounded-")), "artifacts")
+    const bounded = await startApp("memory", { settings: { artifactDir: boundedDir, uploadIdleTimeoutSeconds: 1, uploadTimeoutSeconds: 2 } })
+    try {
+      const bytes = bytesOf(64 * 1024, 4)
+      const connection = await startUpload(bounded, 34, bytes.length)
+      let settled = false
+      const answered = connection.next().finally(() => (settled = true))
+      // 1 KiB every 200 ms: never idle for 1 s, but 2 s in all come long before the 64 KiB are sent.
+      for (let i = 0; i < 64 && !settled; i++) {
+        connection.socket.write(bytes.subarray(i * 1024, (i + 1) * 1024))
+        await new Promise((resolve) => setTimeout(resolve, 200))
+      }
+      if (!settled) connection.write(partsTail)
+      const answer = await answered
+      expect([answer.status, JSON.parse(answer.body).message, answer.headers.connection])
+        .toEqual([408, "The upload did not complete within 2 s.", "close"])
+      await connection.closed
+      await eventually(() => expect(readdirSync(boundedDir)).toHaveLength(0))
+      expect((await bounded.call("GET", "/releases?product_id=34")).body.meta.total).toBe(0)
+    } finally {
+      await bounded.close()
+    }
   })
 
   it("answers 503 with Retry-After as soon as the artifact store cannot write, without waiting for the rest of the body", async () => {

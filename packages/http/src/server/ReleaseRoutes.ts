@@ -6,8 +6,8 @@
  *
  * - `POST {api_base}/releases` (API key, write scope): `multipart/form-data` parsed by busboy as it arrives, the
  *   fields first and then one `file` part streamed to the artifact store (SHA-256 and size computed on the way, at
- *   most `LM_MAX_ARTIFACT_BYTES`: past it 413 and nothing is kept; no byte for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`:
- *   408 and nothing is kept); or JSON (under the usual 1 MiB cap and JSON rules) with `artifact_url` for an
+ *   most `LM_MAX_ARTIFACT_BYTES`: past it 413 and nothing is kept; no byte for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`, or
+ *   not done within `LM_UPLOAD_TIMEOUT_SECONDS`: 408 and nothing is kept); or JSON (under the usual 1 MiB cap and JSON rules) with `artifact_url` for an
  *   external artifact. Anything else is 415.
  * - `GET`/`HEAD {api_base}/updates/download?token=…` (public): the public guards (rate limits), then the token
  *   and the license are checked by the domain, then the artifact streams from the store with `Content-Length`,
@@ -17,7 +17,7 @@
 import type { IncomingMessage } from "node:http"
 import type { Readable } from "node:stream"
 import busboy from "busboy"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Exit, Layer, Schema } from "effect"
 import { Errors, Ports, Releases, type Services } from "@lm/domain"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
@@ -96,7 +96,7 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
     const artifacts = yield* Ports.ArtifactStore
     const guard = yield* makePublicGuard
     const context = yield* Effect.context<never>()
-    const run = <A>(effect: Effect.Effect<A>) => Effect.runPromiseWith(context)(effect)
+    const run = <A>(effect: Effect.Effect<A>, signal: AbortSignal) => Effect.runPromiseExitWith(context)(effect, { signal })
 
     /**
      * Publishes an uploaded artifact; the artifact is removed again when the release cannot be written. The file
@@ -150,29 +150,45 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
         // past `maxFields`, the upload is refused naming the field (or the body).
         let fieldBytes = 0
         let refusal: HttpServerResponse.HttpServerResponse | undefined
-        let answer: Promise<HttpServerResponse.HttpServerResponse> | undefined
+        // The answer of the file part: a response, or a defect for the global middleware's 500.
+        let answer: Promise<Exit.Exit<HttpServerResponse.HttpServerResponse>> | undefined
         let done = false
-        const finish = (response: HttpServerResponse.HttpServerResponse) => {
-          idle.stop()
+        const finish = (result: HttpServerResponse.HttpServerResponse | Exit.Exit<HttpServerResponse.HttpServerResponse>) => {
+          stopTimers()
           if (done) return
           done = true
-          resume(Effect.succeed(response))
+          resume(HttpServerResponse.isHttpServerResponse(result) ? Effect.succeed(result) : result)
         }
         // Every way the body fails destroys the parser with an error (busboy's own: cut short, malformed; or below:
         // the client gone, stalled, the request interrupted), which fails the file stream too.
         const bodyFailed = () => parser.errored !== null
-        // The upload may take as long as it needs while bytes keep coming (a large artifact over a slow link), so
-        // the total body timeout is not its bound: no byte for the idle timeout ends it with 408. Destroying the
-        // parser fails the file stream, so the store removes what it had written and no release is published.
+        // An upload over a slow link may take far longer than the total body timeout of other routes: it is cut
+        // off with 408 when no byte arrives for the idle timeout, or when it is not done within the upload timeout.
+        // Destroying the parser fails the file stream, so the store removes what it had written and no release is
+        // published.
         takeOverBodyTimeout(source)
-        const idle = idleTimer(settings.uploadIdleTimeoutSeconds * 1000, () => {
-          if (source.complete) return
+        const cutOff = (message: string) => {
           source.unpipe(parser)
-          parser.destroy(new Error("The upload stalled."))
-          finish(envelope(408, "rest_request_timeout", `No part of the upload arrived for ${settings.uploadIdleTimeoutSeconds} s.`, undefined, { connection: "close" }))
+          parser.destroy(new Error(message))
+          finish(envelope(408, "rest_request_timeout", message, undefined, { connection: "close" }))
+        }
+        const idle = idleTimer(settings.uploadIdleTimeoutSeconds * 1000, () => {
+          if (!source.complete) cutOff(`No part of the upload arrived for ${settings.uploadIdleTimeoutSeconds} s.`)
         })
         source.on("data", idle.touch)
         source.once("end", idle.stop)
+        // The upload timeout bounds the whole upload, the store's part included (its fiber is interrupted: the
+        // store removes the unfinished file or aborts the multipart upload), so that an unfinished upload older
+        // than it is known to be a leftover of a process that died (see the artifact stores).
+        const interrupt = new AbortController()
+        const deadline = setTimeout(() => {
+          interrupt.abort()
+          cutOff(`The upload did not complete within ${settings.uploadTimeoutSeconds} s.`)
+        }, settings.uploadTimeoutSeconds * 1000)
+        const stopTimers = () => {
+          idle.stop()
+          clearTimeout(deadline)
+        }
         parser.on("field", (name, value, info) => {
           fieldBytes += Buffer.byteLength(value)
           if (info.valueTruncated || fieldBytes > settings.maxBodyBytes) {
@@ -195,23 +211,24 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           }
           if (refusal !== undefined) {
             file.resume()
-            answer = Promise.resolve(refusal)
+            answer = Promise.resolve(Exit.succeed(refusal))
             return
           }
           const decoded = decodeFields(ReleaseFields, multipartFields(fields))
           const input = HttpServerResponse.isHttpServerResponse(decoded) ? decoded : releaseInput(decoded)
           if (HttpServerResponse.isHttpServerResponse(input)) {
             file.resume()
-            answer = Promise.resolve(input)
+            answer = Promise.resolve(Exit.succeed(input))
             return
           }
-          answer = run(publishUpload(input, file, info, bodyFailed))
+          // Interrupted only by the upload timeout, which has answered already.
+          answer = run(publishUpload(input, file, info, bodyFailed), interrupt.signal)
           // Refused before the whole body arrived (over the limit, a duplicate, the artifact store down): answer
           // now; the rest is not read.
-          void answer.then((response) => {
-            if (response.status !== 201) {
+          void answer.then((exit) => {
+            if (exit._tag === "Failure" || exit.value.status !== 201) {
               source.unpipe(parser)
-              finish(response)
+              finish(exit)
             }
           })
         })
@@ -232,7 +249,10 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           if (!source.complete) parser.destroy(new Error("The client went away before the upload ended."))
         })
         source.pipe(parser)
-        return Effect.sync(() => parser.destroy(new Error("The request was interrupted.")))
+        return Effect.sync(() => {
+          stopTimers()
+          parser.destroy(new Error("The request was interrupted."))
+        })
       })
 
     /** A JSON body naming an external artifact. */
