@@ -329,9 +329,12 @@ const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>,
 /**
  * The artifact store of release uploads: an S3-compatible bucket (`LM_ARTIFACT_S3_BUCKET`), else the folder `HttpSettings.artifactDir` (`{LM_DATA_DIR}/artifacts` by
  * default), or a new temporary folder when none is set (the memory store, tests), removed when the server stops.
+ * An unfinished upload older than `LM_UPLOAD_TIMEOUT_SECONDS` (the longest an upload may take) is the leftover of
+ * a process killed midway: removed at start and then once per that period.
  */
 export const artifactStoreLayer = Layer.unwrap(Effect.gen(function*() {
-  const { artifactDir, artifactS3 } = yield* HttpSettings
+  const { artifactDir, artifactS3, uploadTimeoutSeconds } = yield* HttpSettings
+  const leftovers = { leftoverAfterMillis: uploadTimeoutSeconds * 1000 }
   if (artifactS3 !== undefined) {
     return S3ArtifactStore.layer({
       bucket: artifactS3.bucket,
@@ -339,10 +342,11 @@ export const artifactStoreLayer = Layer.unwrap(Effect.gen(function*() {
       client: {
         region: artifactS3.region,
         ...(artifactS3.endpoint === undefined ? {} : { endpoint: artifactS3.endpoint, forcePathStyle: true })
-      }
+      },
+      ...leftovers
     })
   }
-  if (artifactDir !== undefined) return FileArtifactStore.layer(artifactDir)
+  if (artifactDir !== undefined) return FileArtifactStore.layer(artifactDir, leftovers)
   const dir = yield* Effect.acquireRelease(
     Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "lm-artifacts-"))),
     (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))

@@ -4,7 +4,8 @@
  * `rest_request_timeout` and the socket closed (slow-loris protection), answered like Node's own timeouts
  * (`answerClientError`, through the server's `clientError` event). A route that bounds its body's time itself
  * takes the request over ({@link takeOverBodyTimeout}): the release upload, whose artifact may take long over a
- * slow link, is cut off only when no byte arrives for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` ({@link idleTimer}).
+ * slow link, is cut off when no byte arrives for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` ({@link idleTimer}) or when it is
+ * not done within `LM_UPLOAD_TIMEOUT_SECONDS`.
  */
 import type { IncomingMessage, Server } from "node:http"
 
