@@ -81,10 +81,33 @@ const clientErrorAnswer = (code: string | undefined) => {
 }
 
 /**
+ * How long the answer to a client error may take to reach the network before its socket is destroyed anyway: a
+ * client that reads nothing never lets a write flush.
+ */
+export const clientErrorFlushMillis = 1000
+
+/**
+ * Destroys `socket` once what was written to it has been handed to the network (`finish`), or after
+ * {@link clientErrorFlushMillis}, whichever comes first. Ending alone leaves it half-closed for as long as the
+ * client keeps its side open (a client that never reads never sees the FIN), holding a connection slot.
+ */
+const destroyWhenFlushed = (socket: Duplex): void => {
+  const destroy = () => {
+    clearTimeout(timer)
+    socket.destroy()
+  }
+  const timer = setTimeout(destroy, clientErrorFlushMillis)
+  timer.unref()
+  socket.once("finish", destroy)
+  socket.once("close", () => clearTimeout(timer))
+}
+
+/**
  * Requests Node's parser rejects before any route sees them (a request line or headers over its limit, a
  * malformed request) and requests that did not arrive within the headers or body timeout (CONTRACT §12: 408
  * `rest_request_timeout`) are answered in the envelope too, with a request id and `Connection: close`, instead
- * of Node's bare status line. A connection whose answer has already begun is closed without one.
+ * of Node's bare status line; then the socket is destroyed ({@link destroyWhenFlushed}). A connection whose
+ * answer has already begun is closed without one.
  */
 export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex, answering = false): void => {
   if (answering || !socket.writable || error.code === "ECONNRESET") {
@@ -99,6 +122,7 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${randomUUID()}\r\n${hsts}connection: close\r\n\r\n${body}`
   )
+  destroyWhenFlushed(socket)
 }
 
 /**
