@@ -63,8 +63,19 @@ export const rateLimitsFromEnv: Effect.Effect<
   return { settings, syncEveryMillis }
 })
 
-/** `LM_REDIS_URL`: when set, rate limits are shared through this Redis (else through PostgreSQL when that is the store). */
-export const redisUrlFromEnv: Effect.Effect<Redacted.Redacted | undefined, Config.ConfigError> = Effect.map(
+/**
+ * `LM_REDIS_URL`: when set, rate limits are shared through this Redis (else through PostgreSQL when that is the
+ * store). A `redis://` or `rediss://` URL; anything else refuses the start (the text is not shown: it may hold a
+ * password).
+ */
+export const redisUrlFromEnv: Effect.Effect<Redacted.Redacted | undefined, Config.ConfigError | InvalidSetting> = Effect.flatMap(
   Config.Redacted("LM_REDIS_URL").pipe(Config.option),
-  (url) => Option.isSome(url) && Redacted.value(url.value).trim() !== "" ? url.value : undefined
+  (url) => {
+    if (Option.isNone(url) || Redacted.value(url.value).trim() === "") return Effect.succeed(undefined)
+    return readSetting("LM_REDIS_URL", () => {
+      const protocol = URL.parse(Redacted.value(url.value).trim())?.protocol
+      if (protocol !== "redis:" && protocol !== "rediss:") throw new Error("expected a URL such as redis://host:6379")
+      return url.value
+    })
+  }
 )
