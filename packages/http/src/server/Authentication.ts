@@ -58,10 +58,10 @@ export const makeCheckCredentials = Effect.gen(function*() {
       ? { limiter, ip: clientIp(request, trustProxyHops) }
       : undefined
     if (login !== undefined) yield* Effect.mapError(login.limiter.admitLogin(login.ip), asDeclared)
-    const failed = login === undefined ? unauthorized() : Effect.andThen(login.limiter.loginFailed(login.ip), unauthorized())
-    if (!Services.isCredentialShape(consumerKey, consumerSecret)) return yield* failed
+    const failed = () => login === undefined ? unauthorized() : Effect.andThen(login.limiter.loginFailed(login.ip), unauthorized())
+    if (!Services.isCredentialShape(consumerKey, consumerSecret)) return yield* failed()
     const key = yield* Effect.mapError(authenticator.authenticate(consumerKey, consumerSecret), asDeclared)
-    if (key === undefined) return yield* failed
+    if (key === undefined) return yield* failed()
     if (!Services.scopeAllows(key.scope, request.method)) return yield* forbiddenScope(key.scope)
     if (guards.length > 0) {
       const guarded = { http: request, clientIp: clientIp(request, trustProxyHops), apiKey: key }
