@@ -132,12 +132,13 @@ export const removeLeftoversEvery = (removal: Effect.Effect<void>, everyMillis: 
 
 /** The artifact store in `dir` as a layer: leftovers removed at start and then once per `leftoverAfterMillis`. */
 export const layer = (dir: string, options: LeftoverOptions = {}): Layer.Layer<Ports.ArtifactStore, Errors.StorageUnavailable> =>
-  Layer.effect(
-    Ports.ArtifactStore,
-    Effect.gen(function*() {
-      const store = yield* make(dir, options)
-      const after = options.leftoverAfterMillis
-      if (after !== undefined) yield* removeLeftoversEvery(reportLeftovers(removeLeftovers(dir, after), "unfinished files"), after)
-      return store
-    })
-  )
+  Layer.effect(Ports.ArtifactStore, makeSweeping(dir, options))
+
+/** {@link make}, and (with `leftoverAfterMillis`) the leftovers removed again once per that period while the scope lasts. */
+export const makeSweeping = (dir: string, options: LeftoverOptions = {}) =>
+  Effect.gen(function*() {
+    const store = yield* make(dir, options)
+    const after = options.leftoverAfterMillis
+    if (after !== undefined) yield* removeLeftoversEvery(reportLeftovers(removeLeftovers(dir, after), "unfinished files"), after)
+    return store
+  })

@@ -21,12 +21,9 @@ export const takeOverBodyTimeout = (request: IncomingMessage): void => {
 export const requestTimeoutError = (): Error & { readonly code: string } =>
   Object.assign(new Error("The request body did not arrive in time."), { code: "ERR_HTTP_REQUEST_TIMEOUT" })
 
-/** Answers 408 (the server's `clientError`, as for Node's own timeouts) and closes the socket. */
+/** Answers 408 and closes the socket (the server's `clientError`, as for Node's own timeouts: `answerClientError`). */
 const expire = (server: Server, request: IncomingMessage): void => {
-  const socket = request.socket
-  server.emit("clientError", requestTimeoutError(), socket)
-  // The 408 is written with `end()`; a client that never closes its side must not keep the socket.
-  socket.once("finish", () => socket.destroy())
+  server.emit("clientError", requestTimeoutError(), request.socket)
 }
 
 /**

@@ -3,6 +3,7 @@
  * or given directly (tests, embedders) with {@link HttpSettings.layer}.
  */
 import * as fs from "node:fs"
+import * as tls from "node:tls"
 import { Config, Context, Data, Effect, Layer } from "effect"
 import { apiPath } from "../api/Api.js"
 import { version } from "../version.js"
@@ -176,6 +177,17 @@ const readPemFile = (name: string, file: string) =>
     }
   })
 
+/** Refuses a certificate and key Node cannot use for a TLS server, naming the settings. */
+export const checkTls = (pems: { readonly cert: string; readonly key: string }): Effect.Effect<void, InvalidSetting> =>
+  Effect.try({
+    try: () => void tls.createSecureContext({ cert: pems.cert, key: pems.key }),
+    catch: (error) =>
+      new InvalidSetting({
+        name: "LM_TLS_CERT",
+        message: `LM_TLS_CERT, LM_TLS_KEY: not a certificate and key the server can use (${error instanceof Error ? error.message : error})`
+      })
+  })
+
 /** An integer setting of at least 1, `fallback` when unset. */
 export const positiveInt = (name: string, fallback: number) =>
   Effect.flatMap(Config.String(name).pipe(Config.withDefault("")), (text) =>
@@ -252,6 +264,8 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     const tls = certFile === ""
       ? undefined
       : { cert: yield* readPemFile("LM_TLS_CERT", certFile), key: yield* readPemFile("LM_TLS_KEY", keyFile) }
+    // Checked here, before the store opens, as the server will use them.
+    if (tls !== undefined) yield* checkTls(tls)
     const forceHttpsSetting = yield* Config.String("LM_FORCE_HTTPS").pipe(Config.withDefault(""))
     const forceHttps = yield* readSetting("LM_FORCE_HTTPS", () => parseSwitch(forceHttpsSetting, false))
     const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
