@@ -1,9 +1,10 @@
 /**
  * The dashboard: the analytics overview as tiles (licenses by status, seats, validations, activations,
  * subscriptions and MRR by currency, expiring soon, the revocation list), validations over time as a chart (a
- * period and hour or day buckets, kept in the URL), the licenses expiring within 30 days, the anomalies current
- * now, app versions and the most validated licenses. Every part loads at once, side by side.
+ * period and hour or day buckets, kept in the URL), the next licenses to expire within 30 days, the anomalies
+ * current now, app versions and the most validated licenses. Every part loads at once, side by side.
  */
+import { useState } from "preact/hooks"
 import { call, names } from "../api.js"
 import { ValidationsChart } from "../Chart.js"
 import { decodeCrl } from "../crl.js"
@@ -41,7 +42,12 @@ export const Dashboard = () => {
     const from = new Date(to.getTime() - periodDays[period] * 86_400_000)
     return call(api.analytics.validations({ query: { from: from.getTime(), to: to.getTime(), interval } }), { signal })
   }, [period, interval])
-  const expiring = useLoad((signal) => call(api.analytics.expiring({ query: { days: 30 } }), { signal }), [])
+  // The next ten to expire, from the license list (a page of it is cheaper than the analytics' whole list).
+  const [soon] = useState(() => {
+    const now = Date.now()
+    return { expires_after: now, expires_before: now + 30 * 86_400_000, orderby: "expires_at" as const, order: "asc" as const }
+  })
+  const expiring = useLoad((signal) => call(api.licenses.list({ query: { ...soon, per_page: 10 } }), { signal }), [])
   const anomalies = useLoad((signal) => call(api.analytics.anomalies(), { signal }), [])
   const crl = useLoad((signal) => call(api.client.crl({ headers: {} }), { signal }), [])
   const loaded = [overview, series, expiring, anomalies, crl].every((part) => !part.loading)
@@ -117,14 +123,21 @@ export const Dashboard = () => {
         </Panel>
 
         <div class="columns">
-          <Panel title="Expiring within 30 days">
+          <Panel
+            title="Expiring within 30 days"
+            actions={expiring.data === undefined || expiring.data.meta.total <= 10 ? undefined : (
+              <Link href={`/licenses${queryString({ ...soon, expires_after: new Date(soon.expires_after).toISOString(), expires_before: new Date(soon.expires_before).toISOString() })}`}>
+                All {formatNumber(expiring.data.meta.total)}
+              </Link>
+            )}
+          >
             <ErrorNote error={expiring.error} />
             {expiring.data === undefined ? <Loading /> : (
               <Table
                 caption="Licenses expiring within 30 days"
                 head={["License", "Status", "Expires"]}
                 empty="No license expires within 30 days."
-                rows={expiring.data.data.licenses.slice(0, 10).map((l) => ({
+                rows={expiring.data.data.licenses.map((l) => ({
                   key: l.id,
                   cells: [<Link href={`/licenses/${l.license_key}`}><code>{l.license_key}</code></Link>, <Badge value={l.status} />, formatDate(l.expires_at)]
                 }))}

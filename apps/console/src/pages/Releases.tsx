@@ -42,7 +42,7 @@ const PublishForm = ({ onDone }: { readonly onDone: () => void }) => {
           for (const [name, value] of Object.entries(fields)) body.set(name, value)
           body.set("file", file, file.name)
           setProgress({ sent: 0, total: file.size })
-          await call(api.releases.publish({ payload: body as never }), { progress: (sent, total) => setProgress({ sent, total: total || file.size }) })
+          await call(api.releases.publish({ payload: body }), { progress: (sent, total) => setProgress({ sent, total: total || file.size }) })
         }
         form.reset()
         setProgress(undefined)
