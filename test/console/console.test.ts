@@ -300,15 +300,22 @@ describe("the console in Chromium", () => {
 
   it("draws the dashboard chart from validations", async () => {
     for (let i = 0; i < 6; i++) await publicCall("/validate", { license_key: key })
+    // A few more customers with devices and valid validations, so the dashboard has something to show.
+    for (const [n, version] of [[1, "1.2.0"], [2, "1.3.0"], [3, "1.3.0"]] as const) {
+      const other = await admin("POST", "/licenses", { max_activations: 3, product_id: 7, expires_at: new Date(Date.now() + n * 9 * 86_400_000).toISOString() })
+      for (let d = 0; d < n; d++) {
+        await publicCall("/activate", { license_key: other.body.data.license_key, fingerprint: `device-${n}-${d}`, app_version: version })
+      }
+      for (let v = 0; v < 4 * n; v++) await publicCall("/validate", { license_key: other.body.data.license_key, fingerprint: `device-${n}-0` })
+    }
     await eventually(async () => {
       await open(page, "/?period=7d&interval=hour")
       await page.locator(".dashboard[data-loaded=true]").waitFor()
       const chart = page.locator(".chart-canvas").first()
-      expect(Number(await chart.getAttribute("data-total"))).toBeGreaterThanOrEqual(6)
+      expect(Number(await chart.getAttribute("data-total"))).toBeGreaterThanOrEqual(6 + 24)
       expect(Number(await chart.getAttribute("data-points"))).toBeGreaterThanOrEqual(168)
     }, { timeout: 30_000, interval: 1000 })
     expect(await page.locator(".chart-canvas canvas").count()).toBe(1)
-    await shoot(page, "dashboard")
   })
 
   it("shows the other pages: licenses, generators and pools, subscriptions", async () => {
@@ -316,6 +323,8 @@ describe("the console in Chromium", () => {
     expect(generator.status).toBe(201)
     const subscription = await admin("POST", "/subscriptions", { user_id: 42, billing_period: "month", billing_interval: 1, amount: "29.00", currency: "EUR", license: { max_activations: 3 } })
     expect(subscription.status).toBe(201)
+    const another = await admin("POST", "/subscriptions", { user_id: 43, billing_period: "year", billing_interval: 1, amount: "480.00", currency: "USD", license: { max_activations: 5 } })
+    expect(another.status).toBe(201)
 
     await open(page, `/generators/${generator.body.data.id}`)
     await page.getByLabel("How many keys").fill("1200")
@@ -341,6 +350,10 @@ describe("the console in Chromium", () => {
     await open(page, `/licenses?generator_id=${generator.body.data.id}&status=pending&page=2`)
     await page.getByText("Page 2 of 60").waitFor()
     await shoot(page, "licenses")
+
+    await open(page, "/?period=7d&interval=hour")
+    await page.locator(".dashboard[data-loaded=true]").waitFor()
+    await shoot(page, "dashboard")
   })
 
   let readKey: { id: number; consumerKey: string; consumerSecret: string }

@@ -8,6 +8,9 @@ import "uplot/dist/uPlot.min.css"
 import type { Series } from "./api.js"
 import { formatNumber } from "./format.js"
 
+/** Steps of the count axis: whole numbers only (1, 2, 5, 10, 20, 50, ...). */
+const wholeSteps = Array.from({ length: 30 }, (_, i) => [1, 2, 5][i % 3]! * 10 ** Math.floor(i / 3))
+
 const colour = (name: string, fallback: string) =>
   getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback
 
@@ -27,7 +30,7 @@ export const ValidationsChart = ({ series, label }: { readonly series: Series; r
       width: width(),
       height: 240,
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-      axes: [{}, { values: (_u, ticks) => ticks.map((t) => formatNumber(t)) }],
+      axes: [{}, { incrs: wholeSteps, values: (_u, ticks) => ticks.map((t) => formatNumber(t)) }],
       series: [
         {},
         { label: "Valid", stroke: colour("--ok", "#237a47"), width: 2, fill: colour("--ok-fill", "rgba(35,122,71,0.12)") },

@@ -43,7 +43,8 @@ export const makeApi = (credentials: Credentials | undefined): ConsoleApi => {
   const groups = new Map<string, unknown>()
   return new Proxy({} as ConsoleApi, {
     get: (_target, name) => {
-      if (typeof name !== "string") return undefined
+      // Only the API's groups (a probe such as a promise's `then` finds nothing).
+      if (typeof name !== "string" || !Object.hasOwn(Api.groups, name)) return undefined
       if (!groups.has(name)) {
         groups.set(name, Effect.runSync(HttpApiClient.group(Api, { group: name as keyof ConsoleApi, httpClient, baseUrl })))
       }

@@ -92,9 +92,14 @@ describe("the console's files", () => {
   })
 
   it("answers a missing asset 404 in the envelope instead of the page", async () => {
-    const response = await get(app, "/console/assets/missing.js")
-    expect(response.status).toBe(404)
-    expect(await response.json()).toMatchObject({ success: false, code: "rest_no_route", data: { status: 404 } })
+    for (const path of ["/console/assets/missing.js", "/console/assets/%E0%A4%A", "/console/assets/..%2Findex.html"]) {
+      const response = await get(app, path)
+      expect(response.status, path).toBe(404)
+      expect(await response.json()).toMatchObject({ success: false, code: "rest_no_route", data: { status: 404 } })
+    }
+    const head = await fetch(`${app.origin}/console/licenses`, { method: "HEAD" })
+    expect(head.status).toBe(200)
+    expect(head.headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
   })
 
   it("leaves the API where it was", async () => {

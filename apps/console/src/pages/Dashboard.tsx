@@ -29,6 +29,8 @@ const Tile = (props: { readonly label: string; readonly value: string; readonly 
   </div>
 )
 
+const subscriptionCount = (n: number) => `${formatNumber(n)} ${n === 1 ? "subscription" : "subscriptions"}`
+
 export const Dashboard = () => {
   const { api } = useSigned()
   const { values, set } = useQueryState()
@@ -84,7 +86,7 @@ export const Dashboard = () => {
               {o.subscriptions.mrr.length <= 1 ? null : (
                 <ul>{o.subscriptions.mrr.slice(1).map((m) => <li key={m.currency}>{formatMoney(m.amount, m.currency)}</li>)}</ul>
               )}
-              <span>{formatNumber(Object.values(o.subscriptions.by_status).reduce((a, b) => a + b, 0))} subscriptions</span>
+              <span>{subscriptionCount(Object.values(o.subscriptions.by_status).reduce((a, b) => a + b, 0))}</span>
             </Tile>
             <Tile id="expiring" label="Expiring in 30 days" value={formatNumber(o.expiring.in_30_days)}>
               <span>{formatNumber(o.expiring.in_7_days)} within 7 days</span>

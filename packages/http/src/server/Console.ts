@@ -118,6 +118,15 @@ const answer = (request: HttpServerRequest, file: ServedFile, cacheControl: stri
   })
 }
 
+/** An asset's name from its (percent-encoded) path; a malformed encoding names no asset. */
+const assetName = (encoded: string): string => {
+  try {
+    return decodeURIComponent(encoded)
+  } catch {
+    return ""
+  }
+}
+
 const notFound = (message: string) => envelope(404, "rest_no_route", message, undefined, securityHeaders)
 
 /** The console's routes on `dir` (the API is at `restRoot`). */
@@ -133,7 +142,7 @@ export const layerConsoleRoutes = (options: { readonly dir: string; readonly res
       }
       const pathname = request.url.split("?")[0]!
       if (pathname.startsWith(assetPrefix)) {
-        const asset = built.assets.get(decodeURIComponent(pathname.slice(assetPrefix.length)))
+        const asset = built.assets.get(assetName(pathname.slice(assetPrefix.length)))
         return asset === undefined
           ? notFound("No such file in the console.")
           : answer(request, asset, "public, max-age=31536000, immutable")
