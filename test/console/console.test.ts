@@ -134,7 +134,7 @@ afterAll(async () => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true })
 }, 60_000)
 
-describe("the console in Chromium", () => {
+describe("the console in Chromium", { timeout: 120_000 }, () => {
   it("is built small: under 300 KB of JavaScript gzipped", () => {
     console.log(`console JavaScript: ${(built.jsBytes / 1024).toFixed(1)} KiB, ${(built.jsGzipBytes / 1024).toFixed(1)} KiB gzipped`)
     expect(built.jsGzipBytes).toBeLessThan(maxGzipBytes)
@@ -224,6 +224,12 @@ describe("the console in Chromium", () => {
     await machineRow.locator(".badge-revoked").waitFor()
     const refused = await publicCall("/activate", { license_key: key, fingerprint: "support-desk-laptop" })
     expect(refused.body.code).toBe("machine_revoked")
+    // The machines list filters by status, kept in the URL.
+    await page.getByRole("button", { name: "active", exact: true }).click()
+    await page.getByText("No active machine.").waitFor()
+    expect(new URL(page.url()).searchParams.get("machine_status")).toBe("active")
+    await page.getByRole("button", { name: "all", exact: true }).click()
+    await machineRow.waitFor()
 
     await machineRow.getByRole("link").click()
     await page.getByRole("heading", { name: /Machine #/ }).waitFor()

@@ -1,16 +1,16 @@
 /**
  * One license: its settings, where the revocation list has it, its validations over 30 days and its machines
- * (remove frees the seat, revoke bars the device for good). Write keys get every action (renew, suspend, revoke,
+ * (paged, by status; remove frees the seat, revoke bars the device for good). Write keys get every action (renew, suspend, revoke,
  * reinstate, terminate after typing the key, delete) and the edit form.
  */
 import { useEffect, useState } from "preact/hooks"
-import { call, type License as LicenseData } from "../api.js"
+import { call, type License as LicenseData, names } from "../api.js"
 import { ValidationsChart } from "../Chart.js"
 import { decodeCrl, keyListing } from "../crl.js"
 import { formatNumber, formatSeconds, formatTime } from "../format.js"
-import { Link, navigate } from "../router.js"
-import { Action, Badge, defined, Disclosure, ErrorNote, Facts, Field, Form, Loading, Page, Panel, Table, useLoad, useSigned } from "../ui.js"
-import { LicenseSettingsFields, licenseSettings } from "./Licenses.js"
+import { Link, navigate, useQueryState } from "../router.js"
+import { Action, Badge, defined, Disclosure, ErrorNote, Facts, Field, Form, Loading, Page, Pager, Panel, Table, useLoad, useSigned } from "../ui.js"
+import { LicenseSettingsFields, licenseSettings, numberParam } from "./Licenses.js"
 
 const terminal = (status: string) => status === "terminated"
 
@@ -179,28 +179,65 @@ export const LicenseDetail = ({ params }: { readonly params: Record<string, stri
         </div>
       ) : null}
 
-      <Panel title={`Machines (${formatNumber(l.machines.length)})`}>
-        <Table
-          caption="Machines"
-          head={canWrite ? ["Id", "Fingerprint", "Name", "Platform", "Version", "IP", "Status", "Last seen", "Actions"] : ["Id", "Fingerprint", "Name", "Platform", "Version", "IP", "Status", "Last seen"]}
-          empty="No machine was activated on this license."
-          rows={l.machines.map((m) => ({
-            key: m.id,
-            cells: [
-              <Link href={`/machines/${m.id}?license=${l.license_key}`}>#{m.id}</Link>,
-              <code class="fingerprint">{m.fingerprint}</code>,
-              m.name ?? m.hostname ?? "—",
-              m.platform ?? "—",
-              m.app_version ?? "—",
-              m.ip_address ?? "—",
-              <Badge value={m.status} />,
-              formatTime(m.last_heartbeat_at ?? m.activated_at),
-              ...(canWrite ? [<MachineActions machine={m} onDone={reload} />] : [])
-            ]
-          }))}
-        />
-      </Panel>
+      <Machines licenseKey={l.license_key} version={license.data} onChange={reload} />
     </Page>
+  )
+}
+
+/**
+ * The license's machines, a page at a time, filtered by status (both in the URL: `machine_page`,
+ * `machine_status`); read again whenever the license is (`version`: its last answer).
+ */
+const Machines = (props: { readonly licenseKey: string; readonly version: unknown; readonly onChange: () => void }) => {
+  const { api, canWrite } = useSigned()
+  const { values, set } = useQueryState()
+  const query = defined({
+    status: values.machine_status as (typeof names.machineStatuses)[number] | undefined,
+    page: numberParam(values.machine_page)
+  })
+  const machines = useLoad(
+    (signal) => call(api.machines.listForLicense({ params: { key: props.licenseKey }, query }), { signal }),
+    [props.licenseKey, props.version, values.machine_status, values.machine_page]
+  )
+  return (
+    <Panel
+      title={`Machines (${machines.data === undefined ? "…" : formatNumber(machines.data.meta.total)})`}
+      actions={
+        <div class="toolbar" role="group" aria-label="Machine status">
+          {[undefined, ...names.machineStatuses].map((status) => (
+            <button type="button" key={status ?? "all"} aria-pressed={values.machine_status === status} onClick={() => set({ machine_status: status, machine_page: undefined })}>
+              {status ?? "all"}
+            </button>
+          ))}
+        </div>
+      }
+    >
+      <ErrorNote error={machines.error} />
+      {machines.data === undefined ? (machines.loading ? <Loading /> : null) : (
+        <>
+          <Table
+            caption="Machines"
+            head={canWrite ? ["Id", "Fingerprint", "Name", "Platform", "Version", "IP", "Status", "Last seen", "Actions"] : ["Id", "Fingerprint", "Name", "Platform", "Version", "IP", "Status", "Last seen"]}
+            empty={values.machine_status === undefined ? "No machine was activated on this license." : `No ${values.machine_status} machine.`}
+            rows={machines.data.data.machines.map((m) => ({
+              key: m.id,
+              cells: [
+                <Link href={`/machines/${m.id}?license=${props.licenseKey}`}>#{m.id}</Link>,
+                <code class="fingerprint">{m.fingerprint}</code>,
+                m.name ?? m.hostname ?? "—",
+                m.platform ?? "—",
+                m.app_version ?? "—",
+                m.ip_address ?? "—",
+                <Badge value={m.status} />,
+                formatTime(m.last_heartbeat_at ?? m.activated_at),
+                ...(canWrite ? [<MachineActions machine={m} onDone={props.onChange} />] : [])
+              ]
+            }))}
+          />
+          <Pager meta={machines.data.meta} onPage={(page) => set({ machine_page: page })} />
+        </>
+      )}
+    </Panel>
   )
 }
 

@@ -164,7 +164,8 @@ export const layerConsoleRoutes = (options: { readonly dir: string; readonly res
 
 /**
  * The console's routes as the environment says: `LM_CONSOLE` (default on; `off` serves none), `LM_CONSOLE_DIR`
- * (default the repository's `apps/console/dist`). A console that is not built is logged once at start. A function:
+ * (default the repository's `apps/console/dist`). A console that is not built is logged once at start (info: the
+ * API works without it). A function:
  * each server reads its own environment (a layer value is built once and shared).
  */
 export const layerConsoleFromEnv = () => Layer.unwrap(Effect.gen(function*() {
@@ -175,7 +176,7 @@ export const layerConsoleFromEnv = () => Layer.unwrap(Effect.gen(function*() {
   const dir = dirSetting === "" ? defaultConsoleDir : path.resolve(dirSetting)
   const { restRoot } = yield* HttpSettings
   if (!fs.existsSync(path.join(dir, "index.html"))) {
-    yield* Effect.logWarning(`The console is not built (no ${path.join(dir, "index.html")}): run npm run build; /console/ answers 404 until then.`)
+    yield* Effect.logInfo(`The console is not built (no ${path.join(dir, "index.html")}): run npm run build; /console/ answers 404 until then.`)
   }
   return layerConsoleRoutes({ dir, restRoot })
 }))
