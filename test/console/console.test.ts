@@ -1,10 +1,10 @@
 /**
  * Issue 31: the console in a real browser (Debian's Chromium, driven by playwright-core) against a real `lm serve`
  * on PGlite, spawned as a process with the console built fresh from its sources. What a vendor's support person
- * does: sign in, create a license, find the device a client activated through the public API, revoke the device,
+ * does: sign in (with the keyboard too), create a license, find the device a client activated through the public API, revoke the device,
  * suspend the license and see the revocation list change, upload a release and see it listed, register a webhook
  * and see a delivery, see the dashboard chart draw validations; a read-only key sees no write controls; a revoked
- * key returns to the sign-in page; the Content-Security-Policy is enforced and no page logs an error. Every page
+ * key returns to the sign-in page; numbers follow the browser's locale; the Content-Security-Policy is enforced and no page logs an error. Every page
  * is photographed at 1280 and 390 px into test/console/screenshots/ (not committed; the README shows two copies
  * from docs/console/).
  */
@@ -59,8 +59,8 @@ const watch = (target: Page, label: string) => {
   target.on("pageerror", (error) => errors.push(`${label}: ${error.message}`))
 }
 
-const newPage = async (label: string) => {
-  const c = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+const newPage = async (label: string, locale = "en-US") => {
+  const c = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale })
   const p = await c.newPage()
   watch(p, label)
   return { context: c, page: p }
@@ -250,8 +250,10 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
     await page.locator(".page-actions").getByRole("button", { name: "Terminate", exact: true }).click()
     const dialog = page.getByRole("dialog")
     expect(await dialog.getByRole("button", { name: "Terminate" }).isDisabled()).toBe(true)
-    await dialog.getByRole("button", { name: "Cancel" }).click()
+    // Escape cancels, as a dialog does.
+    await page.keyboard.press("Escape")
     await dialog.waitFor({ state: "detached" })
+    await page.getByRole("heading", { name: /inactive/ }).waitFor()
   })
 
   it("uploads a release with a progress bar and lists it", async () => {
@@ -376,9 +378,12 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
     const listed = await admin("GET", "/api-keys")
     readKey = { id: listed.body.data.api_keys.find((k: { description: string }) => k.description === "support desk, read only").id, consumerKey, consumerSecret }
 
-    const reader = await newPage("read-only")
+    // In a German browser: numbers and dates in its locale.
+    const reader = await newPage("read-only", "de-DE")
     try {
       await signIn(reader.page, readKey)
+      await reader.page.locator(".dashboard[data-loaded=true]").waitFor()
+      expect(await reader.page.locator("[data-tile=licenses] .tile-value").textContent()).toMatch(/^1\.2\d\d$/)
       expect(await reader.page.locator("[data-scope]").textContent()).toBe("read only")
       expect(await reader.page.getByRole("link", { name: "API keys" }).count()).toBe(0)
       const writeLabels = /^(New license|New generator|New subscription|Publish a release|Register a webhook|New API key|Suspend|Revoke|Reinstate|Terminate|Delete|Remove|Renew|Edit settings|Generate|Pause|Resume|Cancel now|Ping|Redeliver|Disable|Enable)$/
@@ -401,10 +406,16 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
     }
   })
 
-  it("signs out, forgetting the key", async () => {
+  it("signs out, forgetting the key, and signs in again with the keyboard alone", async () => {
     await page.getByRole("button", { name: "Sign out" }).click()
     await page.getByRole("button", { name: "Sign in" }).waitFor()
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
+    await page.getByLabel("Consumer key").focus()
+    await page.keyboard.type(adminKey.consumerKey)
+    await page.keyboard.press("Tab")
+    await page.keyboard.type(adminKey.consumerSecret)
+    await page.keyboard.press("Enter")
+    await page.getByRole("button", { name: "Sign out" }).waitFor()
   })
 
   it("logged no error on any page, and the server none either", () => {
