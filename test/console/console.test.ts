@@ -1,12 +1,12 @@
 /**
  * Issue 31: the console in a real browser (Debian's Chromium, driven by playwright-core) against a real `lm serve`
  * on PGlite, spawned as a process with the console built fresh from its sources. What a vendor's support person
- * does: sign in (with the keyboard too), create a license, find the device a client activated through the public API, revoke the device,
- * suspend the license and see the revocation list change, upload a release and see it listed, register a webhook
- * and see a delivery, see the dashboard chart draw validations; a read-only key sees no write controls; a revoked
- * key returns to the sign-in page; numbers follow the browser's locale; the Content-Security-Policy is enforced and no page logs an error. Every page
- * is photographed at 1280 and 390 px into test/console/screenshots/ (not committed; the README shows two copies
- * from docs/console/).
+ * does: sign in (with the keyboard too), create a license, find the device a client activated through the public
+ * API, revoke the device, suspend the license and see the revocation list change, upload a release and see it
+ * listed, register a webhook and see a delivery, see the dashboard chart draw validations; a read-only key sees no
+ * write controls; a revoked key returns to the sign-in page; numbers follow the browser's locale; the
+ * Content-Security-Policy is enforced and no page logs an error. Every page is photographed at 1280 and 390 px into
+ * test/console/screenshots/ (not committed; the README shows two copies from docs/console/).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
