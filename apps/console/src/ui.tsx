@@ -190,7 +190,8 @@ export class FormValues {
   }
   file(name: string): File | undefined {
     const value = this.data.get(name)
-    return value instanceof File && value.size > 0 ? value : value instanceof File && value.name !== "" ? value : undefined
+    // An empty file input sends a nameless, empty file.
+    return value instanceof File && value.name !== "" ? value : undefined
   }
 }
 

@@ -4,6 +4,7 @@
  * period and hour or day buckets, kept in the URL), the next licenses to expire within 30 days, the anomalies
  * current now, app versions and the most validated licenses. Every part loads at once, side by side.
  */
+import type { ComponentChildren } from "preact"
 import { useState } from "preact/hooks"
 import { call, names } from "../api.js"
 import { ValidationsChart } from "../Chart.js"
@@ -21,7 +22,7 @@ const periodLabels: Record<Period, string> = { "7d": "7 days", "30d": "30 days",
 /** Hour buckets of a period above the API's 1000: such a chart is drawn by day. */
 const hourlyAllowed = (period: Period) => periodDays[period] * 24 <= 1000
 
-const Tile = (props: { readonly label: string; readonly value: string; readonly children?: preact.ComponentChildren; readonly id?: string }) => (
+const Tile = (props: { readonly label: string; readonly value: string; readonly children?: ComponentChildren; readonly id?: string }) => (
   <div class="tile" data-tile={props.id}>
     <span class="tile-label">{props.label}</span>
     <strong class="tile-value">{props.value}</strong>

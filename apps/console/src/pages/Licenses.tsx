@@ -5,7 +5,7 @@
 import { call, names } from "../api.js"
 import { formatDate, formatNumber, formatTime } from "../format.js"
 import { Link, navigate, useQueryState } from "../router.js"
-import { Badge, defined, Disclosure, ErrorNote, Field, Form, type FormValues, Loading, Page, Pager, Select, Table, useLoad, useSigned } from "../ui.js"
+import { Badge, defined, Disclosure, ErrorNote, Field, Form, type FormValues, Loading, localInputValue, Page, Pager, Select, Table, useLoad, useSigned } from "../ui.js"
 
 /** A number from the URL, as the API's query schema takes it (a bad one is refused by the schema, in words). */
 export const numberParam = (value: string | undefined): number | undefined => value === undefined || value === "" ? undefined : Number(value)
@@ -40,10 +40,7 @@ export const LicenseSettingsFields = ({ current }: { readonly current?: Readonly
   }
   const time = (name: string) => {
     const v = current?.[name]
-    if (typeof v !== "string") return ""
-    const d = new Date(v)
-    const pad = (n: number) => String(n).padStart(2, "0")
-    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`
+    return typeof v === "string" ? localInputValue(v) : ""
   }
   return (
     <div class="fields">

@@ -165,8 +165,8 @@ export const layerConsoleRoutes = (options: { readonly dir: string; readonly res
 /**
  * The console's routes as the environment says: `LM_CONSOLE` (default on; `off` serves none), `LM_CONSOLE_DIR`
  * (default the repository's `apps/console/dist`). A console that is not built is logged once at start (info: the
- * API works without it). A function:
- * each server reads its own environment (a layer value is built once and shared).
+ * API works without it). A function: each server reads its own environment (a layer value is built once and
+ * shared).
  */
 export const layerConsoleFromEnv = () => Layer.unwrap(Effect.gen(function*() {
   const setting = yield* Config.String("LM_CONSOLE").pipe(Config.withDefault(""))
