@@ -3,7 +3,8 @@
  * `needs: "read_write"` hides it from other keys (the API refuses them anyway).
  *
  * Not here yet, for routes the server does not serve yet: policies and entitlements (CONTRACT §15), the audit log
- * (§18) and billing events (§20); each is one page file and one line when its routes land.
+ * (§18) and billing events (§20), each one page file and one line when its routes land; deleting a release
+ * (`DELETE /releases/{id}`, §9) is one `Action` in Releases.tsx.
  */
 import type { FunctionComponent } from "preact"
 import { ApiKeys } from "./ApiKeys.js"
