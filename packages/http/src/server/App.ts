@@ -22,6 +22,7 @@ import { AnalyticsHandlers } from "./handlers/Analytics.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
 import { ReleaseRoutes } from "./ReleaseRoutes.js"
+import { layerConsoleFromEnv } from "./Console.js"
 import * as FileArtifactStore from "../artifacts/FileArtifactStore.js"
 import * as S3ArtifactStore from "../artifacts/S3ArtifactStore.js"
 import { FastPath } from "./FastPath.js"
@@ -252,7 +253,7 @@ const storageHealthLayer = (storage: string) =>
     Effect.map(Ports.Store, (store) => StorageHealth.of({ storage, check: store.ping }))
   )
 
-/** The routes of the whole API with their handlers, middlewares and health check, on an engine. */
+/** The routes of the whole API with their handlers, middlewares and health check, on an engine; the console beside them. */
 export const routesLayer = (storage: string) => {
   const handlers = Layer.mergeAll(
     SystemHandlers,
@@ -275,7 +276,9 @@ export const routesLayer = (storage: string) => {
   return layerRoutes(Api).pipe(
     Layer.provide(handlers),
     Layer.provide(authenticatorLayer),
-    Layer.provide(storageHealthLayer(storage))
+    Layer.provide(storageHealthLayer(storage)),
+    // Outside the API's mount at LM_REST_ROOT: the console is at {base_url}/console/.
+    Layer.merge(layerConsoleFromEnv())
   )
 }
 
