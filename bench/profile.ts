@@ -21,8 +21,8 @@
  *   (with the server stopped: PGlite takes one process) and on PostgreSQL (`DATABASE_URL`, while a server runs
  *   on it). Each `PROFILE_STARTS` times (default 3): median and spread.
  *
- * `node bench/profile.ts analyze <folder>` summarises the run a `PROFILE_DIR` kept (`<PROFILE_DIR>/<target>`,
- * with its `run.json`) again, e.g. after changing `steps`; `analyze <file.cpuprofile> <requests>` summarises
+ * `node bench/profile.ts analyze <folder>…` summarises the runs a `PROFILE_DIR` kept (`<PROFILE_DIR>/<target>`,
+ * each with its `run.json`) again, e.g. after changing `steps`; `analyze <file.cpuprofile> <requests>` summarises
  * every sample of any profile.
  *
  * Settings: PROFILE_SECONDS (measured run, default 20), PROFILE_WARMUP (5), PROFILE_STORES (floor,memory,pglite),
@@ -111,7 +111,8 @@ interface Step {
   readonly claims: (frame: CallFrame, module: string) => boolean
 }
 
-const file = (module: string, ...names: ReadonlyArray<string>) => names.some((n) => module.endsWith(`/${n}`))
+/** Whether `module` is one of the files `names` (a path's end) of one of our packages (`@lm/…`). */
+const file = (module: string, ...names: ReadonlyArray<string>) => module.startsWith("@lm/") && names.some((n) => module.endsWith(`/${n}`))
 
 /**
  * The steps of a validate, in the order a request meets them. A sample goes to the innermost frame of its stack
@@ -147,7 +148,10 @@ const steps: ReadonlyArray<Step> = [
   { name: "event log record (ActivityRecorder, Licensing's `logged`)", claims: (f, m) => file(m, "ActivityRecorder.js") || (file(m, "services/Licensing.js") && f.functionName.includes("logged")) },
   { name: "validation cache lookup", claims: (_, m) => file(m, "ValidationCache.js") },
   { name: "store (memory tables, PostgreSQL/PGlite client)", claims: (_, m) => m.startsWith("@lm/storage-") || m.startsWith("@electric-sql/") || m.startsWith("postgres/") },
-  { name: "rule evaluation (validateLicense, blacklist, key parsing)", claims: (_, m) => file(m, "validation.js", "Blacklist.js", "keys.js", "license.js", "machine.js", "core.js") },
+  {
+    name: "rule evaluation (validateLicense, blacklist, key parsing)",
+    claims: (_, m) => file(m, "domain/validation.js", "Blacklist.js", "domain/keys.js", "domain/license.js", "domain/machine.js", "domain/core.js", "verify/licenseKey.js")
+  },
   { name: "token build (payload, base64url; signing around the native call)", claims: (_, m) => file(m, "Token.js", "Tokens.js", "Signer.js", "SigningKey.js", "SigningKeys.js") },
   { name: "domain service (Licensing.validate)", claims: (_, m) => file(m, "services/Licensing.js") },
   { name: "answer build (license/machine to wire, envelope)", claims: (_, m) => file(m, "ClientAnswers.js", "Wire.js", "Envelope.js", "ApiErrors.js", "Responses.js") },
@@ -615,15 +619,17 @@ const startup = async (): Promise<string> => {
 
 const args = process.argv.slice(2)
 if (args[0] === "analyze") {
-  // A folder a profiled run left (its profiles and run.json), or a profile file and a request count.
-  const target = args[1] ?? ""
-  if (fs.existsSync(path.join(target, "run.json"))) {
-    const run = JSON.parse(fs.readFileSync(path.join(target, "run.json"), "utf8")) as MeasuredRun
-    console.log(analyseRun(target, run).text)
+  // Folders a profiled run left (their profiles and run.json), or a profile file and a request count.
+  const targets = args.slice(1)
+  if (targets.length > 0 && targets.every((t) => fs.existsSync(path.join(t, "run.json")))) {
+    const runs = targets.map((t) => analyseRun(t, JSON.parse(fs.readFileSync(path.join(t, "run.json"), "utf8")) as MeasuredRun))
+    console.log(["### Steps of a validate, µs per request", "", stepsSideBySide(runs), "", ...runs.flatMap((r) => [r.text, ""])].join("\n"))
   } else {
-    const requests = Number(args[2])
-    if (target === "" || !(requests > 0)) throw new Error("usage: node bench/profile.ts analyze <folder with run.json> | <file.cpuprofile> <requests>")
-    console.log(tables(summarise(readProfile(target)), requests))
+    const requests = Number(targets[1])
+    if (targets.length !== 2 || !(requests > 0)) {
+      throw new Error("usage: node bench/profile.ts analyze <folder with run.json>… | <file.cpuprofile> <requests>")
+    }
+    console.log(tables(summarise(readProfile(targets[0]!)), requests))
   }
 } else {
   const parts = args.filter((a) => a === "validate" || a === "startup")
