@@ -3,10 +3,11 @@
  * imports nothing but effect, @noble/ed25519, node:crypto, node:net (its BlockList judges the addresses a webhook
  * may reach) and semver (release versions); the verify module nothing but @noble/ed25519; `@lm/api` nothing but
  * effect and the domain's browser-safe core; only `apps/server` picks a store package; what `@lm/api` and the
- * client's main entry reach loads no node: module (they run in browsers); and no module of a package imports
- * itself through others (no import cycle).
+ * client's main entry reach loads no node: module (they run in browsers); the browser console (`apps/console`)
+ * imports the API definition in one module and no node: module; and no module of a package imports itself
+ * through others (no import cycle).
  */
-import { readdirSync, readFileSync, statSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
 import { describe, expect, it } from "vitest"
 
@@ -15,8 +16,14 @@ const root = join(import.meta.dirname, "..", "..")
 const sources = (dir: string): Array<string> =>
   readdirSync(dir).flatMap((name) => {
     const path = join(dir, name)
-    return statSync(path).isDirectory() ? sources(path) : path.endsWith(".ts") ? [path] : []
+    return statSync(path).isDirectory() ? sources(path) : /\.tsx?$/.test(path) ? [path] : []
   })
+
+/** The source file a relative import of `file` names (`./ui.js` is `ui.ts`, or `ui.tsx` when that is the one). */
+const sourceOf = (file: string, specifier: string): string => {
+  const path = join(dirname(file), specifier.replace(/\.js$/, ".ts"))
+  return existsSync(path) || !existsSync(`${path}x`) ? path : `${path}x`
+}
 
 /** Every module specifier a file imports or re-exports (static and dynamic). */
 const importsOf = (file: string, options: { readonly runtimeOnly?: boolean } = {}): Array<string> => {
@@ -47,7 +54,8 @@ const workspaces: Record<string, string> = {
   "@lm/api": "packages/api/src",
   "@lm/http": "packages/http/src",
   "@lm/client": "packages/client/src",
-  "@lm/server": "apps/server/src"
+  "@lm/server": "apps/server/src",
+  "@lm/console": "apps/console/src"
 }
 
 /** The workspace packages each one may import (DESIGN.md's arrows). */
@@ -58,7 +66,8 @@ const arrows: Record<string, ReadonlyArray<string>> = {
   "@lm/api": ["@lm/domain"],
   "@lm/http": ["@lm/api", "@lm/domain"],
   "@lm/client": ["@lm/api", "@lm/domain"],
-  "@lm/server": ["@lm/http", "@lm/api", "@lm/domain", "@lm/storage-memory", "@lm/storage-pg"]
+  "@lm/server": ["@lm/http", "@lm/api", "@lm/domain", "@lm/storage-memory", "@lm/storage-pg"],
+  "@lm/console": ["@lm/api", "@lm/domain"]
 }
 
 /** The import cycles among a folder's modules (relative imports, type-only ones included), each as a path. */
@@ -67,7 +76,7 @@ const cyclesIn = (dir: string): Array<string> => {
   for (const file of sources(join(root, dir))) {
     graph.set(
       file,
-      importsOf(file).filter((s) => s.startsWith(".")).map((s) => join(dirname(file), s.replace(/\.js$/, ".ts")))
+      importsOf(file).filter((s) => s.startsWith(".")).map((s) => sourceOf(file, s))
     )
   }
   const cycles: Array<string> = []
@@ -147,7 +156,7 @@ describe("layering", () => {
       if (seen.has(file)) return
       seen.add(file)
       for (const specifier of importsOf(file, { runtimeOnly: true })) {
-        if (specifier.startsWith(".")) visit(join(dirname(file), specifier.replace(/\.js$/, ".ts")))
+        if (specifier.startsWith(".")) visit(sourceOf(file, specifier))
         else if (specifier.startsWith("@lm/")) {
           const entry = entries[specifier]
           if (entry === undefined) reached.push(`${relative(root, file)} imports ${specifier}, which is not a browser-safe entry`)
@@ -163,5 +172,14 @@ describe("layering", () => {
 
   it("no package has an import cycle among its modules", () => {
     expect(Object.values(workspaces).flatMap((dir) => cyclesIn(dir).map((cycle) => `${dir}: ${cycle}`))).toEqual([])
+  })
+
+  it("the console imports the API definition in one module (src/api.ts), and no node: module", () => {
+    const consoleFiles = sources(join(root, "apps/console/src"))
+    const importers = (test: (specifier: string) => boolean) =>
+      consoleFiles.filter((file) => importsOf(file).some(test)).map((file) => relative(root, file))
+    expect(consoleFiles.length).toBeGreaterThan(5)
+    expect(importers((s) => s.startsWith("@lm/http") || s === "@lm/api")).toEqual(["apps/console/src/api.ts"])
+    expect(importers((s) => s.startsWith("node:"))).toEqual([])
   })
 })

@@ -1,9 +1,12 @@
 /**
  * The composition root of the bundled server: the domain's engine (`Engine.layer`) on a store (`Store.ts`), the
- * lm/v1 API served on it (`@lm/http`), the bootstrap key, the artifact store and the webhook sender. The store
+ * lm/v1 API served on it (`@lm/http`) with the browser console beside it, the bootstrap key, the artifact store
+ * and the webhook sender. The store
  * opens (and migrates) before the port listens; on SIGTERM the server stops accepting, finishes requests in
  * flight, flushes the event log and closes the store, in that order (`Shutdown.ts`).
  */
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Effect, Layer, type Redacted } from "effect"
 // `Ports` and `Services` name the engine's services in the declarations of the layers below.
 import { Engine, type Ports, type Services } from "@lm/domain"
@@ -11,6 +14,7 @@ import { layerApiServer, type Listen, type RequestCounter } from "@lm/http"
 import { artifactStoreLayer } from "./ArtifactStore.js"
 import { bootstrapKeyLayer } from "./BootstrapKey.js"
 import { layerRedisRateLimits } from "./RedisRateLimits.js"
+import { consoleDirFromEnv } from "./settings/Console.js"
 import { closingWithin, engineCloseTimeoutMillis } from "./Shutdown.js"
 import { describeStore, type StoreChoice, storeLayer, storeName } from "./Store.js"
 import * as WebhookSender from "./WebhookSender.js"
@@ -35,8 +39,9 @@ export const serverLayer = (
 
 /**
  * The whole server on any store layer (tests use throw-away stores). Webhooks are delivered with the undici
- * sender unless `options.webhooks.sender` gives another one; `sender` tunes the undici one. Needs
- * `HttpSettings` (and takes `ArtifactSettings` when given).
+ * sender unless `options.webhooks.sender` gives another one; `sender` tunes the undici one. The console is served
+ * as `LM_CONSOLE` and `LM_CONSOLE_DIR` say; one that is not built is logged once at start (info: the API works
+ * without it). Needs `HttpSettings` (and takes `ArtifactSettings` when given).
  */
 export const serverLayerOn = <E, R>(
   store: Layer.Layer<Engine.StorePorts, E, R>,
@@ -45,16 +50,18 @@ export const serverLayerOn = <E, R>(
   options: Engine.Options = {},
   sender: Partial<WebhookSender.WebhookSenderOptions> = {}
 ) =>
-  Layer.unwrap(Effect.map(
-    options.webhooks?.sender === undefined ? WebhookSender.withSender(options, sender) : Effect.succeed(options),
-    (engineOptions) => {
-      // Batched background jobs yield to the requests this server receives (`RequestLoad`).
-      const requests: RequestCounter = { started: 0 }
-      const withLoad: Engine.Options = { requestsStarted: () => requests.started, ...engineOptions }
-      return layerApiServer({ storage: names.storage, listen, logExtra: `store: ${names.description}`, requests }).pipe(
-        Layer.provideMerge(bootstrapKeyLayer),
-        Layer.provideMerge(artifactStoreLayer),
-        Layer.provideMerge(closingWithin(Engine.layer(store, withLoad), engineCloseTimeoutMillis))
-      )
+  Layer.unwrap(Effect.gen(function*() {
+    const engineOptions = options.webhooks?.sender === undefined ? yield* WebhookSender.withSender(options, sender) : options
+    const consoleDir = yield* consoleDirFromEnv
+    if (consoleDir !== undefined && !fs.existsSync(path.join(consoleDir, "index.html"))) {
+      yield* Effect.logInfo(`The console is not built (no ${path.join(consoleDir, "index.html")}): run npm run build; /console/ answers 404 until then.`)
     }
-  ))
+    // Batched background jobs yield to the requests this server receives (`RequestLoad`).
+    const requests: RequestCounter = { started: 0 }
+    const withLoad: Engine.Options = { requestsStarted: () => requests.started, ...engineOptions }
+    return layerApiServer({ storage: names.storage, listen, logExtra: `store: ${names.description}`, requests, consoleDir }).pipe(
+      Layer.provideMerge(bootstrapKeyLayer),
+      Layer.provideMerge(artifactStoreLayer),
+      Layer.provideMerge(closingWithin(Engine.layer(store, withLoad), engineCloseTimeoutMillis))
+    )
+  }))

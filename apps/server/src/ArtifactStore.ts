@@ -1,13 +1,16 @@
 /**
  * Which artifact store keeps the release uploads: an S3-compatible bucket (`LM_ARTIFACT_S3_*`), else a folder
  * (`LM_ARTIFACT_DIR`, default `{LM_DATA_DIR}/artifacts`), else (the memory store, tests) a temporary folder
- * removed when the server stops.
+ * removed when the server stops. An unfinished upload older than `LM_UPLOAD_TIMEOUT_SECONDS` (the longest an upload
+ * may take, `HttpSettings.uploadTimeoutSeconds`) is the leftover of a process killed midway: removed at start and
+ * then once per that period.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Config, Context, Effect, Layer } from "effect"
-import type { Errors, Ports } from "@lm/domain"
+import { Errors, Ports } from "@lm/domain"
+import { HttpSettings } from "@lm/http"
 import * as FileArtifactStore from "./artifacts/FileArtifactStore.js"
 import * as S3ArtifactStore from "./artifacts/S3ArtifactStore.js"
 
@@ -62,9 +65,14 @@ export const layerArtifactSettingsFromEnv: Layer.Layer<never, Config.ConfigError
   artifactSettingsFromEnv
 )
 
-/** The artifact store of release uploads, as {@link ArtifactSettings} say. */
-export const artifactStoreLayer: Layer.Layer<Ports.ArtifactStore, Errors.StorageUnavailable> = Layer.unwrap(Effect.gen(function*() {
+/**
+ * The artifact store of release uploads, as {@link ArtifactSettings} say, removing the leftovers of uploads older
+ * than the upload timeout of `HttpSettings`.
+ */
+export const artifactStoreLayer: Layer.Layer<Ports.ArtifactStore, Errors.StorageUnavailable, HttpSettings> = Layer.unwrap(Effect.gen(function*() {
   const { dir, s3 } = yield* ArtifactSettings
+  const { uploadTimeoutSeconds } = yield* HttpSettings
+  const leftovers = { leftoverAfterMillis: uploadTimeoutSeconds * 1000 }
   if (s3 !== undefined) {
     return S3ArtifactStore.layer({
       bucket: s3.bucket,
@@ -72,10 +80,18 @@ export const artifactStoreLayer: Layer.Layer<Ports.ArtifactStore, Errors.Storage
       client: {
         region: s3.region,
         ...(s3.endpoint === undefined ? {} : { endpoint: s3.endpoint, forcePathStyle: true })
-      }
+      },
+      ...leftovers
     })
   }
-  if (dir !== undefined) return FileArtifactStore.layer(dir)
+  if (dir !== undefined) {
+    return Layer.effect(
+      Ports.ArtifactStore,
+      FileArtifactStore.makeSweeping(dir, leftovers).pipe(
+        Effect.mapError((error) => new Errors.StorageUnavailable({ message: `LM_ARTIFACT_DIR: ${error.message}` }))
+      )
+    )
+  }
   const temporary = yield* Effect.acquireRelease(
     Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "lm-artifacts-"))),
     (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))

@@ -3,15 +3,39 @@
  * an administrator deleted it and other read_write keys exist), or one printed when the store has none.
  */
 import { Config, Effect, Layer, Option, Redacted } from "effect"
-import { ApiKeys } from "@lm/domain"
+import { ApiKeys, Services } from "@lm/domain"
+import { InvalidSetting } from "@lm/http"
 
 /** Ensures or prints the bootstrap key when the server starts. */
 export const bootstrapKeyLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const apiKeys = yield* ApiKeys
-    const key = yield* Config.String("LM_BOOTSTRAP_CONSUMER_KEY").pipe(Config.option)
-    const secret = yield* Config.Redacted("LM_BOOTSTRAP_CONSUMER_SECRET").pipe(Config.option)
+    // Empty is unset.
+    const key = Option.filter(yield* Config.String("LM_BOOTSTRAP_CONSUMER_KEY").pipe(Config.option), (text) => text !== "")
+    const secret = Option.filter(
+      yield* Config.Redacted("LM_BOOTSTRAP_CONSUMER_SECRET").pipe(Config.option),
+      (text) => Redacted.value(text) !== ""
+    )
+    if (Option.isSome(key) !== Option.isSome(secret)) {
+      return yield* new InvalidSetting({
+        name: Option.isSome(key) ? "LM_BOOTSTRAP_CONSUMER_SECRET" : "LM_BOOTSTRAP_CONSUMER_KEY",
+        message: "LM_BOOTSTRAP_CONSUMER_KEY and LM_BOOTSTRAP_CONSUMER_SECRET go together: set both, or neither"
+      })
+    }
     if (Option.isSome(key) && Option.isSome(secret)) {
+      // The shape of API credentials is the domain's; a malformed one is a setting to fix, not a 401 at every call.
+      if (!Services.consumerKeyPattern.test(key.value)) {
+        return yield* new InvalidSetting({
+          name: "LM_BOOTSTRAP_CONSUMER_KEY",
+          message: "LM_BOOTSTRAP_CONSUMER_KEY: expected ck_ followed by 40 lowercase hex characters"
+        })
+      }
+      if (!Services.consumerSecretPattern.test(Redacted.value(secret.value))) {
+        return yield* new InvalidSetting({
+          name: "LM_BOOTSTRAP_CONSUMER_SECRET",
+          message: "LM_BOOTSTRAP_CONSUMER_SECRET: expected cs_ followed by 40 lowercase hex characters"
+        })
+      }
       const ensured = yield* apiKeys.ensure({
         consumerKey: key.value,
         consumerSecret: Redacted.value(secret.value),

@@ -2,9 +2,9 @@
  * The store the server runs on: embedded PGlite by default, PostgreSQL with `DATABASE_URL`, memory with
  * `LM_STORAGE=memory`. The one module of the packages that picks a store package.
  */
-import { Config, Effect, Option, Redacted } from "effect"
+import { Config, Effect, Layer, Option, Redacted } from "effect"
 // `Ports` names the store's ports in the declaration of `storeLayer`.
-import type { Ports } from "@lm/domain"
+import { type Engine, Errors, type Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 
@@ -31,15 +31,25 @@ export const storeChoiceFromEnv = Effect.gen(function*() {
 /** A short description of the store for the start-up line and `/health`. */
 export const storeName = (choice: StoreChoice): string => choice._tag
 
-/** Every port of the domain on the chosen store (opened and migrated when the layer is built). */
+/** The setting that chose the store, which a store that cannot be opened is refused by. */
+const storeSetting = (choice: StoreChoice): string => choice._tag === "postgres" ? "DATABASE_URL" : "LM_DATA_DIR"
+
+/**
+ * Every port of the domain on the chosen store (opened and migrated when the layer is built). A store that cannot
+ * be opened fails with a message naming the setting that chose it.
+ */
 export const storeLayer = (choice: StoreChoice) => {
+  const refused = (error: Errors.StorageUnavailable) =>
+    Layer.effectContext<Engine.StorePorts, Errors.StorageUnavailable, never>(
+      Effect.fail(new Errors.StorageUnavailable({ message: `${storeSetting(choice)} (${describeStore(choice)}): ${error.message}` }))
+    )
   switch (choice._tag) {
     case "memory":
       return MemoryStore.layer
     case "pglite":
-      return layerPgliteStore({ dataDir: choice.dataDir, thread: choice.thread })
+      return Layer.catchTag(layerPgliteStore({ dataDir: choice.dataDir, thread: choice.thread }), "StorageUnavailable", refused)
     case "postgres":
-      return layerPostgresStore({ url: choice.url })
+      return Layer.catchTag(layerPostgresStore({ url: choice.url }), "StorageUnavailable", refused)
   }
 }
 

@@ -13,7 +13,7 @@ export {
 export * as FileArtifactStore from "./artifacts/FileArtifactStore.js"
 export * as S3ArtifactStore from "./artifacts/S3ArtifactStore.js"
 export { bootstrapKeyLayer } from "./BootstrapKey.js"
-export { runServer } from "./Main.js"
+export { refusalMessage, runServer } from "./Main.js"
 export { layerRedisRateLimits } from "./RedisRateLimits.js"
 export {
   anomalyThresholdsFromEnv,
@@ -24,6 +24,7 @@ export {
   webhookOptionsFromEnv
 } from "./settings/Engine.js"
 export { httpSettingsFromEnv, layerHttpSettingsFromEnv, listenFromEnv, parseCorsOrigins, parseTrustProxy } from "./settings/Http.js"
+export { consoleDirFromEnv, defaultConsoleDir } from "./settings/Console.js"
 export { masterKeyFromEnv } from "./settings/MasterKey.js"
 export { parseSwitch, positiveInt, readSetting } from "./settings/Read.js"
 export { closingWithin, engineCloseTimeoutMillis } from "./Shutdown.js"

@@ -1,7 +1,13 @@
-/** The settings read from the environment: the HTTP adapter's, the listen address, where artifacts are kept. */
+/**
+ * The settings read from the environment: the HTTP adapter's, the listen address, where artifacts are kept, the
+ * failed-login rate limit, the console's folder.
+ */
 import { ConfigProvider, Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
+import * as path from "node:path"
 import { artifactSettingsFromEnv } from "../src/ArtifactStore.js"
+import { consoleDirFromEnv, defaultConsoleDir } from "../src/settings/Console.js"
+import { rateLimitsFromEnv } from "../src/settings/Engine.js"
 import { httpSettingsFromEnv, listenFromEnv, parseCorsOrigins, parseTrustProxy } from "../src/settings/Http.js"
 
 describe("settings", () => {
@@ -43,6 +49,37 @@ describe("settings from the environment", () => {
     expect(["0", "off", "false", "NO"].map(fastPath)).toEqual([false, false, false, false])
     expect(["1", "on", "true", "yes", ""].map(fastPath)).toEqual([true, true, true, true, true])
     expect(fastPath("sometimes")).toBe("refused")
+  })
+
+  it("reads LM_UPLOAD_TIMEOUT_SECONDS (default 3 h), a whole number of seconds", () => {
+    const uploadTimeout = (env: Record<string, string>) => {
+      const settings = read(httpSettingsFromEnv, env)
+      return Exit.isSuccess(settings) ? settings.value.uploadTimeoutSeconds : "refused"
+    }
+    expect([{}, { LM_UPLOAD_TIMEOUT_SECONDS: "60" }].map(uploadTimeout)).toEqual([10_800, 60])
+    expect(["0", "1.5", "soon"].map((value) => uploadTimeout({ LM_UPLOAD_TIMEOUT_SECONDS: value }))).toEqual(["refused", "refused", "refused"])
+  })
+
+  it("LM_RATE_LIMIT_AUTH_FAILURES sets how many failed logins a minute (10 when unset)", () => {
+    const perMinute = (env: Record<string, string>) => {
+      const exit = read(rateLimitsFromEnv, env)
+      return Exit.isSuccess(exit) ? exit.value.settings.authFailures.perMinute : "refused"
+    }
+    expect(perMinute({})).toBe(10)
+    expect(perMinute({ LM_RATE_LIMIT_AUTH_FAILURES: "30" })).toBe(30)
+    expect(perMinute({ LM_RATE_LIMIT_AUTH_FAILURES: "0" })).toBe("refused")
+  })
+
+  it("LM_CONSOLE and LM_CONSOLE_DIR: the console's folder, the repository's build by default, none when off", () => {
+    const dir = (env: Record<string, string>) => {
+      const exit = read(consoleDirFromEnv, env)
+      return Exit.isSuccess(exit) ? exit.value : "refused"
+    }
+    expect(dir({})).toBe(defaultConsoleDir)
+    expect(defaultConsoleDir).toBe(path.join(import.meta.dirname, "../../console/dist/"))
+    expect(dir({ LM_CONSOLE_DIR: "/srv/console" })).toBe("/srv/console")
+    expect(dir({ LM_CONSOLE: "off", LM_CONSOLE_DIR: "/srv/console" })).toBeUndefined()
+    expect(dir({ LM_CONSOLE: "sometimes" })).toBe("refused")
   })
 
   it("refuses settings it cannot read instead of ignoring them", () => {

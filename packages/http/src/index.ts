@@ -64,6 +64,7 @@ export {
 } from "./server/RequestSteps.js"
 export {
   apiBase,
+  checkTls,
   defaultMaxBodyBytes,
   HttpSettings,
   InvalidSetting,

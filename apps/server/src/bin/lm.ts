@@ -15,7 +15,7 @@ import { Console, Effect, Layer, Schema } from "effect"
 import { ApiKeys, Engine, Model, Services, SigningKeys } from "@lm/domain"
 import { serverLayer } from "../App.js"
 import { layerArtifactSettingsFromEnv } from "../ArtifactStore.js"
-import { runServer } from "../Main.js"
+import { refusalMessage, runServer } from "../Main.js"
 import { engineOptionsFromEnv, redisUrlFromEnv } from "../settings/Engine.js"
 import { layerHttpSettingsFromEnv, listenFromEnv } from "../settings/Http.js"
 import { storeChoiceFromEnv, storeLayer } from "../Store.js"
@@ -144,7 +144,7 @@ if (argv[0] === "serve") {
   NodeRuntime.runMain(main(argv).pipe(
     Effect.catch((error) =>
       Effect.andThen(
-        Console.error(typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)),
+        Console.error(refusalMessage(error)),
         Effect.sync(() => { process.exitCode = 1 })
       )
     )

@@ -59,9 +59,9 @@ export const defaultSyncEveryMillis = 200
 
 /**
  * The limits from the environment: `LM_RATE_LIMIT` (on by default; `off` disables every limit),
- * `LM_RATE_LIMIT_PER_IP` (120), `LM_RATE_LIMIT_PER_KEY` (60), `LM_RATE_LIMIT_PER_API_KEY` (600), requests a
- * minute, each also the burst; `LM_RATE_LIMIT_SYNC_MS` (200), how often buckets shared between processes are
- * reconciled.
+ * `LM_RATE_LIMIT_PER_IP` (120), `LM_RATE_LIMIT_PER_KEY` (60), `LM_RATE_LIMIT_PER_API_KEY` (600) requests a
+ * minute and `LM_RATE_LIMIT_AUTH_FAILURES` (10) failed management logins a minute per client IP, each also the
+ * burst; `LM_RATE_LIMIT_SYNC_MS` (200), how often buckets shared between processes are reconciled.
  */
 export const rateLimitsFromEnv: Effect.Effect<
   Engine.RateLimitOptions,
@@ -73,16 +73,28 @@ export const rateLimitsFromEnv: Effect.Effect<
     enabled: yield* readSetting("LM_RATE_LIMIT", () => parseSwitch(enabled, true)),
     perIp: { perMinute: yield* positiveInt("LM_RATE_LIMIT_PER_IP", defaults.perIp.perMinute) },
     perKey: { perMinute: yield* positiveInt("LM_RATE_LIMIT_PER_KEY", defaults.perKey.perMinute) },
-    perApiKey: { perMinute: yield* positiveInt("LM_RATE_LIMIT_PER_API_KEY", defaults.perApiKey.perMinute) }
+    perApiKey: { perMinute: yield* positiveInt("LM_RATE_LIMIT_PER_API_KEY", defaults.perApiKey.perMinute) },
+    authFailures: { perMinute: yield* positiveInt("LM_RATE_LIMIT_AUTH_FAILURES", defaults.authFailures.perMinute) }
   }
   const syncEveryMillis = yield* positiveInt("LM_RATE_LIMIT_SYNC_MS", defaultSyncEveryMillis)
   return { settings, syncEveryMillis }
 })
 
-/** `LM_REDIS_URL`: when set, rate limits are shared through this Redis (else through PostgreSQL when that is the store). */
-export const redisUrlFromEnv: Effect.Effect<Redacted.Redacted | undefined, Config.ConfigError> = Effect.map(
+/**
+ * `LM_REDIS_URL`: when set, rate limits are shared through this Redis (else through PostgreSQL when that is the
+ * store). A `redis://` or `rediss://` URL; anything else refuses the start (the text is not shown: it may hold a
+ * password).
+ */
+export const redisUrlFromEnv: Effect.Effect<Redacted.Redacted | undefined, Config.ConfigError | InvalidSetting> = Effect.flatMap(
   Config.Redacted("LM_REDIS_URL").pipe(Config.option),
-  (url) => Option.isSome(url) && Redacted.value(url.value).trim() !== "" ? url.value : undefined
+  (url) => {
+    if (Option.isNone(url) || Redacted.value(url.value).trim() === "") return Effect.succeed(undefined)
+    return readSetting("LM_REDIS_URL", () => {
+      const protocol = URL.parse(Redacted.value(url.value).trim())?.protocol
+      if (protocol !== "redis:" && protocol !== "rediss:") throw new Error("expected a URL such as redis://host:6379")
+      return url.value
+    })
+  }
 )
 
 /** The engine's settings from the environment: `LM_SIGNING_KEY`, `LM_OFFLINE_TTL`, `LM_BLACKLIST` (comma

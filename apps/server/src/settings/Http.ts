@@ -3,7 +3,7 @@
  */
 import * as fs from "node:fs"
 import { Config, Effect, Layer } from "effect"
-import { HttpSettings, InvalidSetting, type Listen, parseIpAllowList, type Settings } from "@lm/http"
+import { checkTls, HttpSettings, InvalidSetting, type Listen, parseIpAllowList, type Settings } from "@lm/http"
 import { parseSwitch, positiveInt, readSetting } from "./Read.js"
 
 /** `LM_TRUST_PROXY`: `true`/`yes`/`on` is one proxy, a number is that many, `false`/`0`/unset none. */
@@ -55,8 +55,9 @@ const readPemFile = (name: string, file: string) =>
 /**
  * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
  * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
- * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`,
- * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`,
+ * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`, `LM_UPLOAD_TIMEOUT_SECONDS`,
+ * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read and checked here: a missing or unusable one refuses the start),
+ * `LM_FORCE_HTTPS`,
  * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`.
  */
 export const httpSettingsFromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
@@ -76,6 +77,7 @@ export const httpSettingsFromEnv: Effect.Effect<Settings, Config.ConfigError | I
   const headersTimeoutSeconds = yield* positiveInt("LM_HEADERS_TIMEOUT_SECONDS", defaults.headersTimeoutSeconds)
   const bodyTimeoutSeconds = yield* positiveInt("LM_BODY_TIMEOUT_SECONDS", defaults.bodyTimeoutSeconds)
   const uploadIdleTimeoutSeconds = yield* positiveInt("LM_UPLOAD_IDLE_TIMEOUT_SECONDS", defaults.uploadIdleTimeoutSeconds)
+  const uploadTimeoutSeconds = yield* positiveInt("LM_UPLOAD_TIMEOUT_SECONDS", defaults.uploadTimeoutSeconds)
   const certFile = yield* Config.String("LM_TLS_CERT").pipe(Config.withDefault(""))
   const keyFile = yield* Config.String("LM_TLS_KEY").pipe(Config.withDefault(""))
   if ((certFile === "") !== (keyFile === "")) {
@@ -87,6 +89,8 @@ export const httpSettingsFromEnv: Effect.Effect<Settings, Config.ConfigError | I
   const tls = certFile === ""
     ? undefined
     : { cert: yield* readPemFile("LM_TLS_CERT", certFile), key: yield* readPemFile("LM_TLS_KEY", keyFile) }
+  // Checked here, before the store opens, as the server will use them.
+  if (tls !== undefined) yield* checkTls(tls)
   const forceHttpsSetting = yield* Config.String("LM_FORCE_HTTPS").pipe(Config.withDefault(""))
   const forceHttps = yield* readSetting("LM_FORCE_HTTPS", () => parseSwitch(forceHttpsSetting, false))
   const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
@@ -105,7 +109,8 @@ export const httpSettingsFromEnv: Effect.Effect<Settings, Config.ConfigError | I
     maxConnectionsPerIp,
     headersTimeoutSeconds,
     bodyTimeoutSeconds,
-    uploadIdleTimeoutSeconds
+    uploadIdleTimeoutSeconds,
+    uploadTimeoutSeconds
   })
 })
 

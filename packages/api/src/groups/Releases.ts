@@ -105,10 +105,13 @@ export class ReleasesGroup extends HttpApiGroup.make("releases")
       summary: "Publish a release",
       description: "`multipart/form-data`: the fields before one `file` part, which streams to the artifact store " +
         "while its SHA-256 and size are computed (at most `LM_MAX_ARTIFACT_BYTES`, else 413 `rest_payload_too_large` " +
-        "as soon as the limit is crossed, and nothing is kept). The upload may take as long as it needs while bytes " +
-        "keep coming: it is cut off (408 `rest_request_timeout`, nothing kept) only when no byte arrives for " +
-        "`LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30). Or JSON (1 MiB cap) with `artifact_url` for an artifact " +
-        "hosted elsewhere. Anything else is 415. 409 `release_exists` for the same product and version; " +
+        "as soon as the limit is crossed, and nothing is kept). The upload is not bound by the body timeout: it is cut " +
+        "off (408 `rest_request_timeout`, nothing kept) when no byte arrives for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` " +
+        "(default 30) or when it takes longer than `LM_UPLOAD_TIMEOUT_SECONDS` in all (default 10,800: 3 h). " +
+        "Or JSON (1 MiB cap) with `artifact_url` for an artifact " +
+        "hosted elsewhere. Anything else is 415. A form that ends early or breaks the multipart grammar is 400 " +
+        "`rest_invalid_param` naming `body` (nothing kept); the text fields take at most 1 MiB in all, as a JSON " +
+        "body (past it, 400 naming the field). 409 `release_exists` for the same product and version; " +
         "`release.published` goes to the outbox."
     }))
   )

@@ -1,8 +1,8 @@
 /**
  * The lm/v1 API served on the engine: every group's handlers with the middlewares (`layerApiRoutes`), and the
  * server with both request transports, the fast path in front of the Effect HTTP stack, and the public guards
- * (`layerApiServer`). What the engine runs on, and where the settings come from, is the application's choice
- * (`apps/server`).
+ * (`layerApiServer`), with the browser console beside the API when given. What the engine runs on, and where the
+ * settings come from, is the application's choice (`apps/server`).
  */
 import { Effect, Layer } from "effect"
 // `Services` names the engine's services in the declarations of the layers below.
@@ -22,8 +22,9 @@ import { ApiKeyAuthenticator } from "./Authentication.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer, type RequestCounter } from "./Http.js"
 import { layerClientRateLimit } from "./BundledGuards.js"
+import { layerConsoleRoutes } from "./Console.js"
 import { ReleaseRoutes } from "./ReleaseRoutes.js"
-import type { Listen } from "./Settings.js"
+import { HttpSettings, type Listen } from "./Settings.js"
 
 /** API credentials checked against the domain's API keys. */
 const authenticatorLayer = Layer.effect(
@@ -74,10 +75,14 @@ export const layerApiRoutes = (storage: string) => {
   )
 }
 
+/** The console's files in `dir` at `{base_url}/console/`, outside the API's mount at `restRoot` (`Console.ts`). */
+const layerConsole = (dir: string) =>
+  Layer.unwrap(Effect.map(HttpSettings, ({ restRoot }) => layerConsoleRoutes({ dir, restRoot })))
+
 /**
- * The whole API on an engine, listening on `listen`: {@link layerApiRoutes} served by `layerServer`, the fast path
- * in front of it, and the public guards (the engine's rate limiter) for both. Needs the engine's services, an
- * artifact store and `HttpSettings`.
+ * The whole API on an engine, listening on `listen`: {@link layerApiRoutes} served by `layerServer` (with the
+ * console's files when `consoleDir` is given), the fast path in front of it, and the public guards (the engine's
+ * rate limiter) for both. Needs the engine's services, an artifact store and `HttpSettings`.
  */
 export const layerApiServer = (options: {
   /** The store's name, as `/health` reports it. */
@@ -87,8 +92,15 @@ export const layerApiServer = (options: {
   readonly logExtra?: string | undefined
   /** Counts the requests received (batched background jobs yield to them). */
   readonly requests?: RequestCounter | undefined
+  /** The folder of the built browser console (`apps/console`), served at `{base_url}/console/`; none when undefined. */
+  readonly consoleDir?: string | undefined
 }) =>
-  layerServer(layerApiRoutes(options.storage), { ...options.listen, logExtra: options.logExtra, requests: options.requests }).pipe(
+  layerServer(
+    options.consoleDir === undefined
+      ? layerApiRoutes(options.storage)
+      : Layer.merge(layerApiRoutes(options.storage), layerConsole(options.consoleDir)),
+    { ...options.listen, logExtra: options.logExtra, requests: options.requests }
+  ).pipe(
     // Below the server: it closes after the server has finished its requests in flight.
     Layer.provideMerge(FastPath.layer),
     // The public guards (the rate limit) for both the fast path and the handlers.

@@ -2,9 +2,10 @@
  * Rate limits in the HTTP adapter (CONTRACT §2, §11): the domain's `RateLimiter` as one guard of each chain, so
  * that every way a request arrives passes it: the public guards (`ClientGuards`: validate, activate,
  * deactivate, heartbeat, crl, public-key, on the fast path and through the handlers alike), and the management
- * routes' `restRequestValid` chain, per API key. Over a limit: 429 `rest_rate_limited` with `Retry-After` and
- * `data.retry_after` (`Responses.ts`). The limits themselves are the engine's settings (`LM_RATE_LIMIT*`, read by
- * the bundled server); `BundledGuards.ts` puts these guards in the chains.
+ * routes' `restRequestValid` chain, per API key (failed logins are limited where credentials are checked,
+ * `Authentication.ts`). Over a limit: 429 `rest_rate_limited` with `Retry-After` and `data.retry_after`
+ * (`Responses.ts`). The limits themselves are the engine's settings (`LM_RATE_LIMIT*`, read by the bundled
+ * server); `BundledGuards.ts` puts these guards in the chains.
  */
 import { Effect } from "effect"
 import type { RateLimiter } from "@lm/domain"

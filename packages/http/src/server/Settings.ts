@@ -2,7 +2,8 @@
  * The HTTP adapter's settings (CONTRACT §2, §13), given with {@link HttpSettings.layer} (the bundled server reads
  * them from the environment: `apps/server`, `settings/Http.ts`).
  */
-import { Context, Data, Layer } from "effect"
+import * as tls from "node:tls"
+import { Context, Data, Effect, Layer } from "effect"
 import { apiPath, version } from "@lm/api"
 import type { IpAllowList } from "./ClientIp.js"
 
@@ -32,10 +33,17 @@ export interface Settings {
   /** `LM_BODY_TIMEOUT_SECONDS` (default 10): further time for its body, in all (every route but the release upload). */
   readonly bodyTimeoutSeconds: number
   /**
-   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30): the release upload (`POST /releases`, multipart) may take as
-   * long as it needs, but is cut off (408, nothing kept) once no byte has arrived for this long.
+   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30): the release upload (`POST /releases`, multipart) is not bound by
+   * the body timeout, but is cut off (408, nothing kept) once no byte has arrived for this long.
    */
   readonly uploadIdleTimeoutSeconds: number
+  /**
+   * `LM_UPLOAD_TIMEOUT_SECONDS` (default 10,800: 3 h, 512 MiB at 400 kbit/s): the longest a release upload may take
+   * in all (then 408, nothing kept). It bounds how long an upload's unfinished file (or S3 multipart upload) can
+   * be in the works, so the artifact store takes an older one for the leftover of a process killed midway and
+   * removes it (at start, then once per this period).
+   */
+  readonly uploadTimeoutSeconds: number
   /** `LM_TLS_CERT`, `LM_TLS_KEY`: the PEM texts of the files they name; the server then speaks HTTPS itself. */
   readonly tls: { readonly cert: string; readonly key: string } | undefined
   /**
@@ -86,6 +94,17 @@ export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
   readonly message: string
 }> {}
 
+/** Refuses a certificate and key Node cannot use for a TLS server, naming the settings. */
+export const checkTls = (pems: { readonly cert: string; readonly key: string }): Effect.Effect<void, InvalidSetting> =>
+  Effect.try({
+    try: () => void tls.createSecureContext({ cert: pems.cert, key: pems.key }),
+    catch: (error) =>
+      new InvalidSetting({
+        name: "LM_TLS_CERT",
+        message: `LM_TLS_CERT, LM_TLS_KEY: not a certificate and key the server can use (${error instanceof Error ? error.message : error})`
+      })
+  })
+
 /** The adapter's settings as a service. */
 export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/http/HttpSettings") {
   /** Settings with every default, overridden by `overrides`. */
@@ -101,6 +120,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     headersTimeoutSeconds: 10,
     bodyTimeoutSeconds: 10,
     uploadIdleTimeoutSeconds: 30,
+    uploadTimeoutSeconds: 3 * 60 * 60,
     tls: undefined,
     forceHttps: false,
     corsOrigins: undefined,
