@@ -35,7 +35,7 @@ const offending = (dir: string, allowed: (specifier: string) => boolean) =>
 
 describe("layering", () => {
   it("finds the imports it checks (the scanner works)", () => {
-    expect(importsOf(join(root, "packages/domain/src/services/Licensing.ts"))).toContain("effect")
+    expect(importsOf(join(root, "packages/domain/src/licensing/Licensing.ts"))).toContain("effect")
     expect(importsOf(join(root, "packages/http/src/server/App.ts"))).toContain("@lm/storage-pg")
   })
 

@@ -3,7 +3,7 @@
  * No business rule lives behind a port: stores filter, order and lock, the domain decides.
  */
 import { Context, Effect, type Scope } from "effect"
-import type { HourlyCount, HourTotals, RollupScope } from "./analytics.js"
+import type { HourlyCount, HourTotals, RollupScope } from "./analytics/rules.js"
 import type { LicenseExists, ReleaseExists, StorageUnavailable } from "./errors.js"
 import type {
   ActivityEntry,
