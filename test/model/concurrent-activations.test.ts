@@ -35,7 +35,7 @@ const interleavingStore = (options: { readonly lock: boolean }) =>
       listForValidation: (licenseId, fingerprint) => Effect.tap(machines.listForValidation(licenseId, fingerprint), () => Effect.yieldNow),
       listForSeatChanges: (named) => Effect.tap(machines.listForSeatChanges(named), () => Effect.yieldNow)
     })
-    const findByKey = Context.get(ports, Ports.LicenseRepository).findByKey
+    const licenses = Context.get(ports, Ports.LicenseRepository)
     const counted = Ports.Store.of({
       ...store,
       transaction: (effect) =>
@@ -44,12 +44,16 @@ const interleavingStore = (options: { readonly lock: boolean }) =>
           return store.transaction(effect)
         })
     })
-    const unlocked = Ports.Store.of({
-      ...counted,
-      lockLicense: findByKey,
-      lockLicenses: (keys) => Effect.map(Effect.forEach(keys, findByKey), (found) => found.filter((l) => l !== undefined))
+    const unlocked = Ports.LicenseRepository.of({
+      ...licenses,
+      lockByKey: licenses.findByKey,
+      lockByKeys: (keys) => Effect.map(Effect.forEach(keys, licenses.findByKey), (found) => found.filter((l) => l !== undefined))
     })
-    return ports.pipe(Context.add(Ports.MachineRepository, repository), Context.add(Ports.Store, options.lock ? counted : unlocked))
+    return ports.pipe(
+      Context.add(Ports.MachineRepository, repository),
+      Context.add(Ports.Store, counted),
+      Context.add(Ports.LicenseRepository, options.lock ? licenses : unlocked)
+    )
   })
 
 /**

@@ -1282,19 +1282,19 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     })
 
     describe("locks and concurrency", () => {
-      test("lockLicense and lockLicenseById load the license (also outside a transaction) or nothing", () =>
+      test("lockByKey and lockById load the license (also outside a transaction) or nothing", () =>
         Effect.gen(function*() {
           const store = yield* Ports.Store
           const licenses = yield* Ports.LicenseRepository
           const license = yield* licenses.insert(licenseDraft())
-          assert.deepStrictEqual(yield* store.transaction(store.lockLicense(license.key)), license)
-          assert.deepStrictEqual(yield* store.transaction(store.lockLicenseById(license.id)), license)
-          assert.isUndefined(yield* store.transaction(store.lockLicense(keyOf(404))))
-          assert.isUndefined(yield* store.transaction(store.lockLicenseById(license.id + 1000)))
-          assert.deepStrictEqual(yield* store.lockLicense(license.key), license)
+          assert.deepStrictEqual(yield* store.transaction(licenses.lockByKey(license.key)), license)
+          assert.deepStrictEqual(yield* store.transaction(licenses.lockById(license.id)), license)
+          assert.isUndefined(yield* store.transaction(licenses.lockByKey(keyOf(404))))
+          assert.isUndefined(yield* store.transaction(licenses.lockById(license.id + 1000)))
+          assert.deepStrictEqual(yield* licenses.lockByKey(license.key), license)
         }))
 
-      test("lockLicense serialises 200 concurrent read-modify-write transactions", () =>
+      test("lockByKey serialises 200 concurrent read-modify-write transactions", () =>
         Effect.gen(function*() {
           const store = yield* Ports.Store
           const licenses = yield* Ports.LicenseRepository
@@ -1302,7 +1302,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           const increment = (byId: boolean) =>
             store.transaction(
               Effect.gen(function*() {
-                const current = byId ? yield* store.lockLicenseById(license.id) : yield* store.lockLicense(license.key)
+                const current = byId ? yield* licenses.lockById(license.id) : yield* licenses.lockByKey(license.key)
                 if (current === undefined) return yield* Effect.die("license vanished")
                 // Let the other fibers run between the read and the write.
                 yield* Effect.yieldNow
@@ -1315,21 +1315,21 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
           assert.strictEqual(final?.revision, license.revision + 200)
         }))
 
-      test("lockLicenses locks every license named, in id order, and leaves unknown keys out", () =>
+      test("lockByKeys locks every license named, in id order, and leaves unknown keys out", () =>
         Effect.gen(function*() {
           const store = yield* Ports.Store
           const licenses = yield* Ports.LicenseRepository
           const made = yield* Effect.forEach([3, 1, 2], (n) => licenses.insert(licenseDraft({ key: keyOf(n), maxActivations: 0 })))
           const byId = [...made].sort((x, y) => x.id - y.id)
-          assert.deepStrictEqual(yield* store.transaction(store.lockLicenses([])), [])
-          const locked = yield* store.transaction(store.lockLicenses([keyOf(2), keyOf(9), keyOf(3), keyOf(1), keyOf(2)]))
+          assert.deepStrictEqual(yield* store.transaction(licenses.lockByKeys([])), [])
+          const locked = yield* store.transaction(licenses.lockByKeys([keyOf(2), keyOf(9), keyOf(3), keyOf(1), keyOf(2)]))
           assert.deepStrictEqual(locked, byId)
-          // Increments through lockLicenses (several licenses, in any order of keys) and lockLicense never lose one.
+          // Increments through lockByKeys (several licenses, in any order of keys) and lockByKey never lose one.
           const increment = (i: number) =>
             store.transaction(
               Effect.gen(function*() {
                 const keys = i % 3 === 0 ? [keyOf(1)] : i % 3 === 1 ? [keyOf(3), keyOf(1), keyOf(2)] : [keyOf(2), keyOf(3)]
-                const current = i % 5 === 0 ? [(yield* store.lockLicense(keys[0]!))!] : yield* store.lockLicenses(keys)
+                const current = i % 5 === 0 ? [(yield* licenses.lockByKey(keys[0]!))!] : yield* licenses.lockByKeys(keys)
                 assert.strictEqual(current.length, i % 5 === 0 ? 1 : keys.length)
                 yield* Effect.yieldNow
                 for (const license of current) {

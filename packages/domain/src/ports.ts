@@ -91,26 +91,32 @@ export interface LicenseQuery extends PageRequest {
 export type LicenseFilter = Omit<LicenseQuery, keyof PageRequest | "orderBy" | "order">
 
 /**
- * Transactions and the license row lock. Inside `transaction`, every port call takes part in the same
- * transaction; a failure rolls all of it back. `lockLicense` loads a license and holds its lock until the
- * transaction ends, so check-then-write flows (activation, pool draw) are atomic on every store and across
- * processes sharing one database.
+ * Transactions. Inside `transaction`, every port call takes part in the same transaction; a failure rolls all of
+ * it back. Rows a transaction locks (`LicenseRepository.lockByKey`, the other repositories' `lockById`, and every
+ * update or delete) stay locked until it ends, so check-then-write flows (activation, pool draw) are atomic on
+ * every store and across processes sharing one database.
  */
 export class Store extends Context.Service<Store, {
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageUnavailable, R>
-  readonly lockLicense: (key: string) => Op<License | undefined>
-  readonly lockLicenseById: (id: number) => Op<License | undefined>
-  /**
-   * Loads the licenses with these keys and holds their locks until the transaction ends, taking the locks in
-   * id order with one statement, so that transactions locking several licenses cannot deadlock each other.
-   * Keys without a license are left out; the answer is in id order.
-   */
-  readonly lockLicenses: (keys: ReadonlyArray<string>) => Op<ReadonlyArray<License>>
   /** A cheap round trip that tells whether the store answers. */
   readonly ping: Op<void>
 }>()("@lm/domain/Store") {}
 
 export class LicenseRepository extends Context.Service<LicenseRepository, {
+  /**
+   * Loads a license and holds its row lock until the transaction ends (FOR UPDATE): check-then-write flows on a
+   * license (activation, pool draw, every action) run one after the other. Called outside a transaction it runs as
+   * one of its own: it waits for the current holder and answers the latest committed license.
+   */
+  readonly lockByKey: (key: string) => Op<License | undefined>
+  /** {@link lockByKey} by id. */
+  readonly lockById: (id: number) => Op<License | undefined>
+  /**
+   * Loads the licenses with these keys and holds their locks until the transaction ends, taking the locks in
+   * id order with one statement, so that transactions locking several licenses cannot deadlock each other.
+   * Keys without a license are left out; the answer is in id order.
+   */
+  readonly lockByKeys: (keys: ReadonlyArray<string>) => Op<ReadonlyArray<License>>
   readonly insert: (draft: LicenseDraft) => Op<License, LicenseExists>
   /** Inserts many at once, all or nothing (generator pools). */
   readonly insertMany: (drafts: ReadonlyArray<LicenseDraft>) => Op<ReadonlyArray<License>, LicenseExists>

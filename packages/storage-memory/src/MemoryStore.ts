@@ -9,8 +9,8 @@
  *   failure, defect or interruption rolls back every write made inside. A nested `transaction` joins the
  *   enclosing one as a savepoint. Reads outside a transaction read committed rows directly.
  * - Writing or deleting an existing row takes that row's lock until the transaction ends (as PostgreSQL's
- *   UPDATE does); `lockLicense` takes it up front. Called outside a transaction, `lockLicense` runs as a
- *   transaction of its own: it waits for the current holder and returns the latest committed row.
+ *   UPDATE does); `LicenseRepository.lockByKey` takes it up front. Called outside a transaction, `lockByKey`
+ *   runs as a transaction of its own: it waits for the current holder and returns the latest committed row.
  * - `claimFromPool`, `claimExpired` and `claimUndispatched` skip rows other transactions hold and must run inside a transaction
  *   (outside one they die: a claim that is released at once would hand the same row to two callers).
  * - Ids come from per-table sequences and are never reused. Outbox events get their ids when their
@@ -251,36 +251,8 @@ export const make = (options: Options = {}): Context.Context<Services> => {
   // ---------------------------------------------------------------------------------------------------------
   // Store
 
-  const lockLicenseWhere = (find: (tx: Tx) => Model.License | undefined, still: (license: Model.License) => boolean) =>
-    db.inTransaction((tx) =>
-      Effect.suspend(() => {
-        const found = find(tx)
-        if (found === undefined) return Effect.succeed(undefined)
-        return Effect.map(lockRow(tx, licenses, found.id), (current) => (current !== undefined && still(current) ? current : undefined))
-      })
-    )
-
   const store = Ports.Store.of({
     transaction: (effect) => db.transaction(effect),
-    lockLicense: (key) =>
-      lockLicenseWhere((tx) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key), (license) => license.key === key),
-    lockLicenseById: (id) => lockLicenseWhere((tx) => licenses.get(db.overlayOf(tx, licenses), id), () => true),
-    lockLicenses: (keys) =>
-      db.inTransaction((tx) =>
-        Effect.gen(function*() {
-          const found = [...new Set(keys)]
-            .map((key) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key))
-            .filter((license) => license !== undefined)
-            .sort(byId)
-          const locked: Array<Model.License> = []
-          // In id order, as PostgreSQL's `ORDER BY id FOR UPDATE` does, so that no two callers deadlock.
-          for (const license of found) {
-            const current = yield* lockRow(tx, licenses, license.id)
-            if (current !== undefined && current.key === license.key) locked.push(current)
-          }
-          return locked
-        })
-      ),
     ping: Effect.void
   })
 
@@ -356,7 +328,35 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     }
   }
 
+  const lockLicenseWhere = (find: (tx: Tx) => Model.License | undefined, still: (license: Model.License) => boolean) =>
+    db.inTransaction((tx) =>
+      Effect.suspend(() => {
+        const found = find(tx)
+        if (found === undefined) return Effect.succeed(undefined)
+        return Effect.map(lockRow(tx, licenses, found.id), (current) => (current !== undefined && still(current) ? current : undefined))
+      })
+    )
+
   const licenseRepository = Ports.LicenseRepository.of({
+    lockByKey: (key) =>
+      lockLicenseWhere((tx) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key), (license) => license.key === key),
+    lockById: (id) => lockLicenseWhere((tx) => licenses.get(db.overlayOf(tx, licenses), id), () => true),
+    lockByKeys: (keys) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          const found = [...new Set(keys)]
+            .map((key) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key))
+            .filter((license) => license !== undefined)
+            .sort(byId)
+          const locked: Array<Model.License> = []
+          // In id order, as PostgreSQL's `ORDER BY id FOR UPDATE` does, so that no two callers deadlock.
+          for (const license of found) {
+            const current = yield* lockRow(tx, licenses, license.id)
+            if (current !== undefined && current.key === license.key) locked.push(current)
+          }
+          return locked
+        })
+      ),
     insert: (draft) => Effect.map(insertLicenses([draft]), (rows) => rows[0]!),
     insertMany: insertLicenses,
     findByKey: (key) => read((tx) => licenses.findUnique(db.overlayOf(tx, licenses), "key", key)),

@@ -128,7 +128,7 @@ export class Licenses extends Context.Service<Licenses, {
           const normalized = yield* keyOf(key)
           return yield* store.transaction(
             Effect.gen(function*() {
-              const license = yield* store.lockLicense(normalized)
+              const license = yield* licenses.lockByKey(normalized)
               if (license === undefined) return yield* licenseNotFound()
               const active = yield* machines.listActive(license.id)
               const now = yield* Clock.currentTimeMillis
@@ -227,7 +227,7 @@ export class Licenses extends Context.Service<Licenses, {
         const normalized = yield* keyOf(key)
         return yield* store.transaction(
           Effect.gen(function*() {
-            const license = yield* store.lockLicense(normalized)
+            const license = yield* licenses.lockByKey(normalized)
             if (license === undefined) return yield* licenseNotFound()
             const now = yield* Clock.currentTimeMillis
             yield* licenses.delete(license.id)

@@ -47,7 +47,7 @@ export class Machines extends Context.Service<Machines, {
             Effect.gen(function*() {
               const found = yield* machines.findById(id)
               if (found === undefined) return yield* machineNotFound()
-              const license = yield* store.lockLicenseById(found.licenseId)
+              const license = yield* licenses.lockById(found.licenseId)
               // Re-read under the license lock: another transaction may have changed it meanwhile.
               const machine = yield* machines.findById(id)
               if (license === undefined || machine === undefined) return yield* machineNotFound()

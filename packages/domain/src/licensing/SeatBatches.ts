@@ -6,7 +6,7 @@
  * a busy license gather into one batch instead of several batches waiting for each other's lock, while different
  * licenses commit in parallel. Each worker takes what is waiting (no added delay when idle: calls gather while the
  * previous transaction runs) and runs it as ONE transaction:
- * - lock every license involved with one statement, in id order (`Store.lockLicenses`), so that batches of
+ * - lock every license involved with one statement, in id order (`LicenseRepository.lockByKeys`), so that batches of
  *   several workers or processes cannot deadlock;
  * - read what the seat checks need with one statement (`MachineRepository.listForSeatChanges`);
  * - plan the calls in arrival order with {@link applySeatChanges}, against state carried from call to call (a
@@ -129,7 +129,7 @@ export const makeSeatBatches: Effect.Effect<
   const alone = <C extends SeatChange>(change: C, onLicense: (licenseId: number) => void) =>
     store.transaction(
       Effect.gen(function*() {
-        const license = yield* store.lockLicense(change.key)
+        const license = yield* licenses.lockByKey(change.key)
         if (license !== undefined) onLicense(license.id)
         const found = license === undefined ? [] : yield* readFor(change, license)
         const now = yield* Clock.currentTimeMillis
@@ -152,7 +152,7 @@ export const makeSeatBatches: Effect.Effect<
   const write = (batch: ReadonlyArray<Waiting>) =>
     store.transaction(
       Effect.gen(function*() {
-        const locked = yield* store.lockLicenses([...new Set(batch.map((w) => w.change.key))])
+        const locked = yield* licenses.lockByKeys([...new Set(batch.map((w) => w.change.key))])
         const idOfKey = new Map(locked.map((license) => [license.key, license.id]))
         const named: Array<{ licenseId: number; fingerprint: string }> = []
         for (const waiting of batch) {

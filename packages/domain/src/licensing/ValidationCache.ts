@@ -10,8 +10,8 @@
  *   (a black-holed link delivers nothing and reports no error) sends every validation to the store, which answers
  *   or fails (503) on its own;
  * - entries older than `maxAgeMillis` are reloaded anyway, and the cache holds at most `maxEntries`.
- * Reads under a lock (`lockLicense`, `lockLicenses`, `listActive`, `findByFingerprint`, `listForSeatChanges`, and
- * any read inside a transaction) always go to the store.
+ * Reads under a lock (`lockByKey`, `lockById`, `lockByKeys`), `listActive`, `findByFingerprint`,
+ * `listForSeatChanges`, and any read inside a transaction always go to the store.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { License, Machine } from "../model.js"

@@ -124,7 +124,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
       const persistRows = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
         Effect.gen(function*() {
           const grace = yield* settings()
-          const locked = yield* store.lockLicenseById(change.subscription.licenseId)
+          const locked = yield* licenses.lockById(change.subscription.licenseId)
           if (locked === undefined) return yield* Effect.die(new Error(`subscription ${change.subscription.id} lost its license`))
           const patched = Object.keys(licensePatch).length === 0 ? locked : { ...locked, ...licensePatch }
           const follow = followLicense(patched, change.subscription, now)
@@ -166,7 +166,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             let license: License
             if (input.licenseKey !== undefined) {
               const key = yield* Effect.fromResult(parseKey(input.licenseKey))
-              const found = yield* store.lockLicense(key)
+              const found = yield* licenses.lockByKey(key)
               if (found === undefined) return yield* licenseNotFound()
               if (found.subscriptionId !== null) {
                 const bound = yield* subscriptions.findById(found.subscriptionId)
@@ -178,7 +178,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
               license = found
             } else {
               const view = yield* licenseService.create({ ...input.license, userId: input.license?.userId ?? input.subscription.userId })
-              license = (yield* store.lockLicenseById(view.license.id))!
+              license = (yield* licenses.lockById(view.license.id))!
             }
             const inserted = yield* subscriptions.insert({ ...made.draft, licenseId: license.id }, null)
             const follow = followLicense({ ...license, subscriptionId: inserted.id }, inserted, now)

@@ -1,6 +1,7 @@
 /**
- * The domain's `LicenseRepository` on `lm_licenses`, and the license row schema the `Store`'s locks decode with.
- * Pool draws claim rows with `FOR UPDATE SKIP LOCKED`, so several processes can draw from one pool.
+ * The domain's `LicenseRepository` on `lm_licenses`. Its locks are `SELECT … FOR UPDATE` on the license rows, held
+ * until the transaction ends; pool draws claim rows with `FOR UPDATE SKIP LOCKED`, so several processes can draw
+ * from one pool.
  */
 import { Effect, Layer, Schema, Struct } from "effect"
 import * as Arr from "effect/Array"
@@ -138,6 +139,15 @@ export const layer = Layer.effect(
     }
 
     return Ports.LicenseRepository.of({
+      lockByKey: (key) => sql`SELECT * FROM lm_licenses WHERE key = ${key} FOR UPDATE`.pipe(Effect.flatMap(firstLicense), orUnavailable),
+      lockById: (id) => sql`SELECT * FROM lm_licenses WHERE id = ${id} FOR UPDATE`.pipe(Effect.flatMap(firstLicense), orUnavailable),
+      lockByKeys: (keys) =>
+        keys.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT * FROM lm_licenses WHERE key IN ${sql.in([...new Set(keys)])} ORDER BY id FOR UPDATE`.pipe(
+            Effect.flatMap(licenseRows),
+            orUnavailable
+          ),
       insert: (draft) =>
         sql`INSERT INTO lm_licenses ${sql.insert(licenseColumns(draft))} RETURNING *`.pipe(
           uniqueKey,
