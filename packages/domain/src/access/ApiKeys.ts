@@ -7,10 +7,12 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
-import { ApiKeyNotFound, Forbidden, type StorageUnavailable, Unauthorized } from "../errors.js"
-import type { ApiKey, ApiKeyScope } from "../model.js"
-import { ApiKeyRepository, type Page, type PageRequest } from "../ports.js"
+import type { StorageUnavailable } from "../shared/errors.js"
+import type { Page, PageRequest } from "../shared/ports.js"
 import { Random } from "../shared/random.js"
+import { ApiKeyNotFound, Forbidden, Unauthorized } from "./errors.js"
+import type { ApiKey, ApiKeyScope } from "./model.js"
+import { ApiKeyRepository } from "./ports.js"
 
 /** `ck_` + 40 lowercase hex characters. */
 export const consumerKeyPattern = /^ck_[0-9a-f]{40}$/

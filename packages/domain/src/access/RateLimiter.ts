@@ -15,10 +15,11 @@
  * locally and sends the takes at a later round.
  */
 import { Clock, Context, Effect, Layer, Schedule, Semaphore } from "effect"
-import { rateLimited, type RateLimited } from "../errors.js"
-import type { ActivityKind } from "../model.js"
-import { activityKinds } from "../model.js"
-import { SharedRateLimits } from "../ports.js"
+import { ActivityRecorder } from "../activity/ActivityRecorder.js"
+import type { ActivityKind } from "../activity/model.js"
+import { activityKinds } from "../activity/model.js"
+import { type RateLimited, rateLimited } from "./errors.js"
+import { SharedRateLimits } from "./ports.js"
 import {
   advance,
   bucketName,
@@ -30,7 +31,6 @@ import {
   tokenMillis,
   waitMillis
 } from "./rateLimit.js"
-import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 
 export interface RateLimiterOptions {
   /** How often local buckets reconcile with the shared ones (default 200 ms). */

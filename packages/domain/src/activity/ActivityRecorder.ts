@@ -7,8 +7,8 @@
  * they begin and once, with the count, when a write succeeds again (or the layer closes).
  */
 import { Cause, Context, Effect, Layer, Schedule, Semaphore } from "effect"
-import type { ActivityEntry } from "../model.js"
-import { ActivityLog } from "../ports.js"
+import type { ActivityEntry } from "./model.js"
+import { ActivityLog } from "./ports.js"
 
 export interface ActivityRecorderOptions {
   /** How often the buffer is written (default 250 ms). */

@@ -8,9 +8,9 @@
  * job must leave alone.
  */
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
-import type { StorageUnavailable } from "../errors.js"
-import { ActivityLog } from "../ports.js"
 import { logRoundFailure } from "../shared/background.js"
+import type { StorageUnavailable } from "../shared/errors.js"
+import { ActivityLog } from "./ports.js"
 
 const DAY_MILLIS = 86_400_000
 

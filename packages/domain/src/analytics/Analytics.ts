@@ -4,6 +4,22 @@
  * and from the licenses and machines. A newly detected anomaly is announced once with `anomaly.detected`.
  */
 import { Clock, Context, type Duration, Effect, Layer, Schedule } from "effect"
+import { Licenses, statusFilter } from "../licensing/Licenses.js"
+import { type LicenseNotFound, licenseNotFound } from "../licensing/errors.js"
+import { parseKey } from "../licensing/keys.js"
+import type { LicenseView } from "../licensing/machine.js"
+import { type LicenseStatus, licenseStatuses } from "../licensing/model.js"
+import { LicenseRepository } from "../licensing/ports.js"
+import { logRoundFailure } from "../shared/background.js"
+import { invalidParam, type InvalidParam, type StorageUnavailable } from "../shared/errors.js"
+import type { DomainEvent } from "../shared/model.js"
+import { formatAmount } from "../shared/money.js"
+import { EventOutbox, Store } from "../shared/ports.js"
+import { monthlyRecurring, mrrStatuses } from "../subscriptions/billing.js"
+import { subscriptionStatuses } from "../subscriptions/model.js"
+import { SubscriptionRepository, type SubscriptionTotal } from "../subscriptions/ports.js"
+import { type AnalyticsInterval, type AnalyticsPeriod, analyticsPeriods, type AnomalyType } from "./model.js"
+import { AnalyticsRepository } from "./ports.js"
 import {
   anomalyDetail,
   type AnomalyFinding,
@@ -22,24 +38,6 @@ import {
   spikeBaselineMillis,
   sumCounts
 } from "./rules.js"
-import { type InvalidParam, invalidParam, type LicenseNotFound, licenseNotFound, type StorageUnavailable } from "../errors.js"
-import { parseKey } from "../licensing/keys.js"
-import type { LicenseView } from "../licensing/machine.js"
-import {
-  type AnalyticsInterval,
-  analyticsPeriods,
-  type AnalyticsPeriod,
-  type AnomalyType,
-  type DomainEvent,
-  type LicenseStatus,
-  licenseStatuses,
-  subscriptionStatuses
-} from "../model.js"
-import { monthlyRecurring, mrrStatuses } from "../subscriptions/billing.js"
-import { formatAmount } from "../shared/money.js"
-import { AnalyticsRepository, EventOutbox, LicenseRepository, Store, SubscriptionRepository, type SubscriptionTotal } from "../ports.js"
-import { logRoundFailure } from "../shared/background.js"
-import { Licenses, statusFilter } from "../licensing/Licenses.js"
 
 /** The anomaly thresholds in force (CONTRACT §11 defaults unless the settings change them). */
 export const AnalyticsSettings = Context.Reference<AnomalyThresholds>("@lm/domain/AnalyticsSettings", {

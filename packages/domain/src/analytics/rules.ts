@@ -3,7 +3,8 @@
  * the log is written (rollups), periods and buckets, dense series, and the anomaly rules with their thresholds.
  * Stores only add these counters up and filter on the numbers given here; nothing below is re-decided in SQL.
  */
-import type { ActivityEntry, AnalyticsInterval, AnalyticsPeriod, AnomalyType } from "../model.js"
+import type { ActivityEntry } from "../activity/model.js"
+import type { AnalyticsInterval, AnalyticsPeriod, AnomalyType } from "./model.js"
 
 export const hourMillis = 3_600_000
 export const dayMillis = 24 * hourMillis

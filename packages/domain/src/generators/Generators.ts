@@ -3,13 +3,17 @@
  * from the pool happens when a license is created with `generator_id` (see `Licenses.create`).
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { type GeneratorNotFound, generatorNotFound, type InvalidParam, invalidParam, type LicenseExists, type StorageUnavailable } from "../errors.js"
+import { type GeneratorNotFound, generatorNotFound, type LicenseExists } from "../licensing/errors.js"
 import { checkKeyFormat, mintKey } from "../licensing/keys.js"
 import { checkLicenseSettings, generatorDefaults, newLicenseDraft } from "../licensing/license.js"
-import type { Generator, GeneratorDraft, LicenseSettings, OverageStrategy } from "../model.js"
-import { EventOutbox, GeneratorRepository, LicenseRepository, type Page, type PageRequest, Store } from "../ports.js"
-import { Random } from "../shared/random.js"
 import { type LicenseView, viewLicense } from "../licensing/machine.js"
+import type { LicenseSettings, OverageStrategy } from "../licensing/model.js"
+import { LicenseRepository } from "../licensing/ports.js"
+import { invalidParam, type InvalidParam, type StorageUnavailable } from "../shared/errors.js"
+import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
+import { Random } from "../shared/random.js"
+import type { Generator, GeneratorDraft } from "./model.js"
+import { GeneratorRepository } from "./ports.js"
 
 /** The fields a generator create or update may set. */
 export interface GeneratorInput {

@@ -4,19 +4,20 @@
  * events it causes to the outbox.
  */
 import { Clock, Context, Effect, Layer } from "effect"
+import { GeneratorRepository } from "../generators/ports.js"
+import { invalidParam, type InvalidParam, type InvalidTransition, type StorageUnavailable } from "../shared/errors.js"
+import type { DomainEvent } from "../shared/model.js"
+import { EventOutbox, type Page, Store } from "../shared/ports.js"
+import { Random } from "../shared/random.js"
 import {
   type ConfirmationRequired,
-  type GeneratorNotFound,
   generatorNotFound,
-  type InvalidParam,
-  type InvalidTransition,
-  invalidParam,
+  type GeneratorNotFound,
   type LicenseExists,
   type LicenseNotFound,
   licenseNotFound,
-  type LicenseTerminated,
-  type StorageUnavailable
-} from "../errors.js"
+  type LicenseTerminated
+} from "./errors.js"
 import { defaultKeyFormat, mintKey, normalizeKey, parseKey } from "./keys.js"
 import {
   applyLicenseAction,
@@ -35,9 +36,8 @@ import {
   updateLicense
 } from "./license.js"
 import { countSeatsHeld, deactivateMachine, type LicenseView, refreshSeatDeadlines, viewLicense } from "./machine.js"
-import type { DomainEvent, License, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "../model.js"
-import { EventOutbox, GeneratorRepository, LicenseRepository, type LicenseFilter, type LicenseQuery, MachineRepository, type Page, Store } from "../ports.js"
-import { Random } from "../shared/random.js"
+import type { License, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "./model.js"
+import { type LicenseFilter, type LicenseQuery, LicenseRepository, MachineRepository } from "./ports.js"
 
 /** Fields a create may set: a key or a generator (not both), and any writable setting. */
 export interface CreateLicenseInput extends Partial<LicenseSettings> {

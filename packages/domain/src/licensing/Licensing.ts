@@ -5,24 +5,24 @@
  * share transactions (group commit). Every call and every refusal goes to the event log.
  */
 import { Clock, Context, Effect, Layer } from "effect"
+import { Blacklist, type BlacklistSubject } from "../access/Blacklist.js"
+import { ActivityRecorder } from "../activity/ActivityRecorder.js"
+import type { ActivityKind } from "../activity/model.js"
+import type { InvalidParam, StorageUnavailable } from "../shared/errors.js"
+import { makeSeatBatches } from "./SeatBatches.js"
 import {
-  type InvalidParam,
   type LicenseNotFound,
   licenseNotFound,
   type MachineInactive,
   type MachineLimitExceeded,
   type MachineNotFound,
-  type Refused,
-  type StorageUnavailable
-} from "../errors.js"
+  type Refused
+} from "./errors.js"
 import { normalizeKey, parseKey } from "./keys.js"
-import type { ActivityKind, License, MachineFacts } from "../model.js"
-import { LicenseRepository, MachineRepository } from "../ports.js"
+import type { License, MachineFacts } from "./model.js"
+import { LicenseRepository, MachineRepository } from "./ports.js"
 import type { ActivateResult, DeactivateResult, HeartbeatResult } from "./seatChanges.js"
 import { type Validation, validateLicense } from "./validation.js"
-import { ActivityRecorder } from "../activity/ActivityRecorder.js"
-import { Blacklist, type BlacklistSubject } from "../access/Blacklist.js"
-import { makeSeatBatches } from "./SeatBatches.js"
 
 export type { ActivateResult, DeactivateResult, HeartbeatResult } from "./seatChanges.js"
 

@@ -1,10 +1,12 @@
 /** Machine management (CONTRACT §6): list a license's machines, get one, deactivate (admin) and revoke. */
 import { Clock, Context, Effect, Layer } from "effect"
-import { type InvalidParam, type LicenseNotFound, licenseNotFound, type MachineNotFound, machineNotFound, type StorageUnavailable } from "../errors.js"
+import type { InvalidParam, StorageUnavailable } from "../shared/errors.js"
+import { EventOutbox, type Page, Store } from "../shared/ports.js"
+import { type LicenseNotFound, licenseNotFound, machineNotFound, type MachineNotFound } from "./errors.js"
 import { parseKey } from "./keys.js"
 import { deactivateMachine, type MachineChange, revokeMachine } from "./machine.js"
-import type { License, Machine, MachineStatus } from "../model.js"
-import { EventOutbox, LicenseRepository, MachineRepository, type Page, Store } from "../ports.js"
+import type { License, Machine, MachineStatus } from "./model.js"
+import { LicenseRepository, MachineRepository } from "./ports.js"
 
 export class Machines extends Context.Service<Machines, {
   readonly listForLicense: (

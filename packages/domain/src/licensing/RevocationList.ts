@@ -5,10 +5,11 @@
  * made by another process; the list is rebuilt and re-signed only when the sequence or the signing key moved.
  */
 import { Clock, Context, Effect, Layer, Semaphore } from "effect"
-import type { StorageUnavailable } from "../errors.js"
-import { EventOutbox, LicenseRepository, MachineRepository } from "../ports.js"
+import type { StorageUnavailable } from "../shared/errors.js"
+import { EventOutbox } from "../shared/ports.js"
 import { Signer } from "../signing/Signer.js"
 import * as Token from "../signing/Token.js"
+import { LicenseRepository, MachineRepository } from "./ports.js"
 
 /** The CRL as served. */
 export interface SignedRevocationList {

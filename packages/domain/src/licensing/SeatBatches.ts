@@ -21,9 +21,10 @@
  * so one bad call never fails its neighbours and nothing is half-written.
  */
 import { Clock, Context, Deferred, Effect, Exit, Queue, Result, type Scope } from "effect"
-import type { StorageUnavailable } from "../errors.js"
-import type { License, Machine } from "../model.js"
-import { EventOutbox, LicenseRepository, MachineRepository, Store } from "../ports.js"
+import type { StorageUnavailable } from "../shared/errors.js"
+import { EventOutbox, Store } from "../shared/ports.js"
+import type { License, Machine } from "./model.js"
+import { LicenseRepository, MachineRepository } from "./ports.js"
 import {
   applySeatChanges,
   fingerprintOf,

@@ -5,11 +5,13 @@
  * sweep at once and exactly one of them sweeps a given machine.
  */
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
-import type { StorageUnavailable } from "../errors.js"
-import { deactivateMachine, seatDeadline, sweepReason } from "./machine.js"
-import type { DomainEvent, License } from "../model.js"
-import { EventOutbox, LicenseRepository, MachineRepository, Store } from "../ports.js"
 import { logRoundFailure } from "../shared/background.js"
+import type { StorageUnavailable } from "../shared/errors.js"
+import type { DomainEvent } from "../shared/model.js"
+import { EventOutbox, Store } from "../shared/ports.js"
+import { deactivateMachine, seatDeadline, sweepReason } from "./machine.js"
+import type { License } from "./model.js"
+import { LicenseRepository, MachineRepository } from "./ports.js"
 
 /** Machines claimed per transaction. */
 const BATCH = 200

@@ -4,10 +4,10 @@
  * activate and heartbeat, each signed fresh with the current key.
  */
 import { Context, Effect, Layer } from "effect"
-import type { License, Machine } from "../model.js"
 import { Signer } from "../signing/Signer.js"
 import * as Token from "../signing/Token.js"
 import type { ValidateResult } from "./Licensing.js"
+import type { License, Machine } from "./model.js"
 
 /** What the client sent to validate that its signed answer repeats. */
 export interface SentToValidate {

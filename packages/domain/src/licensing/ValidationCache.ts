@@ -14,8 +14,15 @@
  * `listForSeatChanges`, and any read inside a transaction always go to the store.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import type { License, Machine } from "../model.js"
-import { feedHeartbeatMillis, feedTimeMillis, LicenseChangeFeed, LicenseRepository, MachineRepository, Store } from "../ports.js"
+import { Store } from "../shared/ports.js"
+import type { License, Machine } from "./model.js"
+import {
+  feedHeartbeatMillis,
+  feedTimeMillis,
+  LicenseChangeFeed,
+  LicenseRepository,
+  MachineRepository
+} from "./ports.js"
 
 export interface ValidationCacheOptions {
   /** Most licenses kept (default 200,000); the oldest entries go first. */

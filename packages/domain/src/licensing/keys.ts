@@ -3,10 +3,10 @@
  * cryptographic random source.
  */
 import { Effect, Result } from "effect"
-import { type InvalidParam, invalidParam } from "../errors.js"
-import { DEFAULT_CHARSET } from "../model.js"
+import { invalidParam, type InvalidParam } from "../shared/errors.js"
 import { Random } from "../shared/random.js"
 import { normaliseLicenseKey } from "../verify/licenseKey.js"
+import { DEFAULT_CHARSET } from "./model.js"
 
 /** Four dash-separated groups of A-Z and 0-9, each at most 24 characters (prefix 8 + chunk 16). */
 const KEY_PATTERN = /^[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}$/

@@ -4,27 +4,16 @@
  * events the change causes, or the error the contract names.
  */
 import { Result } from "effect"
+import type { Generator } from "../generators/model.js"
+import { invalidParam, type InvalidParam, invalidTransition, type InvalidTransition } from "../shared/errors.js"
+import type { DomainEvent } from "../shared/model.js"
 import {
   type ConfirmationRequired,
   ConfirmationRequired as ConfirmationRequiredError,
-  type InvalidParam,
-  type InvalidTransition,
-  invalidParam,
-  invalidTransition,
   type LicenseTerminated,
   licenseTerminated
-} from "../errors.js"
-import type {
-  DomainEvent,
-  EventType,
-  Generator,
-  License,
-  LicenseDraft,
-  LicenseSettings,
-  LicenseSource,
-  LicenseStatus,
-  OverageStrategy
-} from "../model.js"
+} from "./errors.js"
+import type { License, LicenseDraft, LicenseSettings, LicenseSource, LicenseStatus, LicensingEventType, OverageStrategy } from "./model.js"
 
 export const DAY_MS = 86_400_000
 
@@ -154,7 +143,7 @@ export interface LicenseChange {
   readonly changed: boolean
 }
 
-const event = (type: EventType, license: License, now: number, data: Record<string, unknown> = {}): DomainEvent => ({
+const event = (type: LicensingEventType, license: License, now: number, data: Record<string, unknown> = {}): DomainEvent => ({
   type,
   occurredAt: now,
   licenseId: license.id,
@@ -188,7 +177,7 @@ const targetOf: Record<LicenseAction, License["state"] | null> = {
   terminate: "terminated"
 }
 
-const eventOf: Record<LicenseAction, EventType> = {
+const eventOf: Record<LicenseAction, LicensingEventType> = {
   suspend: "license.suspended",
   revoke: "license.revoked",
   reinstate: "license.reinstated",

@@ -3,20 +3,20 @@
  * heartbeats, revocation and the sweep's verdict. Pure functions; the services persist what they return.
  */
 import { Result } from "effect"
-import { type MachineInactive, MachineLimitExceeded, machineInactive, type Refused, refused } from "../errors.js"
+import type { DomainEvent } from "../shared/model.js"
+import type { RefusalCode } from "./errors.js"
+import { machineInactive, type MachineInactive, MachineLimitExceeded, type Refused, refused } from "./errors.js"
 import { hasFreeSeat, isExpired, licenseStatus, recordFirstActivation, seatCeiling } from "./license.js"
 import type {
   ComponentDraft,
   DeactivationReason,
-  DomainEvent,
-  EventType,
   License,
   LicenseStatus,
+  LicensingEventType,
   Machine,
   MachineDraft,
   MachineFacts
-} from "../model.js"
-import type { RefusalCode } from "../errors.js"
+} from "./model.js"
 
 type SeatRules = Pick<License, "isFloating" | "leaseDuration" | "requireHeartbeat" | "heartbeatInterval">
 
@@ -90,7 +90,7 @@ export const licenseRefusal = (license: License, now: number, blacklisted: boole
   }
 }
 
-const machineEvent = (type: EventType, license: License, machine: Machine, now: number, data: Record<string, unknown> = {}): DomainEvent => ({
+const machineEvent = (type: LicensingEventType, license: License, machine: Machine, now: number, data: Record<string, unknown> = {}): DomainEvent => ({
   type,
   occurredAt: now,
   licenseId: license.id,
@@ -192,7 +192,7 @@ export interface MachineChange {
   readonly changed: boolean
 }
 
-const deactivationEvent: Record<DeactivationReason, EventType> = {
+const deactivationEvent: Record<DeactivationReason, LicensingEventType> = {
   client: "machine.deactivated",
   admin: "machine.deactivated",
   license_terminated: "machine.deactivated",

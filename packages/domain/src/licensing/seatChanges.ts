@@ -5,18 +5,19 @@
  * they write the plan. Pure: the caller persists what it returns.
  */
 import { Result } from "effect"
+import type { DomainEvent } from "../shared/model.js"
 import {
-  licenseNotFound,
   type LicenseNotFound,
+  licenseNotFound,
   type MachineInactive,
   type MachineLimitExceeded,
   machineNotFound,
   type MachineNotFound,
   type Refused
-} from "../errors.js"
+} from "./errors.js"
 import { type Beat, deactivateMachine, machineActivated, planActivation, recordHeartbeat } from "./machine.js"
-import type { ComponentDraft, DomainEvent, License, Machine, MachineDraft, MachineFacts } from "../model.js"
-import type { SeatChangeWrites } from "../ports.js"
+import type { ComponentDraft, License, Machine, MachineDraft, MachineFacts } from "./model.js"
+import type { SeatChangeWrites } from "./ports.js"
 
 export interface ActivateResult {
   readonly license: License

@@ -1,10 +1,10 @@
 /**
  * Validation (POST /validate) as one pure function: the ordered codes of CONTRACT §4, first failure wins.
  */
-import { type RefusalCode } from "../errors.js"
+import type { RefusalCode } from "./errors.js"
 import { hasFreeSeat, seatCeiling } from "./license.js"
 import { holdsSeat, licenseRefusal, viewLicense } from "./machine.js"
-import type { License, LicenseStatus, Machine } from "../model.js"
+import type { License, LicenseStatus, Machine } from "./model.js"
 
 /** Every code validation can answer, in the order it checks them. */
 export const validationCodes = [

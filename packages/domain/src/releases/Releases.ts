@@ -5,31 +5,32 @@
  * (the token, then the license again; every download is recorded in the event log).
  */
 import { Clock, Context, Effect, Layer } from "effect"
+import { ActivityRecorder } from "../activity/ActivityRecorder.js"
+import { Licensing } from "../licensing/Licensing.js"
+import type { LicenseNotFound } from "../licensing/errors.js"
+import type { License } from "../licensing/model.js"
+import { LicenseRepository } from "../licensing/ports.js"
+import { invalidParam, type InvalidParam, type StorageUnavailable } from "../shared/errors.js"
+import { EventOutbox, type Page, Store } from "../shared/ports.js"
+import { Signer } from "../signing/Signer.js"
+import * as Token from "../signing/Token.js"
 import {
   type DownloadTokenExpired,
   downloadTokenExpired,
-  type DownloadTokenInvalid,
   downloadTokenInvalid,
-  type InvalidParam,
-  invalidParam,
-  type LicenseNotFound,
+  type DownloadTokenInvalid,
   type NotEntitled,
   notEntitled,
-  type ProductMismatch,
   productMismatch,
+  type ProductMismatch,
   type ReleaseExists,
   releaseExists,
-  type ReleaseNotFound,
   releaseNotFound,
-  type StorageUnavailable
-} from "../errors.js"
-import type { License, Release, ReleaseChannel } from "../model.js"
-import { EventOutbox, LicenseRepository, type Page, ReleaseRepository, type ReleaseQuery, Store } from "../ports.js"
+  type ReleaseNotFound
+} from "./errors.js"
+import type { Release, ReleaseChannel } from "./model.js"
+import { type ReleaseQuery, ReleaseRepository } from "./ports.js"
 import { checkVersion, pickUpdate, versionSortKey, visibleChannels } from "./release.js"
-import * as Token from "../signing/Token.js"
-import { Signer } from "../signing/Signer.js"
-import { ActivityRecorder } from "../activity/ActivityRecorder.js"
-import { Licensing } from "../licensing/Licensing.js"
 
 /** The fields of a release a publisher gives. */
 export interface ReleaseInput {

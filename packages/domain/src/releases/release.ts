@@ -4,8 +4,8 @@
  */
 import semver from "semver"
 import { Result } from "effect"
-import { type InvalidParam, invalidParam } from "../errors.js"
-import { type Release, type ReleaseChannel, releaseChannels } from "../model.js"
+import { invalidParam, type InvalidParam } from "../shared/errors.js"
+import { type Release, type ReleaseChannel, releaseChannels } from "./model.js"
 
 /**
  * The version as semver spells it when it is strict semver (no `v` prefix, no spaces, no loose forms; build

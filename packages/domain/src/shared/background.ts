@@ -7,7 +7,7 @@
  * warning, not one per job per round. Anything else is a warning with its cause.
  */
 import { Cause, Clock, Context, Duration, Effect } from "effect"
-import { StorageUnavailable } from "../errors.js"
+import { StorageUnavailable } from "./errors.js"
 
 /**
  * How busy the process is with requests. `requestsStarted` counts the requests it has started so far (the HTTP

@@ -4,7 +4,7 @@
  * float). Divisions round half to even.
  */
 import { Result } from "effect"
-import { type InvalidParam, invalidParam } from "../errors.js"
+import { invalidParam, type InvalidParam } from "./errors.js"
 
 /** The currencies this platform's `Intl` knows (ISO 4217 codes, upper case). */
 const knownCurrencies: ReadonlySet<string> = new Set(Intl.supportedValuesOf("currency"))

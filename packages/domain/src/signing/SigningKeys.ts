@@ -5,10 +5,8 @@
  * built here follows the stored keys, also when another process rotates them.
  */
 import { Clock, Context, Effect, Layer, Redacted, Schedule } from "effect"
-import type { StorageUnavailable } from "../errors.js"
-import type { StoredSigningKey } from "../model.js"
-import { SigningKeyRepository } from "../ports.js"
-import { isSealed, MasterKey, type MasterKeyService, type SealedSecretUnreadable } from "./secrets.js"
+import { logRoundFailure } from "../shared/background.js"
+import type { StorageUnavailable } from "../shared/errors.js"
 import { makeNodeCryptoSigner, Signer } from "./Signer.js"
 import {
   generateSigningKey,
@@ -19,7 +17,9 @@ import {
   seedBase64,
   type SigningKey
 } from "./SigningKey.js"
-import { logRoundFailure } from "../shared/background.js"
+import type { StoredSigningKey } from "./model.js"
+import { SigningKeyRepository } from "./ports.js"
+import { isSealed, MasterKey, type MasterKeyService, type SealedSecretUnreadable } from "./secrets.js"
 
 export interface SigningKeysOptions {
   /** `LM_SIGNING_KEY`: base64 of a 32-byte Ed25519 seed, made the current key. */

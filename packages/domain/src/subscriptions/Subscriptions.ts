@@ -6,32 +6,23 @@
  * goes through the `LicenseRepository`, so the validation cache and the CRL see the change at once.
  */
 import { Clock, Context, Duration, Effect, Layer, Result, Schedule } from "effect"
+import { type CreateLicenseInput, Licenses } from "../licensing/Licenses.js"
 import {
   type GeneratorNotFound,
-  type InvalidParam,
-  invalidParam,
-  type InvalidTransition,
   type LicenseExists,
   type LicenseNotFound,
-  licenseNotFound,
-  type StorageUnavailable,
-  type SubscriptionNotFound,
-  subscriptionNotFound
-} from "../errors.js"
+  licenseNotFound
+} from "../licensing/errors.js"
 import { parseKey } from "../licensing/keys.js"
 import { type LicenseView, viewLicense } from "../licensing/machine.js"
-import type { License, RenewalRecord, Subscription as SubscriptionRecord } from "../model.js"
-import {
-  EventOutbox,
-  LicenseRepository,
-  MachineRepository,
-  type Page,
-  type PageRequest,
-  PaymentGateway,
-  Store,
-  SubscriptionRepository,
-  type SubscriptionQuery
-} from "../ports.js"
+import type { License } from "../licensing/model.js"
+import { LicenseRepository, MachineRepository } from "../licensing/ports.js"
+import { yieldingToRequests } from "../shared/background.js"
+import { invalidParam, type InvalidParam, type InvalidTransition, type StorageUnavailable } from "../shared/errors.js"
+import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
+import { type SubscriptionNotFound, subscriptionNotFound } from "./errors.js"
+import type { RenewalRecord, Subscription as SubscriptionRecord } from "./model.js"
+import { PaymentGateway, type SubscriptionQuery, SubscriptionRepository } from "./ports.js"
 import {
   cancel,
   created,
@@ -51,8 +42,6 @@ import {
   switchPlan,
   update
 } from "./subscription.js"
-import { type CreateLicenseInput, Licenses } from "../licensing/Licenses.js"
-import { yieldingToRequests } from "../shared/background.js"
 
 /** Settings of the subscription engine. */
 export const SubscriptionSettings = Context.Reference<{

@@ -3,8 +3,8 @@
  * months or years; month arithmetic keeps the anchor day (Jan 31 + 1 month = Feb 28 or 29, then Mar 31), so
  * each boundary is computed from the anchor's day, never by adding to a clamped date.
  */
-import type { BillingPeriod, Proration } from "../model.js"
 import { divideHalfEven, share } from "../shared/money.js"
+import type { BillingPeriod, Proration } from "./model.js"
 
 const DAY_MS = 86_400_000
 

@@ -5,12 +5,13 @@
  * command, now) returning the new subscription or the contract's error, like `license.ts`.
  */
 import { Result } from "effect"
+import type { License } from "../licensing/model.js"
+import { invalidParam, type InvalidParam, invalidTransition, type InvalidTransition } from "../shared/errors.js"
+import type { DomainEvent } from "../shared/model.js"
+import { checkCurrency, maxMinorUnits } from "../shared/money.js"
 import { addPeriods, anchorDayOf, maxBillingInterval, prorate } from "./billing.js"
-import { type InvalidParam, invalidParam, type InvalidTransition, invalidTransition } from "../errors.js"
 import type {
   BillingPeriod,
-  DomainEvent,
-  License,
   Plan,
   RenewalDraft,
   Subscription,
@@ -19,8 +20,7 @@ import type {
   SubscriptionEventType,
   SubscriptionItem,
   SubscriptionStatus
-} from "../model.js"
-import { checkCurrency, maxMinorUnits } from "../shared/money.js"
+} from "./model.js"
 
 const DAY_MS = 86_400_000
 

@@ -6,11 +6,15 @@
  */
 import { KeyObject } from "node:crypto"
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
-import { type InvalidParam, invalidParam, deliveryNotFound, type StorageUnavailable, type WebhookNotFound, webhookNotFound } from "../errors.js"
-import type { StoredEvent, Webhook, WebhookDelivery, WebhookStatus } from "../model.js"
-import { EventOutbox, type Page, type PageRequest, Store, WebhookDeliveryQueue, WebhookRepository } from "../ports.js"
+import { logRoundFailure, yieldingToRequests } from "../shared/background.js"
+import { invalidParam, type InvalidParam, type StorageUnavailable } from "../shared/errors.js"
+import type { StoredEvent } from "../shared/model.js"
+import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
 import { Random } from "../shared/random.js"
 import { MasterKey, type SealedSecretUnreadable } from "../signing/secrets.js"
+import { deliveryNotFound, webhookNotFound, type WebhookNotFound } from "./errors.js"
+import type { Webhook, WebhookDelivery, WebhookStatus } from "./model.js"
+import { WebhookDeliveryQueue, WebhookRepository } from "./ports.js"
 import {
   afterAttempt,
   type AttemptOutcome,
@@ -29,7 +33,6 @@ import {
   webhookAfterAttempt,
   type WebhookReach
 } from "./webhook.js"
-import { logRoundFailure, yieldingToRequests } from "../shared/background.js"
 
 /** One POST of a delivery: where, the headers (signature included) and the exact body signed. */
 export interface WebhookRequest {

@@ -6,17 +6,11 @@
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto"
 import { BlockList, isIP } from "node:net"
 import { Result } from "effect"
-import { InvalidParam, invalidParam } from "../errors.js"
-import {
-  allWebhookEvents,
-  type DomainEvent,
-  type StoredEvent,
-  type Webhook,
-  type WebhookDelivery,
-  type WebhookDeliveryDraft,
-  webhookEventTypes
-} from "../model.js"
+import { invalidParam, InvalidParam } from "../shared/errors.js"
+import type { DomainEvent, StoredEvent } from "../shared/model.js"
 import { isoTime } from "../shared/time.js"
+import { webhookEventTypes } from "./events.js"
+import { allWebhookEvents, type Webhook, type WebhookDelivery, type WebhookDeliveryDraft } from "./model.js"
 
 /** The retry delays in seconds after each failed attempt (`LM_WEBHOOK_RETRY_SCHEDULE`): 30 s … 24 h. */
 export const defaultRetrySchedule: ReadonlyArray<number> = [30, 120, 600, 3600, 21600, 86400]
