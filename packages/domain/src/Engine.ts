@@ -159,7 +159,8 @@ export const services = (options: { readonly activity?: ActivityRecorderOptions 
     Layer.provideMerge(Layer.mergeAll(Licenses.layer, Machines.layer, Generators.layer, ApiKeys.layer, Sweeper.layer)),
     Layer.provideMerge(Subscriptions.layer.pipe(Layer.provideMerge(Licenses.layer))),
     Layer.provideMerge(Licensing.layer),
-    Layer.provideMerge(ActivityRecorder.layer(options.activity))
+    Layer.provideMerge(ActivityRecorder.layer(options.activity)),
+    Layer.provideMerge(Generators.layerIssuer)
   )
 
 /**

@@ -1,6 +1,6 @@
 /** Which license keys, fingerprints and client addresses are refused outright (`blacklisted`). */
 import { Context } from "effect"
-import { normalizeKey } from "../licensing/keys.js"
+import { normaliseLicenseKey } from "../verify/licenseKey.js"
 
 /** What a client call is checked against. */
 export interface BlacklistSubject {
@@ -17,6 +17,7 @@ export const Blacklist = Context.Reference<{ readonly isBlacklisted: (subject: B
 
 /**
  * A blacklist from entries `key:<license key>`, `fp:<fingerprint>` and `ip:<address>`; a bare entry is a key.
+ * Keys are normalised as the server normalises every key it reads (`normaliseLicenseKey`, which `Keys.normalizeKey` is).
  */
 export const blacklistFromEntries = (entries: ReadonlyArray<string>) => {
   const keys = new Set<string>()
@@ -27,7 +28,7 @@ export const blacklistFromEntries = (entries: ReadonlyArray<string>) => {
     if (entry === "") continue
     if (entry.startsWith("fp:")) fingerprints.add(entry.slice(3))
     else if (entry.startsWith("ip:")) ips.add(entry.slice(3))
-    else keys.add(normalizeKey(entry.startsWith("key:") ? entry.slice(4) : entry))
+    else keys.add(normaliseLicenseKey(entry.startsWith("key:") ? entry.slice(4) : entry))
   }
   return {
     isBlacklisted: (subject: BlacklistSubject) =>

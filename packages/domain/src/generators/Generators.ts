@@ -1,17 +1,19 @@
 /**
- * Key generators (CONTRACT §8): CRUD and bulk generation of `pending` keys into a generator's pool. Drawing
- * from the pool happens when a license is created with `generator_id` (see `Licenses.create`).
+ * Key generators (CONTRACT §8): CRUD and bulk generation of `pending` keys into a generator's pool, and the
+ * `GeneratorIssuer` through which `Licenses.create` makes a license with `generator_id` (drawn from the pool, or
+ * minted in the generator's format).
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { type GeneratorNotFound, generatorNotFound, type LicenseExists } from "../licensing/errors.js"
 import { checkKeyFormat, mintKey } from "../licensing/keys.js"
-import { checkLicenseSettings, generatorDefaults, newLicenseDraft } from "../licensing/license.js"
+import { checkLicenseSettings, issueFromPool, licenseCreated, newLicenseDraft } from "../licensing/license.js"
 import { type LicenseView, viewLicense } from "../licensing/machine.js"
 import type { LicenseSettings, OverageStrategy } from "../licensing/model.js"
-import { LicenseRepository } from "../licensing/ports.js"
+import { GeneratorIssuer, LicenseRepository } from "../licensing/ports.js"
 import { invalidParam, type InvalidParam, type StorageUnavailable } from "../shared/errors.js"
 import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
 import { Random } from "../shared/random.js"
+import { generatorDefaults } from "./generator.js"
 import type { Generator, GeneratorDraft } from "./model.js"
 import { GeneratorRepository } from "./ports.js"
 
@@ -146,6 +148,40 @@ export class Generators extends Context.Service<Generators, {
       })
 
       return Generators.of({ create, get, list, update, delete: remove, generate })
+    })
+  )
+
+  /**
+   * The `GeneratorIssuer` of `Licenses.create` with `generator_id`: inside the caller's transaction, the oldest
+   * `pending` key of the generator's pool is issued with the create's settings (FOR UPDATE SKIP LOCKED, so
+   * concurrent creates draw different keys), or, with the pool empty, a key is minted in the generator's format
+   * with its defaults under those settings.
+   */
+  static readonly layerIssuer = Layer.effect(
+    GeneratorIssuer,
+    Effect.gen(function*() {
+      const generators = yield* GeneratorRepository
+      const licenses = yield* LicenseRepository
+      const outbox = yield* EventOutbox
+      const random = yield* Random
+      return {
+        issue: Effect.fnUntraced(function*(generatorId: number, settings: Partial<LicenseSettings>, now: number) {
+          const generator = yield* generators.findById(generatorId)
+          if (generator === undefined) return yield* generatorNotFound()
+          const pooled = yield* licenses.claimFromPool(generatorId)
+          if (pooled !== undefined) {
+            const drawn = issueFromPool(pooled, settings, now)
+            const license = yield* licenses.update(drawn.license)
+            yield* outbox.append(drawn.events)
+            return license
+          }
+          const key = yield* mintKey(generator).pipe(Effect.provideService(Random, random))
+          const merged = { ...generatorDefaults(generator), ...settings }
+          const license = yield* licenses.insert(newLicenseDraft(key, merged, "generator", generatorId, now))
+          yield* outbox.append([licenseCreated(license, now)])
+          return license
+        })
+      }
     })
   )
 }

@@ -1,17 +1,15 @@
 /**
- * License management (CONTRACT §3): create (plain, with a given key, from a generator or its pool), get, list,
- * update, delete and the actions. Every write runs in a transaction with the license locked and writes the
- * events it causes to the outbox.
+ * License management (CONTRACT §3): create (plain, with a given key, or from a generator or its pool through the
+ * `GeneratorIssuer` the generators feature provides), get, list, update, delete and the actions. Every write runs
+ * in a transaction with the license locked and writes the events it causes to the outbox.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { GeneratorRepository } from "../generators/ports.js"
 import { invalidParam, type InvalidParam, type InvalidTransition, type StorageUnavailable } from "../shared/errors.js"
 import type { DomainEvent } from "../shared/model.js"
 import { EventOutbox, type Page, Store } from "../shared/ports.js"
 import { Random } from "../shared/random.js"
 import {
   type ConfirmationRequired,
-  generatorNotFound,
   type GeneratorNotFound,
   type LicenseExists,
   type LicenseNotFound,
@@ -24,8 +22,6 @@ import {
   checkLicenseSettings,
   confirmTermination,
   defaultLicenseSettings,
-  generatorDefaults,
-  issueFromPool,
   licenseCreated,
   licenseDeleted,
   type LicenseChange,
@@ -37,7 +33,7 @@ import {
 } from "./license.js"
 import { countSeatsHeld, deactivateMachine, type LicenseView, refreshSeatDeadlines, viewLicense } from "./machine.js"
 import type { License, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "./model.js"
-import { type LicenseFilter, type LicenseQuery, LicenseRepository, MachineRepository } from "./ports.js"
+import { GeneratorIssuer, type LicenseFilter, type LicenseQuery, LicenseRepository, MachineRepository } from "./ports.js"
 
 /** Fields a create may set: a key or a generator (not both), and any writable setting. */
 export interface CreateLicenseInput extends Partial<LicenseSettings> {
@@ -109,13 +105,14 @@ export class Licenses extends Context.Service<Licenses, {
   readonly reinstate: (key: string) => Effect.Effect<LicenseView, InvalidParam | InvalidTransition | WriteError>
   readonly terminate: (key: string, confirm: boolean) => Effect.Effect<LicenseView, InvalidParam | ConfirmationRequired | WriteError>
 }>()("@lm/domain/Licenses") {
+  /** The service on the ports; creates with `generator_id` go to the `GeneratorIssuer` in context when it is built. */
   static readonly layer = Layer.effect(
     Licenses,
     Effect.gen(function*() {
       const store = yield* Store
       const licenses = yield* LicenseRepository
       const machines = yield* MachineRepository
-      const generators = yield* GeneratorRepository
+      const generators = yield* GeneratorIssuer
       const outbox = yield* EventOutbox
       const random = yield* Random
       const withRandom = Effect.provideService(Random, random)
@@ -150,22 +147,7 @@ export class Licenses extends Context.Service<Licenses, {
         if (input.generatorId !== undefined) {
           const generatorId = input.generatorId
           return yield* store.transaction(
-            Effect.gen(function*() {
-              const generator = yield* generators.findById(generatorId)
-              if (generator === undefined) return yield* generatorNotFound()
-              const pooled = yield* licenses.claimFromPool(generatorId)
-              if (pooled !== undefined) {
-                const drawn = issueFromPool(pooled, settings, now)
-                const license = yield* licenses.update(drawn.license)
-                yield* outbox.append(drawn.events)
-                return viewLicense(license, [], now)
-              }
-              const key = yield* withRandom(mintKey(generator))
-              const merged = { ...generatorDefaults(generator), ...settings }
-              const license = yield* licenses.insert(newLicenseDraft(key, merged, "generator", generatorId, now))
-              yield* outbox.append([licenseCreated(license, now)])
-              return viewLicense(license, [], now)
-            })
+            Effect.map(generators.issue(generatorId, settings, now), (license) => viewLicense(license, [], now))
           )
         }
         const key = input.licenseKey !== undefined ? yield* keyOf(input.licenseKey) : yield* withRandom(mintKey(defaultKeyFormat))

@@ -4,7 +4,6 @@
  * events the change causes, or the error the contract names.
  */
 import { Result } from "effect"
-import type { Generator } from "../generators/model.js"
 import { invalidParam, type InvalidParam, invalidTransition, type InvalidTransition } from "../shared/errors.js"
 import type { DomainEvent } from "../shared/model.js"
 import {
@@ -305,15 +304,6 @@ export const recordFirstActivation = (license: License, now: number): License =>
   const expiresAt = license.validForDays !== null && license.expiresAt === null ? now + license.validForDays * DAY_MS : license.expiresAt
   return touched(license, now, { activatedAt: now, expiresAt })
 }
-
-/** The settings a generator gives its licenses, under the body's fields. */
-export const generatorDefaults = (generator: Generator): Partial<LicenseSettings> => ({
-  ...(generator.productId !== null ? { productId: generator.productId } : {}),
-  ...(generator.defaultMaxActivations !== null ? { maxActivations: generator.defaultMaxActivations } : {}),
-  ...(generator.defaultValidDays !== null ? { validForDays: generator.defaultValidDays } : {}),
-  ...(generator.defaultOverageStrategy !== null ? { overageStrategy: generator.defaultOverageStrategy } : {}),
-  ...(generator.defaultIsFloating !== null ? { isFloating: generator.defaultIsFloating } : {})
-})
 
 /** A new license draft, `issued` unless said otherwise (a generator's pool keys are `pending`). */
 export const newLicenseDraft = (

@@ -5,11 +5,12 @@
 import { Context, Effect, type Scope } from "effect"
 import type { DomainEvent, SortDirection } from "../shared/model.js"
 import type { Op, Page, PageRequest } from "../shared/ports.js"
-import type { LicenseExists } from "./errors.js"
+import { generatorNotFound, type GeneratorNotFound, type LicenseExists } from "./errors.js"
 import type {
   ComponentDraft,
   License,
   LicenseDraft,
+  LicenseSettings,
   LicenseSortColumn,
   LicenseState,
   Machine,
@@ -179,4 +180,16 @@ export const LicenseChangeFeed = Context.Reference<{
   readonly heartbeats: boolean
 }>("@lm/domain/LicenseChangeFeed", {
   defaultValue: () => ({ subscribe: () => Effect.void, heartbeats: false })
+})
+
+/**
+ * How a license is created from a key generator (POST /licenses with `generator_id`, CONTRACT §8), inside the
+ * caller's transaction: the generators feature provides it (`Generators.layerIssuer`), and `Licenses.create` calls
+ * it. Without that feature no generator exists, so such a create fails with `generator_not_found`.
+ */
+export const GeneratorIssuer = Context.Reference<{
+  /** The oldest `pending` key of the generator's pool with `settings` applied, or a key minted in its format. */
+  readonly issue: (generatorId: number, settings: Partial<LicenseSettings>, now: number) => Op<License, GeneratorNotFound | LicenseExists>
+}>("@lm/domain/GeneratorIssuer", {
+  defaultValue: () => ({ issue: () => Effect.fail(generatorNotFound()) })
 })
