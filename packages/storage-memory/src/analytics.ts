@@ -2,7 +2,7 @@
  * The domain's `AnalyticsRepository` in memory: sums of the event log's hourly counters (`activity.ts`), seats
  * and app versions of the machines, and the anomalies announced so far.
  */
-import { Analytics, type Model, Ports } from "@lm/domain"
+import { Analytics, Machine, type Model, Ports } from "@lm/domain"
 import { Effect } from "effect"
 import type { EventLog } from "./activity.js"
 import { frozen, type Tables } from "./Tables.js"
@@ -11,8 +11,6 @@ export const make = (t: Tables, eventLog: EventLog): Ports.AnalyticsRepository["
   const { anomalies, db, licenses, machines, read, replace } = t
   /** The start of each period's `topLicenses` window as last set (every hour counts while unset). */
   const topWindows = new Map<Model.AnalyticsPeriod, number>()
-
-  const activeAt = (machine: Model.Machine, at: number) => machine.status === "active" && (machine.seatDeadline === null || machine.seatDeadline > at)
 
   return Ports.AnalyticsRepository.of({
     hourly: (q) =>
@@ -79,7 +77,7 @@ export const make = (t: Tables, eventLog: EventLog): Ports.AnalyticsRepository["
         for (const license of licenses.all(db.overlayOf(tx, licenses))) {
           if (license.maxActivations === null || !states.includes(license.state)) continue
           totalSeats += license.maxActivations
-          for (const machine of machines.inGroup(db.overlayOf(tx, machines), "license", license.id)) if (activeAt(machine, at)) activeMachines++
+          for (const machine of machines.inGroup(db.overlayOf(tx, machines), "license", license.id)) if (Machine.holdsSeatByDeadline(machine, at)) activeMachines++
         }
         return { activeMachines, totalSeats }
       }),
@@ -87,7 +85,7 @@ export const make = (t: Tables, eventLog: EventLog): Ports.AnalyticsRepository["
       read((tx) => {
         const counts = new Map<string | null, number>()
         for (const machine of machines.all(db.overlayOf(tx, machines))) {
-          if (activeAt(machine, at)) counts.set(machine.appVersion, (counts.get(machine.appVersion) ?? 0) + 1)
+          if (Machine.holdsSeatByDeadline(machine, at)) counts.set(machine.appVersion, (counts.get(machine.appVersion) ?? 0) + 1)
         }
         return [...counts].map(([appVersion, n]) => ({ appVersion, machines: n }))
           .sort((a, b) => b.machines - a.machines || String(a.appVersion).localeCompare(String(b.appVersion)))

@@ -2,7 +2,7 @@
  * The domain's `LicenseRepository` in memory. A license's delete takes its machines and subscriptions (with their
  * renewal records) with it, as `ON DELETE CASCADE` does on PostgreSQL.
  */
-import { Errors, License, type Model, Ports } from "@lm/domain"
+import { Errors, License, Machine, type Model, Ports } from "@lm/domain"
 import { Effect } from "effect"
 import type { Tx } from "./Database.js"
 import { byId, frozen, notInTransaction, pageOf, type Tables } from "./Tables.js"
@@ -37,7 +37,7 @@ export const make = (t: Tables): Ports.LicenseRepository["Service"] => {
 
   const seatHolderAt = (tx: Tx | undefined, licenseId: number, at: number) => {
     for (const machine of machines.inGroup(db.overlayOf(tx, machines), "license", licenseId)) {
-      if (machine.status === "active" && (machine.seatDeadline === null || machine.seatDeadline > at)) return true
+      if (Machine.holdsSeatByDeadline(machine, at)) return true
     }
     return false
   }

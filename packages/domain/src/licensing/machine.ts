@@ -37,15 +37,23 @@ export const seatDeadline = (
   return deadline
 }
 
+/** Whether an active machine with this seat deadline (null: none) still holds its seat at `now`. */
+const beforeDeadline = (deadline: number | null, now: number): boolean => deadline === null || now < deadline
+
 /**
  * Whether a machine holds a seat at `now`: it is active, its floating lease has not run out and its heartbeat
  * has not died. Every seat check and the sweep use this, so a dead machine never holds a seat, swept or not.
  */
-export const holdsSeat = (machine: Machine, license: SeatRules, now: number): boolean => {
-  if (machine.status !== "active") return false
-  const deadline = seatDeadline(machine, license)
-  return deadline === null || now < deadline
-}
+export const holdsSeat = (machine: Machine, license: SeatRules, now: number): boolean =>
+  machine.status === "active" && beforeDeadline(seatDeadline(machine, license), now)
+
+/**
+ * {@link holdsSeat} by the seat deadline stored with the machine (`Machine.seatDeadline`, which every write keeps
+ * equal to {@link seatDeadline}), so without the license's seat rules: how stores find and count seat holders.
+ * The SQL stores write it once (`storage-pg`'s `repositories/seats.ts`), tested against {@link holdsSeat}.
+ */
+export const holdsSeatByDeadline = (machine: Pick<Machine, "status" | "seatDeadline">, now: number): boolean =>
+  machine.status === "active" && beforeDeadline(machine.seatDeadline, now)
 
 /** How many of `machines` hold a seat at `now`. */
 export const countSeatsHeld = (machines: ReadonlyArray<Machine>, license: SeatRules, now: number): number => {

@@ -10,6 +10,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { Errors, License, Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { chunk, Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { holdsSeat } from "./seats.js"
 
 /** The column of each field of a license whose name differs (snake_case), for reading and writing rows. */
 const licenseColumnNames = {
@@ -133,7 +134,7 @@ export const layer = Layer.effect(
           ? undefined
           : holderJoined
           ? sql`holder.license_id IS ${sql.literal(q.hasSeatHolderAt.value ? "NOT NULL" : "NULL")}`
-          : sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(q.hasSeatHolderAt.at)}))`
+          : sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND ${holdsSeat(sql, "m", q.hasSeatHolderAt.at)})`
       ].filter((c) => c !== undefined)
       return where.length === 0 ? sql`TRUE` : sql.and(where)
     }
@@ -191,8 +192,7 @@ export const layer = Layer.effect(
         const from = holderAt === undefined
           ? sql`lm_licenses`
           : sql`lm_licenses LEFT JOIN (
-              SELECT DISTINCT license_id FROM lm_machines
-              WHERE status = 'active' AND (seat_deadline IS NULL OR seat_deadline > ${date(holderAt)})
+              SELECT DISTINCT m.license_id FROM lm_machines m WHERE ${holdsSeat(sql, "m", holderAt)}
             ) AS holder ON holder.license_id = lm_licenses.id`
         const columns = filters.map((f, i) => sql`count(*) FILTER (WHERE ${filterOf(f, holderAt !== undefined)})::int8 AS ${sql(`c${i}`)}`)
         return sql`SELECT ${sql.csv(columns)} FROM ${from}`.pipe(
