@@ -11,7 +11,7 @@ import { Context, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { ActivityRecorder, Licenses, Licensing, Ports, SeatBatchSettings, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
+import { freshTokens, seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
 
 const CONCURRENT = 200
 const PROCESSES = 2
@@ -67,7 +67,7 @@ const engine = (options: { readonly lock: boolean; readonly batching: Services.S
       Processes,
       Effect.forEach(Array.from({ length: PROCESSES }), () =>
         Effect.map(Layer.build(Layer.fresh(Licensing.layer)), (context) => Context.get(context, Licensing)))
-    ).pipe(Layer.provide(ActivityRecorder.layerDiscard))
+    ).pipe(Layer.provide(Layer.merge(ActivityRecorder.layerDiscard, freshTokens)))
   ).pipe(
     Layer.provideMerge(interleavingStore(options)),
     Layer.provide(seededRandom(5)),

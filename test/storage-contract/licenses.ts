@@ -3,6 +3,7 @@ import { assert, describe } from "@effect/vitest"
 import { ActivityRecorder, Licensing, Model, Ports } from "@lm/domain"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
+import { freshTokens } from "../../packages/domain/test/fixtures.js"
 import { DAY, fullLicenseDraft, generatorDraft, keyOf, licenseDraft, machineDraft, T0 } from "./fixtures.js"
 import { type ContractTest, counting, failureOf, isPositiveInt, transactions, yielding } from "./support.js"
 
@@ -423,7 +424,7 @@ export const licenseCases = (test: ContractTest): void => {
         assert.isAtLeast(used, 1)
         assert.isBelow(used, 100, `${used} transactions for 200 activations`)
       }).pipe(
-        Effect.provide(Licensing.layer.pipe(Layer.provide(ActivityRecorder.layerDiscard))),
+        Effect.provide(Licensing.layer.pipe(Layer.provide(Layer.merge(ActivityRecorder.layerDiscard, freshTokens)))),
         Effect.updateService(Ports.Store, (store) => counting(yielding(store))),
         Effect.updateService(Ports.LicenseRepository, yielding),
         Effect.updateService(Ports.MachineRepository, yielding)

@@ -2,7 +2,9 @@
  * The client calls (CONTRACT §4): validate, activate, deactivate, heartbeat. Activation, deactivation and
  * heartbeats become seat changes (`seatChanges.ts`) that `SeatBatches` runs in a transaction holding the
  * license's lock, so seat checks and writes are atomic on every store and across processes; concurrent ones
- * share transactions (group commit). Every call and every refusal goes to the event log.
+ * share transactions (group commit). Every call and every refusal goes to the event log. The answers are signed
+ * here (`Tokens`): validate's license token or refusal token, the machine certificate of activate and heartbeat,
+ * so an embedder gets the same signed answer as the server sends.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { Blacklist, type BlacklistSubject } from "../access/Blacklist.js"
@@ -19,12 +21,13 @@ import {
   type Refused
 } from "./errors.js"
 import { normalizeKey, parseKey } from "./keys.js"
-import type { License, MachineFacts } from "./model.js"
+import type { License, Machine, MachineFacts } from "./model.js"
 import { LicenseRepository, MachineRepository } from "./ports.js"
-import type { ActivateResult, DeactivateResult, HeartbeatResult } from "./seatChanges.js"
-import { type Validation, validateLicense } from "./validation.js"
+import type { ActivateResult as SeatTaken, DeactivateResult, HeartbeatResult as Beaten } from "./seatChanges.js"
+import { Tokens, type Validated } from "./Tokens.js"
+import { validateLicense } from "./validation.js"
 
-export type { ActivateResult, DeactivateResult, HeartbeatResult } from "./seatChanges.js"
+export type { DeactivateResult } from "./seatChanges.js"
 
 /** Who is calling: the client's address as the HTTP layer saw it. */
 export interface ClientContext {
@@ -35,12 +38,27 @@ export interface ValidateInput extends ClientContext {
   readonly licenseKey: string
   readonly fingerprint?: string | null | undefined
   readonly appVersion?: string | null | undefined
+  /** The client's nonce, repeated in the signed answer. */
+  readonly nonce?: string | number | null | undefined
 }
 
-export interface ValidateResult {
-  readonly license: License
-  readonly validation: Validation
-  readonly now: number
+/**
+ * What validation found, signed: a license token (`signedPayload`) when the license is valid, else a refusal
+ * token (`signedRefusal`), never both (CONTRACT §5).
+ */
+export interface ValidateResult extends Validated {
+  readonly signedPayload: string | null
+  readonly signedRefusal: string | null
+}
+
+/** The seat taken (or held already), and the machine's signed `certificate`. */
+export interface ActivateResult extends SeatTaken {
+  readonly certificate: string
+}
+
+/** The beat recorded, and the machine's fresh signed `certificate`. */
+export interface HeartbeatResult extends Beaten {
+  readonly certificate: string
 }
 
 export interface ActivateInput extends ClientContext {
@@ -83,6 +101,7 @@ export class Licensing extends Context.Service<Licensing, {
       const licenses = yield* LicenseRepository
       const machines = yield* MachineRepository
       const recorder = yield* ActivityRecorder
+      const tokens = yield* Tokens
       const batches = yield* makeSeatBatches
 
       /**
@@ -187,24 +206,37 @@ export class Licensing extends Context.Service<Licensing, {
         )
       })
 
+      /** A result with the machine's signed certificate (signed after the event log noted the call). */
+      const certified = <A extends { readonly license: License; readonly machine: Machine; readonly now: number }>(result: A) =>
+        Effect.map(tokens.machineCertificate(result.license, result.machine, result.now), (certificate) => ({ ...result, certificate }))
+
       return Licensing.of({
         validate: (input) =>
           logged("validate", input, (seen) => validate(input, seen), (r) => ({
             license: r.license,
             machineId: r.validation.machine?.id ?? null,
             result: r.validation.code
-          })),
+          })).pipe(
+            Effect.flatMap((result) =>
+              Effect.map(
+                tokens.validationTokens(result, { fingerprint: input.fingerprint ?? null, nonce: input.nonce ?? null }),
+                (signed) => ({ ...result, ...signed })
+              )
+            )
+          ),
         activate: (input) =>
           logged(
             "activate",
             { ...input, fingerprint: input.facts.fingerprint, appVersion: input.facts.appVersion },
             (seen) => activate(input, seen),
             (r) => ({ license: r.license, machineId: r.machine.id, result: r.created ? "activated" : "already_active" })
-          ),
+          ).pipe(Effect.flatMap(certified)),
         deactivate: (input) =>
           logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "deactivated" })),
         heartbeat: (input) =>
-          logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "ok" }))
+          logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "ok" })).pipe(
+            Effect.flatMap(certified)
+          )
       })
     })
   )

@@ -6,8 +6,15 @@
 import { Context, Effect, Layer } from "effect"
 import { Signer } from "../signing/Signer.js"
 import * as Token from "../signing/Token.js"
-import type { ValidateResult } from "./Licensing.js"
 import type { License, Machine } from "./model.js"
+import type { Validation } from "./validation.js"
+
+/** What validation found, which its signed answer states. */
+export interface Validated {
+  readonly license: License
+  readonly validation: Validation
+  readonly now: number
+}
 
 /** What the client sent to validate that its signed answer repeats. */
 export interface SentToValidate {
@@ -27,12 +34,12 @@ export class Tokens extends Context.Service<Tokens, {
    * as an entitlement.
    */
   readonly validationTokens: (
-    result: ValidateResult,
+    result: Validated,
     sent: SentToValidate
   ) => Effect.Effect<{ readonly signedPayload: string | null; readonly signedRefusal: string | null }>
   /** A license token: what validation found, the fingerprint and nonce sent, `exp`. */
   readonly licensePayload: (
-    result: ValidateResult,
+    result: Validated,
     sent: SentToValidate
   ) => Effect.Effect<string>
   /** A machine's `certificate`: valid until its lease ends (floating) or 30 days, never past expiry + grace. */
@@ -43,7 +50,7 @@ export class Tokens extends Context.Service<Tokens, {
       Tokens,
       Effect.gen(function*() {
         const signer = yield* Signer
-        const licensePayload = (result: ValidateResult, sent: SentToValidate) =>
+        const licensePayload = (result: Validated, sent: SentToValidate) =>
           signer.signToken(
             Token.license({
               licenseKey: result.license.key,
@@ -61,7 +68,7 @@ export class Tokens extends Context.Service<Tokens, {
               ...(options.offlineTtlSeconds === undefined ? {} : { ttlSeconds: options.offlineTtlSeconds })
             })
           )
-        const refusal = (result: ValidateResult, sent: SentToValidate) =>
+        const refusal = (result: Validated, sent: SentToValidate) =>
           signer.signToken(
             Token.refusal({
               licenseKey: result.license.key,
