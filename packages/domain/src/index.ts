@@ -3,7 +3,9 @@
  * ports, and the errors and events of the contract. Depends on `effect` only (plus node:crypto and
  * @noble/ed25519 for signing, and `semver` for release versions); stores and the HTTP adapter plug in from outside.
  *
- * The surface is grouped like `effect`'s own: one namespace per module, and the service tags by name.
+ * The surface is grouped like `effect`'s own: one namespace per module, and the service tags by name. The code
+ * lives in one folder per feature (`licensing/`, `subscriptions/`, ...; see the package README); `Model`,
+ * `Errors`, `Ports` and `Services` compose the features' modules.
  * - `Engine` — the whole engine on a store (`Engine.layer`), what embedders and the bundled server use.
  * - Services — `Licensing` (validate, activate, deactivate, heartbeat), `Licenses`, `Machines`, `Generators`,
  *   `ApiKeys`, `SigningKeys`, `Tokens`, `RevocationList`, `Sweeper`, …; their inputs, results and helpers under

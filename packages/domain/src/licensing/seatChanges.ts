@@ -1,7 +1,7 @@
 /**
  * Seat changes (CONTRACT §4): activations, deactivations and heartbeats decided by the pure core and applied in
  * order against the locked licenses and their machines. A call alone is a batch of one: the single-call path and
- * the group commit (`services/SeatBatches.ts`) both plan with {@link applySeatChanges} and differ only in how
+ * the group commit (`SeatBatches.ts`) both plan with {@link applySeatChanges} and differ only in how
  * they write the plan. Pure: the caller persists what it returns.
  */
 import { Result } from "effect"

@@ -2,7 +2,7 @@
  * The subscription state machine of CONTRACT §10 and the rules derived from it: which action is allowed from
  * which status (one table), what each does to the billing period, the renewal record it writes and the events
  * it causes, what the clock makes due, and how the bound license follows. Pure functions of (subscription,
- * command, now) returning the new subscription or the contract's error, like `license.ts`.
+ * command, now) returning the new subscription or the contract's error, like licensing's `license.ts`.
  */
 import { Result } from "effect"
 import type { License } from "../licensing/model.js"
