@@ -357,3 +357,31 @@ export const inProcessStores = (databaseUrl: string, label: string, postgresName
     }
   }])
 ]
+
+/**
+ * The licenses to validate: `count` licenses of 64 seats, each with fingerprint `validate-i` activated (so
+ * validate answers an active license with one seat held, as the floor does); checks that validate answers
+ * `valid` for the first. Returns their keys.
+ */
+export const seedValidateKeys = async (
+  base: string,
+  auth: { readonly consumerKey: string; readonly consumerSecret: string },
+  count: number
+): Promise<Array<string>> => {
+  const keys: Array<string> = []
+  const one = async (i: number) => {
+    const key = (await expectStatus(201, base, "POST", "/licenses", { max_activations: 64 }, auth)).body.data.license_key as string
+    await expectStatus(201, base, "POST", "/activate", { license_key: key, fingerprint: `validate-${i}` })
+    keys[i] = key
+  }
+  // Eight at a time: seeding is not measured, and one at a time takes seconds on a busy machine.
+  for (let i = 0; i < count; i += 8) {
+    await Promise.all(Array.from({ length: Math.min(8, count - i) }, (_, j) => one(i + j)))
+  }
+  const answer = await expectStatus(200, base, "POST", "/validate", { license_key: keys[0] })
+  if (answer.body.data.valid !== true) throw new Error(`validate of a seeded license is not valid: ${JSON.stringify(answer.body)}`)
+  return keys
+}
+
+/** The load average (1, 5, 15 min) as `a, b, c`. */
+export const loadAverage = (): string => os.loadavg().map((l) => l.toFixed(2)).join(", ")

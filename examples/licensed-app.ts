@@ -1,14 +1,23 @@
 // A licensed "desktop app" on @lm/client: activates this machine, validates online, beats while it runs, checks
-// its entitlement offline, and frees its seat on Ctrl-C. Run: LM_URL=http://127.0.0.1:8080 LM_LICENSE_KEY=... node examples/licensed-app.ts
+// its entitlement offline, and frees its seat on Ctrl-C. Run:
+//   LM_URL=http://127.0.0.1:8080 LM_TRUSTED_KEYS=<public_key,...> LM_PRODUCT_ID=1 LM_LICENSE_KEY=... node examples/licensed-app.ts
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { createLicensedApp, LmError } from "@lm/client"
 import { fileStorage, machineFingerprint } from "@lm/client/node"
 
+// The vendor's public keys (the `public_key` values of GET /public-key), bundled into a real app when it is built,
+// with the next key before a rotation; read from the environment here so that the example runs against any server.
+const trustedKeys = (process.env.LM_TRUSTED_KEYS ?? "").split(",").filter((key) => key !== "")
+// The app's product: a license of another product does not entitle it.
+const productId = Number(process.env.LM_PRODUCT_ID ?? "1")
+
 const app = createLicensedApp({
   baseUrl: process.env.LM_URL ?? "http://127.0.0.1:8080",
+  trustedKeys,
+  productId,
   licenseKey: process.env.LM_LICENSE_KEY ?? "",
-  fingerprint: await machineFingerprint({ productId: "example-app" }),
+  fingerprint: await machineFingerprint({ productId }),
   storage: fileStorage(process.env.LM_STATE_FILE ?? join(homedir(), ".example-app", "license.json")),
   device: { name: "example-app", platform: process.platform, app_version: "1.0.0" }
 })

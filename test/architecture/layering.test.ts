@@ -147,4 +147,18 @@ describe("layering", () => {
     expect(seen).toContain(join(root, "packages/http/src/api/Api.ts"))
     expect(reached).toEqual([])
   })
+
+  it("the console imports the API definition in one module (src/api.ts), and no node: module", () => {
+    const files = (dir: string): Array<string> =>
+      readdirSync(dir).flatMap((name) => {
+        const path = join(dir, name)
+        return statSync(path).isDirectory() ? files(path) : /\.tsx?$/.test(path) ? [path] : []
+      })
+    const consoleFiles = files(join(root, "apps/console/src"))
+    const importers = (test: (specifier: string) => boolean) =>
+      consoleFiles.filter((file) => importsOf(file).some(test)).map((file) => relative(root, file))
+    expect(consoleFiles.length).toBeGreaterThan(5)
+    expect(importers((s) => s.startsWith("@lm/http") || s === "@lm/api")).toEqual(["apps/console/src/api.ts"])
+    expect(importers((s) => s.startsWith("node:"))).toEqual([])
+  })
 })

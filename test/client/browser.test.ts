@@ -1,12 +1,17 @@
 /**
  * Issue 18: `@lm/client` inside headless Chromium (Debian's package, driven by playwright-core). The SDK's main
- * entry is bundled for the browser, a page on its own origin activates and validates against the real server
- * on another origin (CORS), keeps its proof in `localStorage`, and after a reload with the server out of reach
+ * entry is bundled for the browser, a page on its own origin (with the server's keys pinned and its product
+ * bound, issue 28) activates and validates against the real server on another origin (CORS), keeps its proof in
+ * `localStorage`, downloads an update into a checked `Blob`, and after a reload with the server out of reach
  * still answers entitlement offline (and refuses another device and a tampered token).
  */
+import { createHash } from "node:crypto"
 import type { Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createClient } from "@lm/client"
 import type * as Sdk from "@lm/client"
+import { adminKey } from "../../packages/http/test/support/App.js"
+import { basic } from "../../packages/http/test/support/Management.js"
 import { bundleSdk, launchChromium, type PageServer, servePage } from "./support/browser.js"
 import { createLicense, startServer, type TestServer } from "./support/server.js"
 
@@ -31,24 +36,43 @@ afterAll(async () => {
 const api = () => server.origin
 
 describe("@lm/client in Chromium", () => {
-  it("validates against the server, then answers entitlement offline from localStorage", async () => {
-    const key = await createLicense(server, { max_activations: 1 })
+  it("validates against the server, downloads an update, then answers entitlement offline from localStorage", async () => {
+    const key = await createLicense(server, { max_activations: 1, product_id: 5 })
     const apiBase = `${api()}/api`
+    // What the vendor bundles into the page: the server's public keys.
+    const trustedKeys = (await createClient({ baseUrl: server.origin }).publicKeys()).keys.map((k) => k.public_key)
+    const artifact = Uint8Array.from({ length: 70_000 }, (_, i) => (i * 13) & 255)
+    const form = new FormData()
+    form.append("product_id", "5")
+    form.append("version", "2.0.0")
+    form.append("file", new Blob([artifact]), "app-2.0.0.zip")
+    const published = await fetch(`${server.apiBase}/releases`, {
+      method: "POST",
+      body: form,
+      headers: { authorization: basic(adminKey.consumerKey, adminKey.consumerSecret) }
+    })
+    expect(published.status).toBe(201)
     const context = await browser.newContext()
     try {
       const page = await context.newPage()
       await page.goto(pageServer.origin)
       await page.waitForFunction(() => "lm" in globalThis)
-      const online = await page.evaluate(async ({ key, origin }) => {
+      const online = await page.evaluate(async ({ key, origin, trustedKeys }) => {
         const lm = (globalThis as unknown as { lm: typeof Sdk }).lm
         const app = lm.createLicensedApp({
           baseUrl: origin,
+          trustedKeys,
+          productId: 5,
           licenseKey: key.toLowerCase(),
           fingerprint: "browser-device-1",
-          storage: lm.localStorageStorage()
+          storage: lm.localStorageStorage(),
+          device: { app_version: "1.0.0" }
         })
         const machine = await app.activate()
         const validation = await app.validate()
+        const update = await app.checkForUpdate()
+        const blob = update.update_available ? await app.download(update) : undefined
+        const digest = blob === undefined ? undefined : new Uint8Array(await crypto.subtle.digest("SHA-256", await blob.arrayBuffer()))
         const unknown = await lm.createClient({ baseUrl: origin }).validate({ license_key: "ZZZZ-ZZZZ-ZZZZ-ZZZZ" })
           .then(() => "resolved", (e: unknown) => e instanceof lm.LmError ? `${e.code} ${e.status}` : String(e))
         return {
@@ -56,15 +80,17 @@ describe("@lm/client in Chromium", () => {
           valid: validation.valid,
           entitlement: await app.entitlement(),
           stored: Object.keys(localStorage),
-          unknown
+          unknown,
+          download: digest === undefined ? undefined : Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("")
         }
-      }, { key, origin: api() })
+      }, { key, origin: api(), trustedKeys })
       expect(online).toMatchObject({
         machine: "browser-device-1",
         valid: true,
         entitlement: { entitled: true, license: { key, fp: "browser-device-1", valid: true } },
         stored: [`lm:state:${key}`],
-        unknown: "license_not_found 404"
+        unknown: "license_not_found 404",
+        download: createHash("sha256").update(artifact).digest("hex")
       })
 
       // Offline: the API is out of reach (the browser drops its requests); a reloaded page checks from
@@ -72,10 +98,12 @@ describe("@lm/client in Chromium", () => {
       await context.route(`${apiBase}/**`, (route) => route.abort("internetdisconnected"))
       await page.reload()
       await page.waitForFunction(() => "lm" in globalThis)
-      const offline = await page.evaluate(async ({ key, origin }) => {
+      const offline = await page.evaluate(async ({ key, origin, trustedKeys }) => {
         const lm = (globalThis as unknown as { lm: typeof Sdk }).lm
         const app = lm.createLicensedApp({
           baseUrl: origin,
+          trustedKeys,
+          productId: 5,
           licenseKey: key,
           fingerprint: "browser-device-1",
           storage: lm.localStorageStorage()
@@ -84,6 +112,8 @@ describe("@lm/client in Chromium", () => {
         const entitled = await app.entitlement()
         const otherDevice = await lm.createLicensedApp({
           baseUrl: origin,
+          trustedKeys,
+          productId: 5,
           licenseKey: key,
           fingerprint: "browser-device-2",
           storage: lm.localStorageStorage()
@@ -96,7 +126,7 @@ describe("@lm/client in Chromium", () => {
         localStorage.setItem(stateKey, JSON.stringify({ ...state, licenseToken: flipped }))
         const tampered = await app.entitlement()
         return { reachable, entitled: entitled.entitled, otherDevice, tampered }
-      }, { key, origin: api() })
+      }, { key, origin: api(), trustedKeys })
       expect(offline).toEqual({
         reachable: "network_error",
         entitled: true,

@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, expect, it } from "vitest"
+import { createClient } from "@lm/client"
 import { eventually } from "../support/eventually.js"
 import { createLicense, startServer, type TestServer } from "./support/server.js"
 
@@ -22,11 +23,19 @@ afterAll(async () => {
 }, 60_000)
 
 it("activates, validates, is entitled offline, beats, and deactivates on SIGINT", async () => {
-  const key = await createLicense(server, { max_activations: 1 })
+  const key = await createLicense(server, { max_activations: 1, product_id: 3 })
+  const trustedKeys = (await createClient({ baseUrl: server.origin }).publicKeys()).keys.map((k) => k.public_key)
   const stateFile = join(mkdtempSync(join(tmpdir(), "lm-example-")), "license.json")
   const child = spawn(process.execPath, [join(root, "examples", "licensed-app.ts")], {
     cwd: root,
-    env: { ...process.env, LM_URL: server.origin, LM_LICENSE_KEY: key.toLowerCase(), LM_STATE_FILE: stateFile },
+    env: {
+      ...process.env,
+      LM_URL: server.origin,
+      LM_TRUSTED_KEYS: trustedKeys.join(","),
+      LM_PRODUCT_ID: "3",
+      LM_LICENSE_KEY: key.toLowerCase(),
+      LM_STATE_FILE: stateFile
+    },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""

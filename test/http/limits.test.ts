@@ -3,8 +3,10 @@
  * Headers that never end: 408 `rest_request_timeout` and the socket closed within the headers timeout. A body that
  * never ends, on the fast path and on the HttpApi path: 408 in the envelope with `Connection: close`, then closed.
  * One address holding its cap of sockets gets the next one closed at once while another address is still served;
- * the server's cap likewise; a freed socket makes room again.
+ * the server's cap likewise; a freed socket makes room again. Clients that time out and never read (so never see
+ * the server's FIN, nor close their side) do not keep their connection slots after the 408.
  */
+import * as net from "node:net"
 import { afterEach, expect, it } from "vitest"
 import { adminKey } from "../../packages/http/test/support/App.js"
 import { eventually } from "../support/eventually.js"
@@ -101,4 +103,52 @@ it("closes a connection over the per-address cap or the server's cap at once; ot
   await eventually(async () => {
     await held("127.0.0.1")
   })
+}, 60_000)
+
+it("destroys the sockets of 408s that are never read: holders of every slot free them, a new client is served", async () => {
+  const { path, port } = await start({
+    LM_MAX_CONNECTIONS: "6",
+    LM_MAX_CONNECTIONS_PER_IP: "3",
+    LM_HEADERS_TIMEOUT_SECONDS: "1",
+    LM_BODY_TIMEOUT_SECONDS: "1"
+  })
+  const json = { "content-type": "application/json" }
+  const holders: Array<net.Socket> = []
+  /** Three sockets from each of two addresses (every slot) that send `texts` in turn, then read nothing, ever. */
+  const holdEverySlot = async (texts: ReadonlyArray<string>) => {
+    for (const localAddress of ["127.0.0.1", "127.0.0.2"]) {
+      for (let i = 0; i < 3; i++) {
+        // Paused before it connects: it never reads the 408 nor the FIN after it, and keeps its side open.
+        const socket = net.connect({ host: "127.0.0.1", port, localAddress }).pause()
+        socket.on("error", () => {})
+        holders.push(socket)
+        await new Promise<void>((resolve) => socket.once("connect", resolve))
+        socket.write(texts[i % texts.length]!)
+      }
+    }
+  }
+  /** Once the 408s are out the holders' sockets are gone: a new client from either address, or a third, is served. */
+  const expectServed = async () => {
+    for (const localAddress of ["127.0.0.1", "127.0.0.2", "127.0.0.3"]) {
+      await eventually(async () => {
+        const fresh = await open(port, localAddress)
+        fresh.write(requestText("GET", `${path}/health`))
+        expect((await fresh.next()).status).toBe(200)
+        fresh.destroy()
+      }, { timeout: 10_000, interval: 100 })
+    }
+  }
+  try {
+    // Headers that never end.
+    await holdEverySlot([`GET ${path}/health HTTP/1.1\r\nhost: localhost\r\nx-slow: `])
+    await expectServed()
+    // Bodies that stop, on the fast path (Content-Length) and the HttpApi path (chunked).
+    await holdEverySlot([
+      requestText("POST", `${path}/validate`, { ...json, "content-length": "100" }) + `{"license_key":`,
+      requestText("POST", `${path}/validate`, { ...json, "transfer-encoding": "chunked" }) + `5\r\n{"lic\r\n`
+    ])
+    await expectServed()
+  } finally {
+    for (const socket of holders) socket.destroy()
+  }
 }, 60_000)

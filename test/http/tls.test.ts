@@ -4,12 +4,14 @@
  * `Strict-Transport-Security` on every answer, and logs an https:// API base. `LM_FORCE_HTTPS=1` refuses plain
  * HTTP with 403 `rest_forbidden` saying HTTPS is required, unless a trusted proxy says `X-Forwarded-Proto: https`.
  * A certificate path that cannot be read refuses the start, naming the setting and the file. An update check over
- * TLS gets an https `download_url`.
+ * TLS gets an https `download_url`. TLS clients that time out and never read do not keep their connection slots.
  */
+import * as tls from "node:tls"
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest"
 import { adminAuth, adminKey } from "../../packages/http/test/support/App.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
 import { httpsRequest, makeCertificate, type TestCertificate } from "./support/Tls.js"
+import { eventually } from "../support/eventually.js"
 
 let certificate: TestCertificate
 beforeAll(() => {
@@ -125,4 +127,46 @@ it("refuses to start when the certificate cannot be read, naming the setting and
   expect(await exitWithin(server, 30_000)).not.toBe(0)
   expect(server.output()).toContain(`LM_TLS_CERT: cannot read the PEM file ${missing}`)
   expect(server.output()).not.toMatch(/Listening on/)
+}, 60_000)
+
+it("destroys the TLS sockets of 408s that are never read: holders of every slot free them, a new client is served", async () => {
+  const apiBase = await start({
+    LM_TLS_CERT: certificate.certFile,
+    LM_TLS_KEY: certificate.keyFile,
+    LM_MAX_CONNECTIONS: "4",
+    LM_MAX_CONNECTIONS_PER_IP: "4",
+    LM_HEADERS_TIMEOUT_SECONDS: "1",
+    LM_BODY_TIMEOUT_SECONDS: "1"
+  })
+  const { pathname, port } = new URL(apiBase)
+  const holders: Array<tls.TLSSocket> = []
+  /** Four sockets (every slot) that send `texts` in turn, then read nothing after their handshake, ever. */
+  const holdEverySlot = async (texts: ReadonlyArray<string>) => {
+    for (let i = 0; i < 4; i++) {
+      const socket = tls.connect({ host: "127.0.0.1", port: Number(port), ca: certificate.cert, servername: "localhost" })
+      socket.on("error", () => {})
+      holders.push(socket)
+      await new Promise<void>((resolve) => socket.once("secureConnect", resolve))
+      socket.pause()
+      socket.write(texts[i % texts.length]!)
+    }
+  }
+  const expectServed = () =>
+    eventually(async () => {
+      expect((await httpsRequest(`${apiBase}/health`, certificate.cert)).status).toBe(200)
+    }, { timeout: 10_000, interval: 100 })
+  try {
+    // Headers that never end.
+    await holdEverySlot([`GET ${pathname}/health HTTP/1.1\r\nhost: localhost\r\nx-slow: `])
+    await expectServed()
+    // Bodies that stop, on the fast path (Content-Length) and the HttpApi path (chunked).
+    const json = "content-type: application/json\r\n"
+    await holdEverySlot([
+      `POST ${pathname}/validate HTTP/1.1\r\nhost: localhost\r\n${json}content-length: 100\r\n\r\n{"license_key":`,
+      `POST ${pathname}/validate HTTP/1.1\r\nhost: localhost\r\n${json}transfer-encoding: chunked\r\n\r\n5\r\n{"lic\r\n`
+    ])
+    await expectServed()
+  } finally {
+    for (const socket of holders) socket.destroy()
+  }
 }, 60_000)

@@ -1,11 +1,14 @@
 /**
  * The typed client of every lm/v1 route, for Effect users: derived by `HttpApiClient` from the one API
  * definition (`@lm/http/api`), so a route or schema change on the server is a type error here. Fetch only.
+ * The one file of the client that imports the API definition: the rest takes its types from here.
  */
 import { Context, Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { Api } from "@lm/http/api"
+
+export type { ActivatedMachine, CrlResponse, DeactivateResponse, HeartbeatResponse, PublicKeyResponse, ValidateResponse } from "@lm/http/api"
 
 /** Where the server is and who calls it. */
 export interface ConnectionOptions {
@@ -23,6 +26,15 @@ export const restBase = (options: ConnectionOptions): string =>
 
 /** The typed client: one group per API group (`client`, `licenses`, `machines`, ...), one method per route. */
 export type LmApiClient = HttpApiClient.ForApi<typeof Api>
+
+/** The envelope's `data` of a route's success. */
+type DataOf<F> = F extends (...args: never) => Effect.Effect<infer A, infer _E, infer _R> ? A extends { readonly data: infer D } ? D : never : never
+
+/** The answer of `GET /updates/check`. */
+export type UpdateCheckResponse = DataOf<LmApiClient["updates"]["check"]>
+
+/** A release as the server describes it (`id`, `version`, `channel`, `filename`, `size`, `sha256`, ...). */
+export type Release = NonNullable<UpdateCheckResponse["release"]>
 
 /** Builds the typed client on the `HttpClient` in context. */
 export const makeApiClient = (options: ConnectionOptions): Effect.Effect<LmApiClient, never, HttpClient.HttpClient> => {

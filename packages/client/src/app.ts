@@ -1,9 +1,18 @@
 /**
  * Helpers for a licensed application: activate this device, validate online (with a random nonce whose echo
- * and signature are checked), keep the offline proof in storage, a heartbeat loop with backoff that renews a
- * floating lease and stops (saying why) when the seat is gone, and deactivate on shutdown.
+ * and signature under the app's trusted keys are checked), keep the offline proof in storage, judge it on the
+ * server's clock, a heartbeat loop with backoff that renews a floating lease and stops (saying why) when the
+ * seat is gone, update checks and checked downloads, and deactivate on shutdown.
  */
-import { normaliseLicenseKey, type PublishedKey, readCrl, verifyToken } from "@lm/domain/verify"
+import {
+  normaliseLicenseKey,
+  type PublishedKey,
+  readCrl,
+  type TrustedKey,
+  trustedKeySet,
+  trustedKeysProblem,
+  verifyToken
+} from "@lm/domain/verify"
 import type { ConnectionOptions } from "./api.js"
 import {
   type ActivatedMachine,
@@ -11,11 +20,13 @@ import {
   createClient,
   type HeartbeatResponse,
   type LmClient,
+  type UpdateCheckInput,
   type ValidateResponse
 } from "./client.js"
-import { checkEntitlement, type Entitlement, type OfflineState } from "./entitlement.js"
+import { checkEntitlement, type Entitlement, type OfflineState, serverTimeOf } from "./entitlement.js"
 import { LmError } from "./errors.js"
 import { memoryStorage, type Storage } from "./storage.js"
+import { type AvailableUpdate, blobTarget, type DownloadTarget, downloadUpdate, toUpdateCheck, type UpdateCheck } from "./updates.js"
 
 /** Settings of {@link createLicensedApp}. */
 export interface LicensedAppOptions extends ConnectionOptions {
@@ -23,13 +34,29 @@ export interface LicensedAppOptions extends ConnectionOptions {
   readonly licenseKey: string
   /** This device's fingerprint (in Node: `machineFingerprint` from `@lm/client/node`). */
   readonly fingerprint: string
+  /**
+   * The vendor's public keys, bundled into the app when it is built: the `public_key` values (or `{ kid,
+   * public_key }` entries) of `GET /public-key`'s `keys`, the next key too before a rotation. A token entitles
+   * only when it verifies under one of them; no server answer and nothing in storage adds to them.
+   */
+  readonly trustedKeys?: ReadonlyArray<TrustedKey>
+  /**
+   * Without `trustedKeys`: trust the keys of the first `/public-key` answer and keep them in storage. Whoever
+   * answers first (or can write the storage) decides what entitles: see the README. Refused with `trustedKeys`.
+   */
+  readonly trustOnFirstUse?: boolean
+  /** The app's product id: a license of another product (or of none) does not entitle (`product_mismatch`). */
+  readonly productId?: number
   /** Where the offline proof is kept (default: in memory). */
   readonly storage?: Storage
   /** What `activate` reports about this device: `name`, `hostname`, `platform`, `app_version`, `components`, `meta`. */
   readonly device?: Omit<ActivateInput, "license_key" | "fingerprint">
-  /** The clock, epoch milliseconds (default `Date.now`); tests inject one. */
+  /** The device's clock, epoch milliseconds (default `Date.now`); tests inject one. */
   readonly now?: () => number
-  /** Tolerated clock difference with the server, seconds (default 300). */
+  /**
+   * Tolerated error of the server time this device estimates, seconds (default 300): a token issued further
+   * ahead is refused, and a time further below the time floor is a clock rollback.
+   */
   readonly driftSeconds?: number
   /** The oldest revocation list `entitlement()` accepts, seconds (default 7 days). */
   readonly maxCrlAgeSeconds?: number
@@ -40,7 +67,10 @@ export interface LicensedAppOptions extends ConnectionOptions {
 /** The outcome of an online validation, after its signature and nonce checked out. */
 export interface Validation {
   readonly valid: boolean
-  /** `valid`, or the server's refusal code (`license_suspended`, `fingerprint_not_activated`, ...). */
+  /**
+   * `valid`, the server's refusal code (`license_suspended`, `fingerprint_not_activated`, ...), or
+   * `product_mismatch` when the server said valid for a license of another product than the app's.
+   */
   readonly code: string
   /** True when this device holds no seat and a seat is free: `activate()` would take one. */
   readonly needsActivation: boolean
@@ -85,15 +115,28 @@ export interface LicensedApp {
   /** Takes (or confirms) this device's seat and keeps its certificate. */
   activate(): Promise<ActivatedMachine>
   /**
-   * Validates online with a fresh random nonce, after fetching the public keys; checks the nonce echo and the
-   * signature of the answer, keeps the license token when valid (drops it on a refusal), and fetches the
-   * revocation list. Rejects with `verification_failed` when the answer does not verify.
+   * Validates online with a fresh random nonce; checks the nonce echo and the signature of the answer under the
+   * trusted keys, measures the server's clock (`server_time`, which must be the signed time) and resets the time
+   * floor to it, keeps the license token when valid (drops it on a refusal), and fetches the revocation list.
+   * Rejects with `verification_failed` when the answer does not verify.
    */
   validate(): Promise<Validation>
-  /** Fetches the public keys and the revocation list (no validation). */
+  /** Fetches the revocation list (no validation); with `trustOnFirstUse`, the keys first if none are kept yet. */
   refresh(): Promise<void>
   /** The offline answer from storage alone (see `entitlement.ts`). Raises and keeps the time floor. */
   entitlement(): Promise<Entitlement>
+  /**
+   * Asks the server for a newer release of the app's product for this license and device: `version` is the
+   * running one (default `device.app_version`), `channel` the app's (default `stable`).
+   */
+  checkForUpdate(options?: { readonly version?: string; readonly channel?: UpdateCheckInput["channel"] }): Promise<UpdateCheck>
+  /**
+   * Downloads an offered update into `to` (default: a `Blob`; in Node, `fileTarget(path)` from
+   * `@lm/client/node`), keeping it only when its size and SHA-256 are the release's (else `checksum_mismatch`,
+   * nothing kept). The check's `download_url` is valid for a few minutes: download soon after checking.
+   */
+  download(update: AvailableUpdate): Promise<Blob>
+  download<A>(update: AvailableUpdate, to: DownloadTarget<A>): Promise<A>
   /** Starts beating; the loop stops on its own when the server says the seat is gone. */
   startHeartbeat(options?: HeartbeatOptions): HeartbeatLoop
   /** Frees this device's seat and forgets the license token. */
@@ -115,16 +158,34 @@ const randomNonce = (): string => {
 
 const fail = (message: string): LmError => new LmError("verification_failed", 0, message)
 
-/** A licensed application for `licenseKey` on the device `fingerprint`. */
+const invalidOptions = (message: string): LmError => new LmError("invalid_options", 0, `createLicensedApp: ${message}`)
+
+/**
+ * A licensed application for `licenseKey` on the device `fingerprint`. Throws `invalid_options` without
+ * `trustedKeys` (unless `trustOnFirstUse`) or with a malformed one.
+ */
 export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
+  const pinned = options.trustedKeys
+  if (pinned !== undefined) {
+    if (options.trustOnFirstUse === true) throw invalidOptions("trustOnFirstUse is for apps without trustedKeys")
+    const problem = trustedKeysProblem(pinned)
+    if (problem !== undefined) throw invalidOptions(problem)
+  } else if (options.trustOnFirstUse !== true) {
+    throw invalidOptions(
+      "no trustedKeys: pass the public keys of GET /public-key (bundled into the app), or trustOnFirstUse: true to trust the first server that answers"
+    )
+  }
+  if (options.productId !== undefined && !Number.isSafeInteger(options.productId)) throw invalidOptions("productId must be an integer")
   const client = options.client ?? createClient(options)
   const storage = options.storage ?? memoryStorage()
   const licenseKey = normaliseLicenseKey(options.licenseKey)
   const fingerprint = options.fingerprint
   const clock = options.now ?? Date.now
   const seconds = () => Math.floor(clock() / 1000)
+  const drift = options.driftSeconds ?? 300
   const stateKey = `state:${licenseKey}`
   const loops = new Set<HeartbeatLoop>()
+  let pinnedKeys: Promise<ReadonlyArray<PublishedKey>> | undefined
 
   const load = async (): Promise<OfflineState> => {
     const text = await storage.get(stateKey)
@@ -148,28 +209,43 @@ export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
     return next
   }
 
-  const fetchKeys = async (): Promise<ReadonlyArray<PublishedKey>> => {
+  /**
+   * The keys tokens are verified with: the pinned ones; with `trustOnFirstUse`, those kept from the first
+   * `/public-key` answer, fetched when none are kept yet (never replaced after that).
+   */
+  const trustedKeys = async (): Promise<ReadonlyArray<PublishedKey>> => {
+    if (pinned !== undefined) {
+      pinnedKeys ??= trustedKeySet(pinned).catch((error: unknown) => {
+        throw invalidOptions(error instanceof Error ? error.message : String(error))
+      })
+      return pinnedKeys
+    }
+    const kept = (await load()).firstUseKeys
+    if (kept !== undefined && kept.length > 0) return kept
     const { keys } = await client.publicKeys()
-    await update((state) => ({ ...state, keys }))
-    return keys
+    const state = await update((state) => state.firstUseKeys !== undefined && state.firstUseKeys.length > 0 ? state : { ...state, firstUseKeys: keys })
+    return state.firstUseKeys!
   }
 
+  /** Fetches the revocation list, verifies it and keeps it, unless it is older than the one kept (a replay). */
   const fetchCrl = async (keys: ReadonlyArray<PublishedKey>): Promise<void> => {
     const { crl } = await client.crl()
-    const verified = await readCrl(crl, keys, { now: seconds(), driftSeconds: options.driftSeconds ?? 300 })
-    if (!verified.ok) throw fail(`the revocation list does not verify (${verified.reason})`)
     await update(async (state) => {
-      // Never replace a list with an older one (a replay).
+      const now = serverTimeOf(state, seconds())
+      const verified = await readCrl(crl, keys, { now, driftSeconds: drift })
+      if (!verified.ok) throw fail(`the revocation list does not verify (${verified.reason})`)
       if (state.crl !== undefined) {
-        const stored = await readCrl(state.crl, keys, { now: seconds(), driftSeconds: options.driftSeconds ?? 300 })
-        if (stored.ok && stored.crl.seq > verified.crl.seq) return state
+        const kept = await readCrl(state.crl, keys, { now, driftSeconds: drift })
+        if (kept.ok && kept.crl.seq > verified.crl.seq) {
+          throw fail(`the revocation list sent (seq ${verified.crl.seq}) is older than the one kept (seq ${kept.crl.seq}): a replay; the kept one stays`)
+        }
       }
-      return { ...state, crl, crlFetchedAt: seconds() }
+      return { ...state, crl, crlFetchedAt: now }
     })
   }
 
   const refresh = async () => {
-    await fetchCrl(await fetchKeys())
+    await fetchCrl(await trustedKeys())
   }
 
   const activate = async () => {
@@ -179,46 +255,53 @@ export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
   }
 
   const validate = async (): Promise<Validation> => {
-    let keys = await fetchKeys()
+    const keys = await trustedKeys()
     const nonce = randomNonce()
+    const sentAt = clock()
     const response = await client.validate({ license_key: licenseKey, fingerprint, nonce })
+    const receivedAt = clock()
     if (response.nonce !== nonce) throw fail("the answer does not echo the nonce sent")
-    const now = seconds()
-    const drift = options.driftSeconds ?? 300
-    if (response.valid) {
-      const token = response.signed_payload
-      if (token === null) throw fail("a valid answer without a signed payload")
-      let verified = await verifyToken(token, keys, { type: "license", now, driftSeconds: drift })
-      if (!verified.ok && verified.reason === "unknown_kid") {
-        // The server rotated its key between the two requests: its new key is published by now.
-        keys = await fetchKeys()
-        verified = await verifyToken(token, keys, { type: "license", now, driftSeconds: drift })
-      }
-      if (!verified.ok) throw fail(`the signed payload does not verify (${verified.reason})`)
-      const p = verified.payload
-      if (p.nonce !== nonce || p.fp !== fingerprint || p.key !== licenseKey || p.valid !== true) {
-        throw fail("the signed payload is not this answer's (nonce, fingerprint, key or validity differ)")
-      }
-      await update((state) => ({ ...state, licenseToken: token }))
-    } else {
-      const token = response.signed_refusal
-      if (token !== null) {
-        const verified = await verifyToken(token, keys, { type: "refusal", now, driftSeconds: drift })
-        if (!verified.ok || verified.payload.nonce !== nonce) throw fail("the signed refusal does not verify")
-      }
-      // A refusal ends the offline proof at once.
-      await update(({ licenseToken: _dropped, ...state }) => state)
+    // The server's clock against this device's, taken at the middle of the round trip; tokens are judged on it.
+    const serverTime = Date.parse(response.server_time) / 1000
+    if (!Number.isFinite(serverTime)) throw fail("the answer's server_time is not a time")
+    const serverOffset = Math.round(serverTime - (sentAt + receivedAt) / 2000)
+    const now = Math.floor(receivedAt / 1000) + serverOffset
+    const token = response.valid ? response.signed_payload : response.signed_refusal
+    if (token === null) throw fail(response.valid ? "a valid answer without a signed payload" : "a refusal without a signed refusal")
+    const verified = response.valid
+      ? await verifyToken(token, keys, { type: "license", now, driftSeconds: drift })
+      : await verifyToken(token, keys, { type: "refusal", now, driftSeconds: drift })
+    if (!verified.ok) throw fail(`the signed ${response.valid ? "payload" : "refusal"} does not verify (${verified.reason})`)
+    const p = verified.payload
+    if (p.nonce !== nonce || p.fp !== fingerprint || p.key !== licenseKey || (p.typ === "license" && p.valid !== true)) {
+      throw fail("the signed token is not this answer's (nonce, fingerprint, key or validity differ)")
     }
+    // The unsigned server_time counts only as far as it agrees with the signed issue time.
+    if (Math.abs(serverTime - p.iat) > drift) throw fail("the answer's server_time is not the time its token was signed")
+    const productMismatch = p.typ === "license" && options.productId !== undefined && p.pid !== options.productId
+    // A verified answer is the server's time now: it replaces the offset and resets the rollback floor. A
+    // refusal ends the offline proof at once; a token of another product is kept (it never entitles here).
+    await update(({ licenseToken: _dropped, ...state }) => ({
+      ...state,
+      ...(response.valid ? { licenseToken: token } : {}),
+      serverOffset,
+      timeFloor: now
+    }))
     await fetchCrl(keys)
-    return { valid: response.valid, code: response.code, needsActivation: response.needs_activation, response }
+    return productMismatch
+      ? { valid: false, code: "product_mismatch", needsActivation: false, response }
+      : { valid: response.valid, code: response.code, needsActivation: response.needs_activation, response }
   }
 
   const entitlement = async (): Promise<Entitlement> => {
     let answer: Entitlement | undefined
+    const keys = pinned === undefined ? undefined : await trustedKeys()
     await update(async (state) => {
       const checked = await checkEntitlement(state, {
         licenseKey,
         fingerprint,
+        keys: keys ?? state.firstUseKeys ?? [],
+        ...(options.productId === undefined ? {} : { productId: options.productId }),
         now: seconds(),
         ...(options.driftSeconds === undefined ? {} : { driftSeconds: options.driftSeconds }),
         ...(options.maxCrlAgeSeconds === undefined ? {} : { maxCrlAgeSeconds: options.maxCrlAgeSeconds })
@@ -286,5 +369,37 @@ export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
     await deactivate()
   }
 
-  return { licenseKey, fingerprint, client, activate, validate, refresh, entitlement, startHeartbeat, deactivate, shutdown }
+  const checkForUpdate = async (settings: { readonly version?: string; readonly channel?: UpdateCheckInput["channel"] } = {}): Promise<UpdateCheck> => {
+    const version = settings.version ?? options.device?.app_version ?? undefined
+    if (version === undefined || version === null) throw invalidOptions("checkForUpdate needs the running version (or device.app_version)")
+    const answer = await client.checkForUpdate({
+      license_key: licenseKey,
+      fingerprint,
+      version,
+      ...(options.productId === undefined ? {} : { product_id: options.productId }),
+      ...(settings.channel === undefined ? {} : { channel: settings.channel })
+    })
+    return toUpdateCheck(answer)
+  }
+
+  function download(update: AvailableUpdate): Promise<Blob>
+  function download<A>(update: AvailableUpdate, to: DownloadTarget<A>): Promise<A>
+  function download(update: AvailableUpdate, to?: DownloadTarget<unknown>): Promise<unknown> {
+    return downloadUpdate(update, to ?? blobTarget(update.release?.content_type ?? undefined))
+  }
+
+  return {
+    licenseKey,
+    fingerprint,
+    client,
+    activate,
+    validate,
+    refresh,
+    entitlement,
+    checkForUpdate,
+    download,
+    startHeartbeat,
+    deactivate,
+    shutdown
+  }
 }

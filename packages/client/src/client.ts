@@ -5,8 +5,18 @@
  */
 import { Effect } from "effect"
 import { FetchHttpClient, HttpClientError } from "effect/http"
-import type { ActivatedMachine, CrlResponse, DeactivateResponse, HeartbeatResponse, PublicKeyResponse, ValidateResponse } from "@lm/http/api"
-import { type ConnectionOptions, type LmApiClient, makeApiClient } from "./api.js"
+import {
+  type ActivatedMachine,
+  type ConnectionOptions,
+  type CrlResponse,
+  type DeactivateResponse,
+  type HeartbeatResponse,
+  type LmApiClient,
+  makeApiClient,
+  type PublicKeyResponse,
+  type UpdateCheckResponse,
+  type ValidateResponse
+} from "./api.js"
 import { fromEnvelope, LmError } from "./errors.js"
 
 type ClientRoutes = LmApiClient["client"]
@@ -21,8 +31,10 @@ export type ActivateInput = PayloadOf<"activate">
 export type DeactivateInput = PayloadOf<"deactivate">
 /** Body of `heartbeat`: `license_key`, `fingerprint`, optional `app_version`. */
 export type HeartbeatInput = PayloadOf<"heartbeat">
+/** Query of `updates/check`: `license_key`, `version`, optional `product_id`, `channel`, `fingerprint`. */
+export type UpdateCheckInput = LmApiClient["updates"]["check"] extends (request: { readonly query: infer Q }) => unknown ? Q : never
 
-export type { ActivatedMachine, CrlResponse, DeactivateResponse, HeartbeatResponse, PublicKeyResponse, ValidateResponse }
+export type { ActivatedMachine, CrlResponse, DeactivateResponse, HeartbeatResponse, PublicKeyResponse, UpdateCheckResponse, ValidateResponse }
 
 /** The public routes as Promises. */
 export interface LmClient {
@@ -38,6 +50,8 @@ export interface LmClient {
   crl(): Promise<CrlResponse>
   /** `GET /public-key`: the keys that verify signed tokens (`keys` lists every accepted one). */
   publicKeys(): Promise<PublicKeyResponse>
+  /** `GET /updates/check`: whether a newer release is offered to this license, with a short-lived `download_url`. */
+  checkForUpdate(input: UpdateCheckInput): Promise<UpdateCheckResponse>
   /** `GET /health`. */
   health(): Promise<{ readonly status: string; readonly storage: string; readonly version: string }>
   /** Runs an Effect on the typed client of every route (management routes need `credentials`). */
@@ -88,6 +102,7 @@ export const createClient = (options: ConnectionOptions): LmClient => {
         return answer.data
       }),
     publicKeys: () => data(api.client.publicKey()),
+    checkForUpdate: (query) => data(api.updates.check({ query })),
     health: () => data(api.system.health()),
     run: (f) => call(f(api))
   }

@@ -1,10 +1,11 @@
 /**
  * Offline entitlement: may this device use the license now, without asking the server? Answers yes only for
- * a license token that verifies with a published key (rotation: any key of the `keys` list), of `typ` license,
- * `valid: true`, for this license key (normalised as the server does) and this device's fingerprint, whose
- * `exp` (offline TTL) and license expiry plus grace have not passed, on a clock that did not go back below the
- * persisted time floor, and whose key, fingerprint and machine are not on a verified revocation list that is
- * recent enough. Every other case says why, with one reason code each.
+ * a license token that verifies under a trusted key (the keys pinned into the app, never keys from storage or
+ * from a server answer), of `typ` license, `valid: true`, for this license key (normalised as the server does),
+ * this product and this device's fingerprint, whose `exp` (offline TTL) and license expiry plus grace have not
+ * passed on the server's clock (the device's clock corrected by the offset the last verified online answer
+ * measured), with no clock rollback below the persisted time floor, and whose key, fingerprint and machine are
+ * not on a verified revocation list that is recent enough. Every other case says why, with one reason code each.
  */
 import { type LicensePayload, normaliseLicenseKey, type PublishedKey, readCrl, TimeFloor, verifyToken } from "@lm/domain/verify"
 
@@ -14,14 +15,23 @@ export interface OfflineState {
   readonly licenseToken?: string
   /** The last machine `certificate` (activate or heartbeat). */
   readonly certificate?: string
-  /** The `keys` of `/public-key`: every key accepted for verification. */
-  readonly keys?: ReadonlyArray<PublishedKey>
-  /** The `crl` token of `/crl`, and when this client fetched it (unix seconds, local clock). */
+  /** The `crl` token of `/crl`, and when this client fetched it (unix seconds, server time). */
   readonly crl?: string
   readonly crlFetchedAt?: number
-  /** The time floor (unix seconds): the latest time seen; a clock below it (less the drift) rolled back. */
+  /** The time floor (unix seconds, server time): the latest time seen; a time below it (less the drift) rolled back. */
   readonly timeFloor?: number
+  /**
+   * Seconds the server's clock is ahead of this device's (`server_time` less the device's time), measured by the
+   * last verified online validation; the offline checks judge times on the device's clock plus this.
+   */
+  readonly serverOffset?: number
+  /** With `trustOnFirstUse` only: the keys of the first `/public-key` answer, trusted from then on. */
+  readonly firstUseKeys?: ReadonlyArray<PublishedKey>
 }
+
+/** The device's time corrected to the server's (unix seconds): `now` plus the stored offset (0 before any). */
+export const serverTimeOf = (state: OfflineState, now: number): number =>
+  now + (typeof state.serverOffset === "number" && Number.isFinite(state.serverOffset) ? Math.round(state.serverOffset) : 0)
 
 /** Why a device is not entitled, in the order the checks run. */
 export const notEntitledReasons = [
@@ -29,11 +39,11 @@ export const notEntitledReasons = [
   "clock_rollback",
   /** No license token is stored: never validated (or activated) online, or the last validation was refused. */
   "no_token",
-  /** No public keys are stored. */
+  /** No trusted key yet: with `trustOnFirstUse`, before the first online answer. */
   "no_public_keys",
   /** The stored token is not a token. */
   "malformed_token",
-  /** The token's `kid` is not among the published keys (e.g. a retired key). */
+  /** The token's `kid` is not among the trusted keys (another server's key, or a key the app does not pin). */
   "unknown_kid",
   /** The signature does not match: the token was altered. */
   "bad_signature",
@@ -41,12 +51,14 @@ export const notEntitledReasons = [
   "wrong_type",
   /** The token's `exp` passed: validate online again. */
   "token_expired",
-  /** The token was issued in the future of this clock. */
+  /** The token was issued in the future of the server's time as this device estimates it. */
   "token_not_yet_valid",
   /** The token says the license was not valid. */
   "license_not_valid",
   /** The token is for another license key. */
   "key_mismatch",
+  /** The token is for another product's license than the app's `productId` (or for a license of no product). */
+  "product_mismatch",
   /** The token is for another device. */
   "fingerprint_mismatch",
   /** The license's expiry plus its grace days passed. */
@@ -83,7 +95,11 @@ export interface EntitlementOptions {
   readonly licenseKey: string
   /** This device's fingerprint. */
   readonly fingerprint: string
-  /** The local time, unix seconds. */
+  /** The app's product: a token of another `pid` is `product_mismatch`. Unset: any product's license entitles. */
+  readonly productId?: number
+  /** The trusted keys: only a token that verifies under one of them entitles. */
+  readonly keys: ReadonlyArray<PublishedKey>
+  /** The device's time, unix seconds (corrected to the server's with `state.serverOffset`). */
   readonly now: number
   /** Tolerated clock difference, seconds (default 300). */
   readonly driftSeconds?: number
@@ -108,7 +124,7 @@ const verifyFailure = {
 
 /**
  * Checks `state` offline. Returns the answer and the raised time floor, which the caller persists (it rises
- * to the local time of every check whose clock did not roll back, and to the `iat` of an accepted token).
+ * to the server time of every check whose clock did not roll back, and to the `iat` of an accepted token).
  */
 export const checkEntitlement = async (
   state: OfflineState,
@@ -116,16 +132,17 @@ export const checkEntitlement = async (
 ): Promise<{ readonly entitlement: Entitlement; readonly timeFloor: number }> => {
   const floor = new TimeFloor(state.timeFloor ?? 0)
   const drift = options.driftSeconds ?? 300
+  const serverNow = serverTimeOf(state, options.now)
   const no = (reason: NotEntitledReason) => ({ entitlement: { entitled: false, reason } as const, timeFloor: floor.value })
-  if (options.now < floor.value - drift) return no("clock_rollback")
-  floor.observe(options.now)
+  if (serverNow < floor.value - drift) return no("clock_rollback")
+  floor.observe(serverNow)
   if (state.licenseToken === undefined) return no("no_token")
-  const keys = state.keys ?? []
+  const keys = options.keys
   if (keys.length === 0) return no("no_public_keys")
 
   const verified = await verifyToken(state.licenseToken, keys, {
     type: "license",
-    now: options.now,
+    now: serverNow,
     driftSeconds: drift,
     floor
   })
@@ -133,15 +150,16 @@ export const checkEntitlement = async (
   const license = verified.payload
   if (license.valid !== true) return no("license_not_valid")
   if (license.key !== normaliseLicenseKey(options.licenseKey)) return no("key_mismatch")
+  if (options.productId !== undefined && license.pid !== options.productId) return no("product_mismatch")
   if (license.fp !== options.fingerprint) return no("fingerprint_mismatch")
-  const now = Math.max(options.now, floor.value)
+  const now = Math.max(serverNow, floor.value)
   if (license.expires !== null) {
     const expires = Date.parse(license.expires) / 1000
     if (!Number.isFinite(expires) || now > expires + license.grace_days * DAY) return no("license_expired")
   }
 
   if (state.crl === undefined) return no("crl_missing")
-  const crl = await readCrl(state.crl, keys, { now: options.now, driftSeconds: drift })
+  const crl = await readCrl(state.crl, keys, { now: serverNow, driftSeconds: drift })
   if (!crl.ok) return no("crl_invalid")
   // The server re-signs the list only when it changes, so its `iat` can be old on a list fetched a minute ago:
   // its age counts from the later of its signing and its fetching.
@@ -152,7 +170,7 @@ export const checkEntitlement = async (
   if (await crl.crl.isFingerprintRevoked(options.fingerprint)) return no("machine_revoked")
   if (state.certificate !== undefined) {
     // The machine id comes from the signed certificate; an expired one still names its machine.
-    const certificate = await verifyToken(state.certificate, keys, { type: "machine", now: options.now, driftSeconds: drift })
+    const certificate = await verifyToken(state.certificate, keys, { type: "machine", now: serverNow, driftSeconds: drift })
     const machine = certificate.ok ? certificate.payload : certificate.reason === "expired" ? certificate.payload : undefined
     if (machine !== undefined && machine.typ === "machine" && crl.crl.isMachineRevoked(machine.mid)) return no("machine_revoked")
   }

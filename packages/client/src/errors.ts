@@ -10,8 +10,17 @@ export const clientErrorCodes = [
   "network_error",
   /** The server answered something that is not the contract's envelope or schema. */
   "invalid_response",
-  /** A signed answer did not verify: bad signature, unknown key, wrong nonce, fingerprint or license key. */
-  "verification_failed"
+  /**
+   * A signed answer did not verify: not signed by a trusted key, bad signature, wrong nonce, fingerprint or license
+   * key, a `server_time` that is not the signed time, or a revocation list older than the one kept (a replay).
+   */
+  "verification_failed",
+  /** The app was set up wrongly: no trusted keys (and no `trustOnFirstUse`), a malformed key, no version to check. */
+  "invalid_options",
+  /** A downloaded update's size or SHA-256 is not the release's: nothing was kept. */
+  "checksum_mismatch",
+  /** The release names no SHA-256, so its download cannot be checked: nothing is downloaded. */
+  "checksum_missing"
 ] as const
 export type ClientErrorCode = (typeof clientErrorCodes)[number]
 

@@ -4,8 +4,9 @@
  *
  * - `createClient({ baseUrl })`: the public routes as Promises, failures as {@link LmError}.
  * - `LmApi` / `makeApiClient`: the typed client of every route, for Effect users, derived from the API definition.
- * - `createLicensedApp(...)`: activate, validate (nonce and signature checked), heartbeat loop, offline
- *   `entitlement()`, deactivate.
+ * - `createLicensedApp(...)`: pinned trusted keys and product, activate, validate (nonce and signature checked,
+ *   the server's clock measured), heartbeat loop, offline `entitlement()`, update checks and checked downloads,
+ *   deactivate.
  * - Storages: `memoryStorage()`, `localStorageStorage()`; `fileStorage(path)` in `@lm/client/node`.
  */
 export { type ConnectionOptions, LmApi, type LmApiClient, makeApiClient, restBase } from "./api.js"
@@ -20,6 +21,8 @@ export {
   type HeartbeatResponse,
   type LmClient,
   type PublicKeyResponse,
+  type UpdateCheckInput,
+  type UpdateCheckResponse,
   type ValidateInput,
   type ValidateResponse
 } from "./client.js"
@@ -39,8 +42,11 @@ export {
   type EntitlementOptions,
   type NotEntitledReason,
   notEntitledReasons,
-  type OfflineState
+  type OfflineState,
+  serverTimeOf
 } from "./entitlement.js"
 export { type ClientErrorCode, clientErrorCodes, LmError } from "./errors.js"
 export { localStorageStorage, memoryStorage, type Storage, type WebStorage } from "./storage.js"
-export { normaliseLicenseKey } from "@lm/domain/verify"
+export { type AvailableUpdate, blobTarget, type DownloadTarget, downloadUpdate, type UpdateCheck } from "./updates.js"
+export { type Release } from "./api.js"
+export { normaliseLicenseKey, type TrustedKey } from "@lm/domain/verify"

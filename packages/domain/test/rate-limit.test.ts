@@ -1,6 +1,6 @@
 /**
  * Rate limits (CONTRACT §11): token buckets whose burst is the per-minute limit and which refill continuously,
- * per client IP and per (IP, license key), per API key; refusals are written to the event log; limits shared by
+ * per client IP and per (IP, license key), per API key, failed logins per client IP; refusals are written to the event log; limits shared by
  * processes through `SharedRateLimits` over-admit by at most what the design states (`RateLimiter.ts`).
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -61,7 +61,8 @@ const settings: RateLimit.RateLimitSettings = {
   enabled: true,
   perIp: { perMinute: 5 },
   perKey: { perMinute: 3 },
-  perApiKey: { perMinute: 2 }
+  perApiKey: { perMinute: 2 },
+  authFailures: { perMinute: 2 }
 }
 
 const limiterLayer = (s: RateLimit.RateLimitSettings, log: Layer.Layer<Ports.ActivityLog>) =>
@@ -115,6 +116,23 @@ describe("RateLimiter", () => {
     }).pipe(Effect.provide(limiterLayer(settings, log.layer)))
   })
 
+  it.effect("limits failed logins per client IP: checking takes nothing, each failure takes one, the clock gives them back", () => {
+    const log = recordingLog()
+    return Effect.gen(function*() {
+      const limiter = yield* RateLimiter
+      // Logins checked (successful ones) take nothing.
+      for (let i = 0; i < 5; i++) expect(yield* attempt(limiter.admitLogin("10.0.0.1"))).toBe("ok")
+      // 2 failures a minute (one back every 30 s); then every login from the IP is refused.
+      yield* limiter.loginFailed("10.0.0.1")
+      expect(yield* attempt(limiter.admitLogin("10.0.0.1"))).toBe("ok")
+      yield* limiter.loginFailed("10.0.0.1")
+      expect(yield* attempt(limiter.admitLogin("10.0.0.1"))).toBe(30)
+      expect(yield* attempt(limiter.admitLogin("10.0.0.2"))).toBe("ok")
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* attempt(limiter.admitLogin("10.0.0.1"))).toBe("ok")
+    }).pipe(Effect.provide(limiterLayer(settings, log.layer)))
+  })
+
   it.effect("LM_RATE_LIMIT=off lets everything through", () => {
     const log = recordingLog()
     return Effect.gen(function*() {
@@ -122,6 +140,8 @@ describe("RateLimiter", () => {
       for (let i = 0; i < 50; i++) {
         expect(yield* attempt(limiter.admitPublic({ endpoint: "validate", ip: "10.0.0.1", licenseKey: "AAAA" }))).toBe("ok")
         expect(yield* attempt(limiter.admitApiKey("1"))).toBe("ok")
+        yield* limiter.loginFailed("10.0.0.1")
+        expect(yield* attempt(limiter.admitLogin("10.0.0.1"))).toBe("ok")
       }
     }).pipe(Effect.provide(limiterLayer({ ...settings, enabled: false }, log.layer)))
   })

@@ -1,10 +1,11 @@
 /**
  * Releases and licensed updates (CONTRACT §9) through the services on the memory store: strict semver, 409
  * `release_exists`, `release.published` in the outbox, which release an update check offers (channels,
- * `min_app_version`), and the download token's checks (tampered, expired, license revoked after the check).
+ * `min_app_version`), which product's releases a license sees (its own only; none without a product), and the
+ * download token's checks (tampered, expired, license revoked or moved to another product after the check).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Exit, Layer, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { ActivityRecorder, Licenses, Licensing, Ports, ReleaseRules, Releases, Signer } from "@lm/domain"
 import { onEngine } from "./engine.js"
@@ -33,6 +34,21 @@ describe("semver rules", () => {
     const versions = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.10.0", "2.0.0"]
     const keys = versions.map((v) => ReleaseRules.versionSortKey(ReleaseRules.strictVersion(v)!))
     expect([...keys].sort()).toEqual(keys)
+  })
+})
+
+describe("which product's releases a license sees", () => {
+  const sees = (productId: number | null, requested: number | undefined) => {
+    const product = ReleaseRules.licensedProduct({ productId }, requested)
+    return Result.isSuccess(product) ? product.success : product.failure.code
+  }
+
+  it("its own product's only, the one a request names by default; a license without a product sees none", () => {
+    expect(sees(7, undefined)).toBe(7)
+    expect(sees(7, 7)).toBe(7)
+    expect(sees(7, 8)).toBe("product_mismatch")
+    expect(sees(null, undefined)).toBe("product_mismatch")
+    expect(sees(null, 8)).toBe("product_mismatch")
   })
 })
 
@@ -132,5 +148,22 @@ describe("update checks and downloads", () => {
       yield* ActivityRecorder.use((r) => r.flush)
       // The refused download: its re-validation and the download itself (the expired token reached neither).
       expect(yield* Ports.ActivityLog.use((log) => log.count({ licenseId: license.id }))).toBe(downloads + 2)
+    })))
+
+  it.effect("a license without a product is offered nothing; a token stops working once its license moves to another product", () =>
+    onReleases(Effect.gen(function*() {
+      const { license, releases } = yield* setup
+      const productless = (yield* Licenses.use((l) => l.create({}))).license
+      for (const productId of [undefined, 7, 8]) {
+        expect(yield* failureCode(releases.checkUpdate({ licenseKey: productless.key, version: "1.0.0", productId, ipAddress: null })))
+          .toBe("product_mismatch")
+      }
+      const token = (yield* releases.checkUpdate({ licenseKey: license.key, version: "1.0.0", fingerprint: "fp-1", ipAddress: null })).token!
+      yield* Licenses.use((l) => l.update(license.key, { productId: 8 }))
+      expect(yield* failureCode(releases.authorizeDownload(token, null))).toBe("product_mismatch")
+      yield* Licenses.use((l) => l.update(license.key, { productId: null }))
+      expect(yield* failureCode(releases.authorizeDownload(token, null))).toBe("product_mismatch")
+      yield* Licenses.use((l) => l.update(license.key, { productId: 7 }))
+      expect((yield* releases.authorizeDownload(token, null)).version).toBe("9.0.0")
     })))
 })

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
-import { readCrl, TimeFloor, verifyToken } from "../src/verify/index.js"
+import { keyIdOf, readCrl, TimeFloor, trustedKeySet, verifyToken } from "../src/verify/index.js"
 import { base64UrlDecode, base64UrlEncode, utf8Encode } from "../src/verify/encoding.js"
 import { makeKeyRing, publishedKeys, type SigningKey, signingKeyFromSeed } from "../src/signing/SigningKey.js"
 import { makeNodeCryptoSigner } from "../src/signing/Signer.js"
@@ -248,9 +248,25 @@ describe("readCrl", () => {
   })
 })
 
+describe("trustedKeySet: the keys a client pins", () => {
+  it("derives each key's kid as the server does, from a bare public_key or a {kid, public_key} entry", async () => {
+    expect(await keyIdOf(currentKey.publicKey)).toBe(currentKey.kid)
+    const [bare, entry] = keys
+    const pinned = await trustedKeySet([bare!.public_key, { kid: entry!.kid, public_key: entry!.public_key }])
+    expect(pinned).toEqual([{ kid: bare!.kid, public_key: bare!.public_key }, { kid: entry!.kid, public_key: entry!.public_key }])
+    expect((await verifyToken(token, pinned, { now: T })).ok).toBe(true)
+  })
+
+  it("refuses an empty list, a value that is not a 32-byte key, and a kid that is not its key's", async () => {
+    await expect(trustedKeySet([])).rejects.toThrow(/no trusted key/)
+    await expect(trustedKeySet([keys[0]!.public_key, "AAAA"])).rejects.toThrow(/#2 is not/)
+    await expect(trustedKeySet([{ kid: oldKey.kid, public_key: keys[0]!.public_key }])).rejects.toThrow(/is not the id of its public_key/)
+  })
+})
+
 describe("verify module stays portable", () => {
   it("imports nothing but @noble/ed25519 and its own files", () => {
-    for (const file of ["index.ts", "token.ts", "encoding.ts", "payloads.ts"]) {
+    for (const file of ["index.ts", "token.ts", "encoding.ts", "payloads.ts", "keys.ts"]) {
       const source = readFileSync(new URL(`../src/verify/${file}`, import.meta.url), "utf8")
       const imports = [...source.matchAll(/(?:import|export)[^"']*from\s+["']([^"']+)["']/g)].map((m) => m[1]!)
       for (const path of imports) expect(path === "@noble/ed25519" || path.startsWith("./")).toBe(true)

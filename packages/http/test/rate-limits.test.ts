@@ -3,14 +3,18 @@
  * path serves them (the fast path and the Effect handlers), management routes per API key; over a limit 429
  * `rest_rate_limited` with `Retry-After` equal to `data.retry_after`; a client writing `X-Forwarded-For` changes
  * nothing unless `LM_TRUST_PROXY`; `/health` is never limited; `LM_RATE_LIMIT=off` limits nothing. The update
- * routes (`updates/check`, `updates/download`) are limited like every public route.
+ * routes (`updates/check`, `updates/download`) are limited like every public route. Failed management logins are
+ * limited per client IP: once they are spent, every request with credentials from that IP is 429, a right key's
+ * too; successful logins and requests without credentials take nothing; other IPs are not concerned.
  */
-import { Layer, Redacted } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Redacted } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { RateLimit } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
+import { rateLimitsFromEnv } from "../src/server/RateLimits.js"
 import { layerRedisRateLimits } from "../src/server/RedisRateLimits.js"
-import { startApp, type TestApp } from "./support/App.js"
+import { adminAuth, startApp, type TestApp } from "./support/App.js"
+import { basic } from "./support/Management.js"
 
 const limits = (overrides: Partial<RateLimit.RateLimitSettings>): RateLimit.RateLimitSettings => ({
   ...RateLimit.defaultRateLimitSettings,
@@ -103,11 +107,61 @@ describe.each([true, false])("rate limits (fast path %s)", (fastPath) => {
   it("LM_RATE_LIMIT=off limits nothing", async () => {
     const app = await start("memory", {
       settings: { fastPath },
-      rateLimits: { settings: limits({ enabled: false, perIp: { perMinute: 1 }, perKey: { perMinute: 1 }, perApiKey: { perMinute: 1 } }) }
+      rateLimits: {
+        settings: limits({
+          enabled: false,
+          perIp: { perMinute: 1 },
+          perKey: { perMinute: 1 },
+          perApiKey: { perMinute: 1 },
+          authFailures: { perMinute: 1 }
+        })
+      }
     })
     const key = await newLicense(app)
     for (let i = 0; i < 20; i++) expect((await validate(app, key)).status).toBe(200)
     expect((await app.call("GET", "/licenses")).status).toBe(200)
+    for (let i = 0; i < 5; i++) expect((await app.call("GET", "/licenses", { auth: wrongKey })).status).toBe(401)
+    expect((await app.call("GET", "/licenses")).status).toBe(200)
+  })
+})
+
+/** Credentials of the right shape that match no key. */
+const wrongKey = basic(`ck_${"0".repeat(40)}`, `cs_${"0".repeat(40)}`)
+
+describe("failed management logins", () => {
+  it("LM_RATE_LIMIT_AUTH_FAILURES sets how many a minute (10 when unset)", () => {
+    const read = (env: Record<string, string>) =>
+      Effect.runSyncExit(Effect.provide(rateLimitsFromEnv, ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
+    const perMinute = (env: Record<string, string>) => {
+      const exit = read(env)
+      return Exit.isSuccess(exit) ? exit.value.settings.authFailures.perMinute : "refused"
+    }
+    expect(perMinute({})).toBe(10)
+    expect(perMinute({ LM_RATE_LIMIT_AUTH_FAILURES: "30" })).toBe(30)
+    expect(perMinute({ LM_RATE_LIMIT_AUTH_FAILURES: "0" })).toBe("refused")
+  })
+
+  it("are limited per client IP: then a right key from that IP is 429 too; successes and other IPs take nothing", async () => {
+    const app = await start("memory", {
+      settings: { trustProxyHops: 1 },
+      rateLimits: { settings: limits({ authFailures: { perMinute: 3 } }) }
+    })
+    const from = (ip: string, auth: string | null) => app.call("GET", "/licenses", { auth, headers: { "x-forwarded-for": ip } })
+    // Successful logins take nothing.
+    for (let i = 0; i < 5; i++) expect((await from("203.0.113.7", adminAuth)).status).toBe(200)
+    // Three failures a minute: a wrong secret, credentials of no key's shape, an unknown key.
+    expect((await from("203.0.113.7", basic(`ck_${"0".repeat(40)}`, "cs_wrong"))).status).toBe(401)
+    expect((await from("203.0.113.7", "Basic eDp5")).status).toBe(401)
+    expect((await from("203.0.113.7", wrongKey)).status).toBe(401)
+    // Spent: 20 s to the next one, for any credentials from this IP, the right ones included.
+    expect(expectLimited(await from("203.0.113.7", wrongKey))).toBe(20)
+    expectLimited(await from("203.0.113.7", adminAuth))
+    expectLimited(await app.call("POST", "/licenses", { body: {}, headers: { "x-forwarded-for": "203.0.113.7" } }))
+    // A request without credentials is no login: 401 as ever.
+    expect((await from("203.0.113.7", null)).status).toBe(401)
+    // Another IP has its own count.
+    expect((await from("203.0.113.8", adminAuth)).status).toBe(200)
+    expect((await from("203.0.113.8", wrongKey)).status).toBe(401)
   })
 })
 

@@ -3,25 +3,34 @@
  * streamed to the artifact store (bytes and SHA-256 round-trip exactly), 409 for a taken version, JSON releases
  * with `artifact_url`, the list newest semver first, the update check and its signed `download_url`, the download
  * (ranges, ETag, If-None-Match, If-Range, HEAD, 302 for an external artifact, tampered and expired tokens, a
- * license revoked after the check), and uploads over the limit or aborted midway leaving nothing behind; on
- * PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver). An upload that
- * trickles for longer than the body timeout is taken while it never stalls for the idle timeout; one that stalls
- * gets 408 and leaves nothing. `download_url` follows the Host the client reached (X-Forwarded-Proto and -Host only
+ * license revoked or moved to another product after the check), a license without a product offered nothing
+ * (403 `product_mismatch`), and uploads over the limit or aborted midway leaving nothing behind; a form
+ * cut short or malformed is 400 and a client gone before, during or after the store's round trips leaves the
+ * process up (never an unhandled error) and nothing half kept; text fields are kept whole up to the JSON body's
+ * 1 MiB; on PostgreSQL too when DATABASE_URL is set, and with the S3-compatible artifact store (s3rver). An upload
+ * that trickles for longer than the body timeout is taken while it never stalls for the idle timeout; one that
+ * stalls, or outlasts the upload timeout, gets 408 and leaves nothing; an artifact store that cannot write is 503
+ * at once. `download_url` follows the Host the client reached (X-Forwarded-Proto and -Host only
  * behind a trusted proxy); a malformed Host is a 400 envelope.
  */
 import { createHash } from "node:crypto"
-import { mkdtempSync, readdirSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3"
+import { Effect, Layer } from "effect"
+import { Ports } from "@lm/domain"
+import { MemoryStore } from "@lm/storage-memory"
+import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import S3rver from "s3rver"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { connect, requestText } from "../../../test/http/support/RawHttp.js"
+import { connect, type RawConnection, requestText } from "../../../test/http/support/RawHttp.js"
 import { eventually } from "../../../test/support/eventually.js"
 import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
 import { admin } from "./support/Admin.js"
 import { adminAuth, startApp, type TestApp, type TestStore } from "./support/App.js"
+import { withMultipartUploadListing } from "./support/S3rverUploads.js"
 
 /** Deterministic bytes. */
 const bytesOf = (size: number, seed = 1): Buffer => {
@@ -38,6 +47,51 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 
 const MAX_ARTIFACT = 4 * 1024 * 1024
 
+/**
+ * A store whose release lookup (the check before an upload is stored) or insert (after it is stored) can be held
+ * until the test lets it go, to cut an upload at a known point of its round trips to the store.
+ */
+const gatedStore = <E>(base: Layer.Layer<any, E, never>) => {
+  let held: { readonly point: "lookup" | "insert"; readonly reached: () => void; readonly go: Promise<void> } | undefined
+  const pass = (point: "lookup" | "insert") =>
+    Effect.promise(async () => {
+      const hold = held
+      if (hold?.point !== point) return
+      held = undefined
+      hold.reached()
+      await hold.go
+    })
+  const layer = Layer.effect(
+    Ports.ReleaseRepository,
+    Effect.map(Effect.service(Ports.ReleaseRepository), (repository) => ({
+      ...repository,
+      findByVersion: (productId: number, version: string) => Effect.andThen(pass("lookup"), repository.findByVersion(productId, version)),
+      insert: (draft: Parameters<typeof repository.insert>[0]) => Effect.andThen(pass("insert"), repository.insert(draft))
+    }))
+  ).pipe(Layer.provideMerge(base))
+  /** Holds the next lookup or insert: `reached` resolves once it is held, `go` lets it go on. */
+  const hold = (point: "lookup" | "insert") => {
+    let reached!: () => void
+    let go!: () => void
+    const isReached = new Promise<void>((resolve) => (reached = resolve))
+    held = { point, reached, go: new Promise<void>((resolve) => (go = resolve)) }
+    return { reached: isReached, go }
+  }
+  return { layer, hold }
+}
+
+/** What would have ended a server process (an unhandled `'error'` event): in-process, vitest catches it instead. */
+const uncaught: Array<string> = []
+process.on("uncaughtExceptionMonitor", (error) => uncaught.push(String(error)))
+
+/** A multipart upload written by hand, so that a test can send part of it, cut it or break it. */
+const cutBoundary = "----lmcut"
+const formFields = (productId: number, version = "1.0.0") =>
+  `--${cutBoundary}\r\ncontent-disposition: form-data; name="product_id"\r\n\r\n${productId}\r\n` +
+  `--${cutBoundary}\r\ncontent-disposition: form-data; name="version"\r\n\r\n${version}\r\n`
+const filePartHead = `--${cutBoundary}\r\ncontent-disposition: form-data; name="file"; filename="a.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`
+const formTail = `\r\n--${cutBoundary}--\r\n`
+
 /** PostgreSQL joins the stores when DATABASE_URL names a server (CI sets it), on a database of its own. */
 const postgresUrl = process.env.DATABASE_URL ?? ""
 const stores: Array<TestStore | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
@@ -46,13 +100,20 @@ for (const store of stores) {
   describe(`releases over HTTP (${store})`, () => {
     let app: TestApp
     let artifactDir: string
+    const gate = gatedStore(
+      store === "postgres"
+        ? freshPostgresStore(postgresUrl)
+        : store === "pglite"
+        ? layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))
+        : MemoryStore.layer
+    )
 
     beforeAll(async () => {
       artifactDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-test-")), "artifacts")
       app = await startApp(store === "postgres" ? "memory" : store, {
         downloadTokenTtlSeconds: 6,
         settings: { artifactDir, maxArtifactBytes: MAX_ARTIFACT },
-        ...(store === "postgres" ? { storeLayer: freshPostgresStore(postgresUrl) } : {})
+        storeLayer: gate.layer
       })
     }, 120_000)
     afterAll(() => app?.close())
@@ -163,6 +224,27 @@ for (const store of stores) {
       expect(upToDate.body.data).toMatchObject({ update_available: false, latest_version: null, release: null, download_url: null, token_expires_at: null })
     })
 
+    it("a license without a product is offered nothing; a download token stops working once its license moves to another product", async () => {
+      const created = await app.call("POST", "/releases", { body: { product_id: 17, version: "2.0.0", artifact_url: "https://cdn.example.com/app-17.zip" } })
+      expect(created.status).toBe(201)
+      const productless = await admin(app).createLicense({})
+      for (const product of ["", "&product_id=17"]) {
+        const check = await app.call("GET", `/updates/check?license_key=${productless.key}&version=1.0.0${product}`, { auth: null })
+        expect([check.status, check.body.code], product).toEqual([403, "product_mismatch"])
+      }
+      const license = await admin(app).createLicense({ product_id: 17 })
+      const check = await app.call("GET", `/updates/check?license_key=${license.key}&version=1.0.0`, { auth: null })
+      expect(check.body.data).toMatchObject({ update_available: true, release: { id: created.body.data.id } })
+      const url: string = check.body.data.download_url
+      expect((await get(url)).status).toBe(302)
+      await admin(app).update(license.key, { product_id: 18 })
+      const moved = await get(url)
+      expect([moved.status, (await json(moved)).code]).toEqual([403, "product_mismatch"])
+      await admin(app).update(license.key, { product_id: null })
+      const none = await get(url)
+      expect([none.status, (await json(none)).code]).toEqual([403, "product_mismatch"])
+    })
+
     it("lists releases newest semver first, filtered by product and channel", async () => {
       for (const [version, channel] of [["1.0.0", "stable"], ["1.2.0-beta.2", "beta"], ["1.2.0-beta.10", "beta"], ["1.2.0", "stable"], ["1.10.0", "stable"]]) {
         const created = await app.call("POST", "/releases", { body: { product_id: 13, version, channel, artifact_url: `https://cdn.example.com/${version}` } })
@@ -190,6 +272,27 @@ for (const store of stores) {
       const noFile = await upload({ product_id: "14", version: "1.0.0" }, undefined)
       expect([noFile.status, (await json(noFile)).data.params]).toEqual([400, { file: "is required (a part named file, after the fields)" }])
       expect((await app.call("GET", "/releases?product_id=14")).body.meta.total).toBe(0)
+    })
+
+    it("keeps a long changelog whole in either encoding; text fields over the JSON body's 1 MiB are 400 naming the field", async () => {
+      const changelog = "Fixed: ".padEnd(100 * 1024, "ü")
+      const viaForm = await upload({ product_id: "23", version: "1.0.0", changelog }, bytesOf(10))
+      expect(viaForm.status).toBe(201)
+      expect((await json(viaForm)).data.changelog).toBe(changelog)
+      const viaJson = await app.call("POST", "/releases", { body: { product_id: 23, version: "1.0.1", changelog, artifact_url: "https://cdn.example.com/a" } })
+      expect([viaJson.status, viaJson.body.data.changelog]).toEqual([201, changelog])
+
+      const before = readdirSync(artifactDir).length
+      const tooLong = await upload({ product_id: "23", version: "1.0.2", changelog: "x".repeat(1024 * 1024 + 1) }, bytesOf(10))
+      expect([tooLong.status, (await json(tooLong)).data.params]).toEqual([400, { changelog: "is too long: the fields may take 1048576 bytes in all, as a JSON body" }])
+      const together = await upload({ product_id: "23", changelog: "x".repeat(1024 * 1024 - 2), version: "1.0.2" }, bytesOf(10))
+      expect([together.status, (await json(together)).data.params]).toEqual([400, { version: "is too long: the fields may take 1048576 bytes in all, as a JSON body" }])
+      const many: Record<string, string> = { product_id: "23", version: "1.0.2" }
+      for (let i = 0; i < 20; i++) many[`note_${i}`] = "x"
+      const tooMany = await upload(many, bytesOf(10))
+      expect([tooMany.status, (await json(tooMany)).data.params]).toEqual([400, { body: "has more than 20 fields" }])
+      expect(readdirSync(artifactDir)).toHaveLength(before)
+      expect((await app.call("GET", "/releases?product_id=23")).body.meta.total).toBe(2)
     })
 
     it("cuts off an upload over LM_MAX_ARTIFACT_BYTES with 413 and keeps nothing", async () => {
@@ -231,6 +334,96 @@ for (const store of stores) {
       await eventually(() => expect(readdirSync(artifactDir)).toHaveLength(before))
       expect((await app.call("GET", "/releases?product_id=16")).body.meta.total).toBe(0)
     })
+
+    /** Opens a connection and sends the head of a multipart upload of `length` body bytes, then `body`. */
+    const rawUpload = async (length: number, ...body: ReadonlyArray<string | Uint8Array>) => {
+      const url = new URL(`${app.apiBase}/releases`)
+      const connection = await connect(Number(url.port))
+      connection.write(requestText("POST", url.pathname, {
+        authorization: adminAuth,
+        "content-type": `multipart/form-data; boundary=${cutBoundary}`,
+        "content-length": String(length)
+      }))
+      for (const part of body) connection.socket.write(part)
+      return connection
+    }
+    const byteLength = (...parts: ReadonlyArray<string | Uint8Array>) =>
+      parts.reduce((sum, part) => sum + (typeof part === "string" ? Buffer.byteLength(part) : part.length), 0)
+    /**
+     * The server has taken in everything sent before: it answered a later request (and is still up). Not one that
+     * reads the store: a held insert holds PGlite's one connection.
+     */
+    const answersLater = async () => expect((await app.call("GET", "/openapi.json", { auth: null })).status).toBe(200)
+    const expectNothingKept = async (productId: number, files: number) => {
+      await eventually(() => expect(readdirSync(artifactDir)).toHaveLength(files))
+      expect((await app.call("GET", `/releases?product_id=${productId}`)).body.meta.total).toBe(0)
+    }
+    const expectIncompleteBody = async (connection: RawConnection) => {
+      const answer = await connection.next()
+      connection.destroy()
+      expect([answer.status, JSON.parse(answer.body)]).toEqual([400, {
+        success: false,
+        code: "rest_invalid_param",
+        message: "Invalid parameter: body.",
+        data: { status: 400, params: { body: "is not a complete multipart/form-data body" } }
+      }])
+    }
+
+    it("a body that ends inside the file part or breaks the multipart grammar is 400 (not 503, not a crash) and keeps nothing", async () => {
+      uncaught.length = 0
+      const before = readdirSync(artifactDir).length
+      // The whole body arrives (its Content-Length), but the form ends inside a small and a large file part.
+      for (const [productId, file] of [[17, bytesOf(10)], [18, bytesOf(300 * 1024)]] as const) {
+        const cut = await rawUpload(byteLength(formFields(productId), filePartHead, file), formFields(productId), filePartHead, file)
+        await expectIncompleteBody(cut)
+        await expectNothingKept(productId, before)
+      }
+      // The same while the release's lookup in the store is on its way: the file part fails before it is stored.
+      const held = gate.hold("lookup")
+      const cutWhileChecked = await rawUpload(byteLength(formFields(19), filePartHead, "0123456789"), formFields(19), filePartHead, "0123456789")
+      await held.reached
+      await answersLater()
+      held.go()
+      await expectIncompleteBody(cutWhileChecked)
+      await expectNothingKept(19, before)
+      // A part header that is not a header.
+      const malformed = `--${cutBoundary}\r\nnot a header\r\n\r\nx${formTail}`
+      await expectIncompleteBody(await rawUpload(byteLength(formFields(20), malformed), formFields(20), malformed))
+      await expectNothingKept(20, before)
+      await answersLater()
+      expect(uncaught).toEqual([])
+    })
+
+    it("a client that goes away before, during or after the store's round trips leaves the server up and nothing half kept", async () => {
+      uncaught.length = 0
+      const before = readdirSync(artifactDir).length
+      const file = bytesOf(64 * 1024, 5)
+      const whole = byteLength(formFields(22), filePartHead, file, formTail)
+      // Before: while the fields arrive.
+      const early = await rawUpload(whole, formFields(22).slice(0, 60))
+      early.destroy()
+      await answersLater()
+      await expectNothingKept(22, before)
+      // During the release's lookup, which comes before the file is stored.
+      const lookup = gate.hold("lookup")
+      const during = await rawUpload(whole, formFields(22), filePartHead, file.subarray(0, 1000))
+      await lookup.reached
+      during.destroy()
+      await answersLater()
+      lookup.go()
+      await answersLater()
+      await expectNothingKept(22, before)
+      // After the file is stored, while the release is written: the upload had arrived whole, so it is published.
+      const insert = gate.hold("insert")
+      const late = await rawUpload(whole, formFields(22), filePartHead, file, formTail)
+      await insert.reached
+      late.destroy()
+      await answersLater()
+      insert.go()
+      await eventually(async () => expect((await app.call("GET", "/releases?product_id=22")).body.data.releases).toMatchObject([{ size: file.length, sha256: sha256(file) }]))
+      expect(readdirSync(artifactDir)).toHaveLength(before + 1)
+      expect(uncaught).toEqual([])
+    })
   })
 }
 
@@ -240,7 +433,9 @@ describe("releases over HTTP with the S3-compatible artifact store (s3rver on lo
   let client: S3Client
 
   beforeAll(async () => {
-    s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: mkdtempSync(path.join(tmpdir(), "lm-s3rver-")) })
+    const directory = mkdtempSync(path.join(tmpdir(), "lm-s3rver-"))
+    s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory })
+    withMultipartUploadListing(s3, directory)
     const { port } = await s3.run()
     // The SDK's usual settings chain, as an operator would set it; s3rver predates the default CRC checksums.
     process.env.AWS_ACCESS_KEY_ID = "S3RVER"
@@ -260,7 +455,7 @@ describe("releases over HTTP with the S3-compatible artifact store (s3rver on lo
     await s3?.close()
   })
 
-  it("uploads into the bucket and downloads exactly, with ranges; over the limit keeps nothing", async () => {
+  it("uploads into the bucket and downloads exactly, with ranges; over the limit or cut short keeps nothing", async () => {
     const bytes = bytesOf(2 * 1024 * 1024 + 5, 7)
     const form = new FormData()
     form.append("product_id", "21")
@@ -288,6 +483,21 @@ describe("releases over HTTP with the S3-compatible artifact store (s3rver on lo
     const refused = await fetch(`${app.apiBase}/releases`, { method: "POST", body: tooLarge, headers: { authorization: adminAuth } })
     expect(refused.status).toBe(413)
     await refused.text()
+    expect((await client.send(new ListObjectsV2Command({ Bucket: "releases", Prefix: "lm/" }))).KeyCount).toBe(1)
+
+    // A body whose form ends inside the file part: 400, not the artifact store's 503.
+    const file = bytesOf(300 * 1024)
+    const releasesUrl = new URL(`${app.apiBase}/releases`)
+    const cut = await connect(Number(releasesUrl.port))
+    cut.write(requestText("POST", releasesUrl.pathname, {
+      authorization: adminAuth,
+      "content-type": `multipart/form-data; boundary=${cutBoundary}`,
+      "content-length": String(Buffer.byteLength(formFields(21, "3.0.2") + filePartHead) + file.length)
+    }) + formFields(21, "3.0.2") + filePartHead)
+    cut.socket.write(file)
+    const answer = await cut.next()
+    cut.destroy()
+    expect([answer.status, JSON.parse(answer.body).data.params]).toEqual([400, { body: "is not a complete multipart/form-data body" }])
     expect((await client.send(new ListObjectsV2Command({ Bucket: "releases", Prefix: "lm/" }))).KeyCount).toBe(1)
   })
 })
@@ -364,6 +574,48 @@ describe("release uploads: an idle timeout instead of the total body timeout; do
     const timedOut = await slow.next()
     expect([timedOut.status, JSON.parse(timedOut.body).code]).toEqual([408, "rest_request_timeout"])
     await slow.closed
+  })
+
+  it("cuts off an upload that keeps trickling past LM_UPLOAD_TIMEOUT_SECONDS with 408 and keeps nothing", async () => {
+    const boundedDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-bounded-")), "artifacts")
+    const bounded = await startApp("memory", { settings: { artifactDir: boundedDir, uploadIdleTimeoutSeconds: 1, uploadTimeoutSeconds: 2 } })
+    try {
+      const bytes = bytesOf(64 * 1024, 4)
+      const connection = await startUpload(bounded, 34, bytes.length)
+      let settled = false
+      const answered = connection.next().finally(() => (settled = true))
+      // 1 KiB every 200 ms: never idle for 1 s, but 2 s in all come long before the 64 KiB are sent.
+      for (let i = 0; i < 64 && !settled; i++) {
+        connection.socket.write(bytes.subarray(i * 1024, (i + 1) * 1024))
+        await new Promise((resolve) => setTimeout(resolve, 200))
+      }
+      if (!settled) connection.write(partsTail)
+      const answer = await answered
+      expect([answer.status, JSON.parse(answer.body).message, answer.headers.connection])
+        .toEqual([408, "The upload did not complete within 2 s.", "close"])
+      await connection.closed
+      await eventually(() => expect(readdirSync(boundedDir)).toHaveLength(0))
+      expect((await bounded.call("GET", "/releases?product_id=34")).body.meta.total).toBe(0)
+    } finally {
+      await bounded.close()
+    }
+  })
+
+  it("answers 503 with Retry-After as soon as the artifact store cannot write, without waiting for the rest of the body", async () => {
+    // The folder is gone (a disk unmounted): the store fails at once; the 2 MiB body must not stall until the idle timeout.
+    rmSync(artifactDir, { recursive: true })
+    try {
+      const form = new FormData()
+      form.append("product_id", "33")
+      form.append("version", "1.0.0")
+      form.append("file", new Blob([bytesOf(2 * 1024 * 1024)]), "a.bin")
+      const refused = await fetch(`${app.apiBase}/releases`, { method: "POST", body: form, headers: { authorization: adminAuth } })
+      const body = await json(refused)
+      expect([refused.status, body.code, refused.headers.get("retry-after")]).toEqual([503, "service_unavailable", String(body.data.retry_after)])
+    } finally {
+      mkdirSync(artifactDir, { mode: 0o700 })
+    }
+    expect((await app.call("GET", "/releases?product_id=33")).body.meta.total).toBe(0)
   })
 
   /** The update check of a new license and release on `server`, sent raw with these headers. */

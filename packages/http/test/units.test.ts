@@ -169,6 +169,15 @@ describe("settings from the environment", () => {
     expect(fastPath("sometimes")).toBe("refused")
   })
 
+  it("reads LM_UPLOAD_TIMEOUT_SECONDS (default 3 h), a whole number of seconds", () => {
+    const uploadTimeout = (env: Record<string, string>) => {
+      const settings = read(HttpSettings.fromEnv, env)
+      return Exit.isSuccess(settings) ? settings.value.uploadTimeoutSeconds : "refused"
+    }
+    expect([{}, { LM_UPLOAD_TIMEOUT_SECONDS: "60" }].map(uploadTimeout)).toEqual([10_800, 60])
+    expect(["0", "1.5", "soon"].map((value) => uploadTimeout({ LM_UPLOAD_TIMEOUT_SECONDS: value }))).toEqual(["refused", "refused", "refused"])
+  })
+
   it("refuses settings it cannot read instead of ignoring them", () => {
     expect(Exit.isFailure(read(HttpSettings.fromEnv, { LM_ADMIN_ALLOWED_IPS: "10.0.0.0/8,office" }))).toBe(true)
     expect(Exit.isFailure(read(HttpSettings.fromEnv, { LM_TRUST_PROXY: "maybe" }))).toBe(true)

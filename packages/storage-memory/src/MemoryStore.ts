@@ -19,7 +19,9 @@
  * - The event log holds only the newest `activityWindow` entries (default 100,000): older ones are dropped as
  *   new ones commit, so a long-running process keeps a bounded log (`ActivityLog.count` counts what is held).
  *   Likewise the webhook delivery log holds the newest `deliveryWindow` finished deliveries (default 100,000);
- *   pending ones are never dropped.
+ *   pending ones are never dropped. And the outbox holds the newest `outboxWindow` events (default 100,000), and
+ *   past them only the events a webhook still needs: not yet fanned out, or named by a delivery the log holds
+ *   (one pending, or finished and redeliverable). `EventOutbox.readAfter` and `findById` see what is held.
  * - Violations of constraints that the ports cannot report as typed errors (a duplicate machine
  *   fingerprint, API key hash or signing key id, an update of a missing row, a deadlock) are defects.
  */
@@ -50,6 +52,8 @@ export interface Options {
   readonly activityWindow?: number | undefined
   /** Newest finished (delivered or failed) webhook deliveries held (default {@link defaultDeliveryWindow}, at least 1,000). */
   readonly deliveryWindow?: number | undefined
+  /** Newest outbox events held whether or not a webhook needs them (default {@link defaultOutboxWindow}, at least 1,000). */
+  readonly outboxWindow?: number | undefined
 }
 
 /** The event-log window when none is given: some tens of MB. */
@@ -58,10 +62,13 @@ export const defaultActivityWindow = 100_000
 /** The finished-delivery window when none is given: the delivery log of a long-running process stays bounded. */
 export const defaultDeliveryWindow = 100_000
 
+/** The outbox window when none is given: the outbox of a long-running process stays bounded. */
+export const defaultOutboxWindow = 100_000
+
 /** Builds a fresh, empty store and its ports, each from its own file on the store's tables. */
 export const make = (options: Options = {}): Context.Context<Services> => {
   const tables = makeTables(new Database())
-  const outbox = EventOutbox.make(tables)
+  const outbox = EventOutbox.make(tables, Math.max(1_000, options.outboxWindow ?? defaultOutboxWindow))
   const eventLog = ActivityLog.make(tables, Math.max(1_000, options.activityWindow ?? defaultActivityWindow))
   return Context.make(Ports.Store, Store.make(tables)).pipe(
     Context.add(Ports.LicenseRepository, LicenseRepository.make(tables)),
@@ -72,7 +79,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     Context.add(Ports.EventOutbox, outbox.eventOutbox),
     Context.add(Ports.ActivityLog, eventLog.activityLog),
     Context.add(Ports.AnalyticsRepository, AnalyticsRepository.make(tables, eventLog)),
-    Context.add(Ports.WebhookRepository, WebhookRepository.make(tables)),
+    Context.add(Ports.WebhookRepository, WebhookRepository.make(tables, outbox)),
     Context.add(
       Ports.WebhookDeliveryQueue,
       WebhookDeliveryQueue.make(tables, outbox, Math.max(1_000, options.deliveryWindow ?? defaultDeliveryWindow))

@@ -20,13 +20,18 @@ export const make = (t: Tables, outbox: Outbox, deliveryWindow: number): Ports.W
   let finishedHead = 0
   const forgetFinishedDeliveries = (tx: Tx) => {
     let head = finishedHead
+    const erasedEvents: Array<number> = []
     while (finishedDeliveries.length - head > deliveryWindow) {
       const id = finishedDeliveries[head++]!
       const row = deliveries.get(db.overlayOf(tx, deliveries), id)
-      if (row !== undefined && row.status !== "pending" && db.tryLock(tx, lockName(deliveries, id))) db.erase(tx, deliveries, id)
+      if (row !== undefined && row.status !== "pending" && db.tryLock(tx, lockName(deliveries, id))) {
+        db.erase(tx, deliveries, id)
+        erasedEvents.push(row.eventId)
+      }
     }
     // Moved on when the erasures commit: after a rollback the same ones are tried again.
     tx.onCommit.push(() => {
+      for (const id of erasedEvents) outbox.releaseEvent(id)
       finishedHead = Math.max(finishedHead, head)
       if (finishedHead > 1_024 && finishedHead * 2 > finishedDeliveries.length) {
         finishedDeliveries = finishedDeliveries.slice(finishedHead)
@@ -43,7 +48,7 @@ export const make = (t: Tables, outbox: Outbox, deliveryWindow: number): Ports.W
         const claimed: Array<Model.StoredEvent> = []
         for (const id of outbox.undispatched) {
           if (claimed.length >= limit) break
-          if (db.tryLock(tx, `event:${id}`)) claimed.push(outbox.committedEvents[id - 1]!)
+          if (db.tryLock(tx, `event:${id}`)) claimed.push(outbox.eventOf(id)!)
         }
         return Effect.succeed(claimed)
       }),
@@ -52,9 +57,7 @@ export const make = (t: Tables, outbox: Outbox, deliveryWindow: number): Ports.W
         Effect.gen(function*() {
           const rows = drafts.map((draft) => frozen<Model.WebhookDelivery>({ ...draft, id: deliveries.nextId() }))
           yield* insertRows(tx, deliveries, rows)
-          tx.onCommit.push(() => {
-            for (const id of eventIds) outbox.undispatched.delete(id)
-          })
+          tx.onCommit.push(() => outbox.dispatched(eventIds))
         })
       ),
     claimDue: (now, lockedUntil, limit) =>

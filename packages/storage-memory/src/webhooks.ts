@@ -1,9 +1,13 @@
-/** The domain's `WebhookRepository` in memory. A webhook's delete takes its deliveries with it. */
+/**
+ * The domain's `WebhookRepository` in memory. A webhook's delete takes its deliveries with it (and with them the
+ * outbox's hold on the events they named).
+ */
 import { type Model, Ports } from "@lm/domain"
 import { Effect } from "effect"
+import type { Outbox } from "./outbox.js"
 import { byId, frozen, pageOf, type Tables } from "./Tables.js"
 
-export const make = (t: Tables): Ports.WebhookRepository["Service"] => {
+export const make = (t: Tables, outbox: Outbox): Ports.WebhookRepository["Service"] => {
   const { db, deliveries, eraseRow, insertRows, lockRow, read, replace, webhooks } = t
 
   return Ports.WebhookRepository.of({
@@ -23,9 +27,14 @@ export const make = (t: Tables): Ports.WebhookRepository["Service"] => {
       db.inTransaction((tx) =>
         Effect.gen(function*() {
           if (!(yield* eraseRow(tx, webhooks, id))) return false
+          const erasedEvents: Array<number> = []
           for (const delivery of [...deliveries.inGroup(db.overlayOf(tx, deliveries), "webhook", id)]) {
             yield* eraseRow(tx, deliveries, delivery.id)
+            erasedEvents.push(delivery.eventId)
           }
+          tx.onCommit.push(() => {
+            for (const eventId of erasedEvents) outbox.releaseEvent(eventId)
+          })
           return true
         })
       )

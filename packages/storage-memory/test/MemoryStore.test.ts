@@ -1,7 +1,8 @@
 /**
  * What the memory store promises beyond the shared storage contract (test/storage-contract): isolation while
  * transactions stay open side by side, lock waits and their interruption, deadlock detection, reserved keys,
- * commit-ordered event ids, and rows nobody can change behind the store's back.
+ * commit-ordered event ids, rows nobody can change behind the store's back, and the windows that keep a
+ * long-running process's event log, delivery log and outbox bounded.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { License, Model, Ports } from "@lm/domain"
@@ -357,4 +358,58 @@ describe("MemoryStore", () => {
       )
       assert.isUndefined(yield* queue.findById(hook.id, oldest[0]!.id))
     }).pipe(Effect.provide(MemoryStore.layerWith({ deliveryWindow: 1_000 }))))
+
+  it.effect("the outbox holds the newest outboxWindow events once they are fanned out; an event not fanned out yet is never dropped", () =>
+    Effect.gen(function*() {
+      const queue = yield* Ports.WebhookDeliveryQueue
+      const store = yield* Ports.Store
+      const outbox = yield* Ports.EventOutbox
+      const append = (from: number, count: number) =>
+        outbox.append(Array.from({ length: count }, (_, i) => ({
+          type: "license.created" as const,
+          occurredAt: 0,
+          licenseId: null,
+          machineId: null,
+          data: { n: from + i }
+        })))
+      /** Fans out what is not fanned out yet (no webhook: no deliveries), skipping events another transaction holds. */
+      const fanOut = store.transaction(Effect.gen(function*() {
+        const events = yield* queue.claimUndispatched(100_000)
+        yield* queue.dispatch(events.map((e) => e.id), [])
+        return events.map((e) => e.id)
+      }))
+      const held = Effect.map(outbox.readAfter(0, 100_000), (events) => events.map((e) => e.id))
+      for (let n = 0; n < 2_500; n += 500) yield* append(n, 500)
+      assert.strictEqual((yield* held).length, 2_500, "nothing is fanned out yet: every event is held")
+      // Event 1's fan-out is in progress in another transaction while the rest are fanned out.
+      const first = yield* holdOpen(Effect.flatMap(Ports.WebhookDeliveryQueue, (q) => q.claimUndispatched(1)))
+      assert.deepStrictEqual(first.value.map((e) => e.id), [1])
+      assert.strictEqual((yield* fanOut).length, 2_499)
+      const kept = yield* held
+      assert.strictEqual(kept.length, 1_001, "the newest 1,000 and event 1, past the window but not fanned out")
+      assert.deepStrictEqual(kept.slice(0, 2), [1, 1_501])
+      assert.deepStrictEqual((yield* outbox.findById(1))?.data, { n: 0 })
+      assert.isUndefined(yield* outbox.findById(2))
+      assert.deepStrictEqual((yield* outbox.findByIds([1, 2, 1_500, 1_501])).map((e) => e.id).sort((a, b) => a - b), [1, 1_501])
+      assert.deepStrictEqual((yield* outbox.readAfter(1, 2)).map((e) => e.id), [1_501, 1_502])
+      // That transaction ends without fanning it out: the next fan-out takes it, with its data; then it may go.
+      yield* first.release
+      yield* Fiber.join(first.fiber)
+      const later = yield* store.transaction(Effect.flatMap(queue.claimUndispatched(10), (events) =>
+        Effect.as(queue.dispatch(events.map((e) => e.id), []), events)))
+      assert.deepStrictEqual(later.map((e) => [e.id, e.data]), [[1, { n: 0 }]])
+      assert.strictEqual((yield* held).length, 1_000)
+      assert.isUndefined(yield* outbox.findById(1))
+      // However many more come, the outbox stays at the window once they are fanned out.
+      for (let n = 2_500; n < 10_000; n += 500) {
+        yield* append(n, 500)
+        yield* fanOut
+      }
+      const last = yield* held
+      assert.strictEqual(last.length, 1_000)
+      assert.deepStrictEqual([last[0], last.at(-1)], [9_001, 10_000])
+      // Ids go on from the last one given.
+      yield* append(10_000, 1)
+      assert.deepStrictEqual((yield* outbox.readAfter(10_000, 10)).map((e) => [e.id, e.data]), [[10_001, { n: 10_000 }]])
+    }).pipe(Effect.provide(MemoryStore.layerWith({ outboxWindow: 1_000 }))))
 })

@@ -1,6 +1,9 @@
-/** The domain's services running on the memory store: pool draws, seats, the sweep, revocation and the log. */
+/**
+ * The domain's services running on the memory store: pool draws, seats, the sweep, revocation and the log, and
+ * webhook delivery of events past the outbox's window.
+ */
 import { assert, describe, it } from "@effect/vitest"
-import { Engine, Generators, Licenses, Licensing, Machines, Ports, Random, Sweeper } from "@lm/domain"
+import { Engine, Generators, Licenses, Licensing, Machines, MasterKey, Ports, Random, Services, Sweeper, Webhooks } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
@@ -81,4 +84,59 @@ describe("domain services on the memory store", () => {
       const log = yield* Ports.ActivityLog
       assert.strictEqual(yield* log.count({ licenseId }), 1)
     }).pipe(Effect.provide(Layer.mergeAll(Layer.fresh(MemoryStore.layer), Random.layerCrypto))))
+
+  it.effect("an event a webhook has not received outlives the outbox's window: its retry and a redelivery send it", () => {
+    // The receiver: what it was sent, and the status it answers.
+    const received: Array<{ readonly id: number; readonly type: string; readonly data: unknown }> = []
+    const receiver = { status: 500 }
+    const sender = {
+      send: (request: Services.WebhookRequest) =>
+        Effect.sync(() => {
+          received.push(JSON.parse(request.body))
+          return { _tag: "Response", status: receiver.status, excerpt: "" } as const
+        })
+    }
+    const webhookEngine = Webhooks.layer.pipe(
+      Layer.provideMerge(Layer.succeed(Services.WebhookSender, sender)),
+      Layer.provideMerge(MasterKey.layerEphemeral),
+      Layer.provideMerge(Random.layerCrypto),
+      Layer.provideMerge(MemoryStore.layerWith({ outboxWindow: 1_000, deliveryWindow: 1_000 }))
+    )
+    return fromT0(Effect.gen(function*() {
+      const webhooks = yield* Webhooks
+      const outbox = yield* Ports.EventOutbox
+      const append = (type: "license.created" | "machine.activated", count: number) =>
+        outbox.append(Array.from({ length: count }, (_, i) => ({ type, occurredAt: T0, licenseId: null, machineId: null, data: { n: i } })))
+      const held = Effect.map(outbox.readAfter(0, 100_000), (events) => events.length)
+      const { webhook } = yield* webhooks.create({ url: "https://hooks.example.com/lm", events: ["license.created"] })
+      yield* append("license.created", 1)
+      assert.strictEqual(yield* webhooks.dispatchOnce, 1)
+      // The receiver is down: the first attempt fails, the next is due in 30 s.
+      yield* webhooks.deliverDue
+      const [delivery] = (yield* webhooks.deliveries(webhook.id, { page: 1, perPage: 10 })).items
+      assert.deepStrictEqual([delivery!.eventId, delivery!.status], [1, "pending"])
+      // 1,500 events the webhook does not take push event 1 past the window; it stays, its delivery pending.
+      yield* append("machine.activated", 1_500)
+      assert.strictEqual(yield* webhooks.dispatchOnce, 1_500)
+      assert.strictEqual(yield* held, 1_001, "the newest 1,000 and event 1")
+      receiver.status = 200
+      yield* TestClock.adjust("30 seconds")
+      yield* webhooks.deliverDue
+      assert.deepStrictEqual(received.map((body) => [body.id, body.type, body.data]), [[1, "license.created", { n: 0 }], [1, "license.created", { n: 0 }]])
+      // Delivered, and still in the delivery log: a redelivery sends it again.
+      yield* webhooks.redeliver(webhook.id, delivery!.id)
+      yield* webhooks.deliverDue
+      assert.deepStrictEqual(received.map((body) => body.id), [1, 1, 1])
+      // Once its delivery has left the delivery log (1,200 newer ones finished), nothing needs event 1.
+      yield* append("license.created", 1_200)
+      yield* webhooks.dispatchOnce
+      yield* webhooks.deliverDue
+      assert.strictEqual(received.length, 1_203)
+      assert.isUndefined(yield* webhooks.deliveries(webhook.id, { page: 1, perPage: 2_000 }).pipe(
+        Effect.map((page) => page.items.find((d) => d.id === delivery!.id))
+      ))
+      assert.isUndefined(yield* outbox.findById(1))
+      assert.strictEqual(yield* held, 1_000)
+    }).pipe(Effect.provide(webhookEngine)))
+  })
 })

@@ -10,7 +10,7 @@ import { Effect, Exit, Scope } from "effect"
 import { adminKey } from "../../../packages/http/test/support/App.js"
 import { basic } from "../../../packages/http/test/support/Management.js"
 import { freshDatabase } from "../../storage-contract/pg-support.js"
-import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "../../http/support/Child.js"
+import { exitWithin, spawnServer, waitForOutput } from "../../http/support/Child.js"
 
 const loader = fileURLToPath(new URL("../../http/support/sources.mjs", import.meta.url))
 const lm = fileURLToPath(new URL("../../../packages/http/src/bin/lm.ts", import.meta.url))
@@ -26,7 +26,20 @@ export interface TestServer {
   readonly admin: (method: string, route: string, body?: unknown) => Promise<{ status: number; body: any }>
   /** Runs `lm <args>` against the server's store. */
   readonly cli: (...args: Array<string>) => Promise<string>
+  /** Starts another `lm serve` process on the same store, with `extraEnv` on top (e.g. a new `LM_SIGNING_KEY`). */
+  readonly another: (extraEnv: Readonly<Record<string, string>>) => Promise<{ readonly origin: string; readonly stop: () => Promise<void> }>
   readonly stop: () => Promise<void>
+}
+
+/** Spawns `lm serve` and waits for it to listen; resolves with its API base and a way to stop it. */
+const listen = async (env: Readonly<Record<string, string>>) => {
+  const server = spawnServer(env)
+  const apiBase = (await waitForOutput(server, /Listening on (http:\/\/\S+)/))[1]!
+  const stop = async () => {
+    server.child.kill("SIGTERM")
+    await exitWithin(server, 30_000).catch(() => server.child.kill("SIGKILL"))
+  }
+  return { apiBase, stop }
 }
 
 export const startServer = async (name: string, extraEnv: Readonly<Record<string, string>> = {}): Promise<TestServer> => {
@@ -48,15 +61,12 @@ export const startServer = async (name: string, extraEnv: Readonly<Record<string
     LM_BOOTSTRAP_CONSUMER_SECRET: adminKey.consumerSecret,
     ...extraEnv
   }
-  let server: ServerProcess
-  let apiBase: string
-  try {
-    server = spawnServer(env)
-    apiBase = (await waitForOutput(server, /Listening on (http:\/\/\S+)/))[1]!
-  } catch (error) {
+  const started = await listen(env).catch(async (error: unknown) => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     throw error
-  }
+  })
+  const { apiBase } = started
+  const others: Array<() => Promise<void>> = []
   const authorization = basic(adminKey.consumerKey, adminKey.consumerSecret)
   return {
     origin: new URL(apiBase).origin,
@@ -79,9 +89,13 @@ export const startServer = async (name: string, extraEnv: Readonly<Record<string
       )
       return stdout
     },
+    another: async (extraEnv) => {
+      const other = await listen({ ...env, ...extraEnv })
+      others.push(other.stop)
+      return { origin: new URL(other.apiBase).origin, stop: other.stop }
+    },
     stop: async () => {
-      server.child.kill("SIGTERM")
-      await exitWithin(server, 30_000).catch(() => server.child.kill("SIGKILL"))
+      await Promise.all([...others, started.stop].map((stop) => stop()))
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
   }

@@ -13,6 +13,8 @@ export interface ServerProcess {
   readonly child: ChildProcess
   /** stdout and stderr, interleaved as they came. */
   readonly output: () => string
+  /** stderr alone. */
+  readonly stderr: () => string
   /** Resolves with the exit code (or the signal that ended it). */
   readonly exited: Promise<number | NodeJS.Signals>
 }
@@ -40,12 +42,16 @@ export const spawnServer = (env: Readonly<Record<string, string>>): ServerProces
     { env: { ...inherited, LM_RATE_LIMIT: "off", ...masterKey, ...env }, stdio: ["ignore", "pipe", "pipe"] }
   )
   let output = ""
+  let stderr = ""
   child.stdout!.on("data", (chunk: Buffer) => void (output += chunk.toString("utf8")))
-  child.stderr!.on("data", (chunk: Buffer) => void (output += chunk.toString("utf8")))
+  child.stderr!.on("data", (chunk: Buffer) => {
+    output += chunk.toString("utf8")
+    stderr += chunk.toString("utf8")
+  })
   const exited = new Promise<number | NodeJS.Signals>((resolve) =>
     child.once("exit", (code, signal) => resolve(code ?? signal ?? -1))
   )
-  return { child, output: () => output, exited }
+  return { child, output: () => output, stderr: () => stderr, exited }
 }
 
 /** Resolves with the first match of `pattern` in the server's output; rejects if it exits first or after `ms`. */

@@ -1,6 +1,6 @@
 /**
  * The rate limiter (CONTRACT §11): per client IP and per (IP, license key) on the public routes, per API key on
- * management routes, token buckets of `rateLimit.ts`.
+ * management routes, and failed management logins per client IP; token buckets of `rateLimit.ts`.
  *
  * Every request is decided in process, from local buckets, with no round trip. When the deployment shares
  * limits (`SharedRateLimits`: PostgreSQL or Redis), a background fiber reconciles every `syncEveryMillis`
@@ -69,6 +69,13 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   readonly admitPublic: (request: PublicRequest) => Effect.Effect<void, RateLimited>
   /** Lets a management request of this API key (its id) through, or refuses it (429). */
   readonly admitApiKey: (apiKeyId: string) => Effect.Effect<void, RateLimited>
+  /**
+   * Lets a management request with credentials from this client IP have them checked, or refuses it (429) while
+   * the IP's failed logins are over `authFailures`. Takes nothing: only a failure does ({@link loginFailed}).
+   */
+  readonly admitLogin: (ip: string | undefined) => Effect.Effect<void, RateLimited>
+  /** Counts a failed login from this client IP: credentials that match no key. */
+  readonly loginFailed: (ip: string | undefined) => Effect.Effect<void>
   /** Reconciles with the shared buckets now (what the background fiber does each round). */
   readonly sync: Effect.Effect<void>
 }>()("@lm/domain/RateLimiter") {
@@ -148,6 +155,22 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             return wait === undefined ? Effect.void : Effect.fail(rateLimited(wait))
           })
 
+        /** The failed-login bucket of a client IP. */
+        const loginBucket = (ip: string | undefined) => bucketName("auth_failure", ip ?? "unix")
+
+        const admitLogin = (ip: string | undefined): Effect.Effect<void, RateLimited> =>
+          Effect.suspend(() => {
+            const wait = waitMillis(buckets.get(loginBucket(ip))?.tat, settings.authFailures, clock.currentTimeMillisUnsafe())
+            return holdsToken(wait) ? Effect.void : Effect.fail(rateLimited(retryAfterSeconds(wait)))
+          })
+
+        // Taken even past the limit (logins checked at once may all fail): the debt is a longer wait.
+        const loginFailed = (ip: string | undefined): Effect.Effect<void> =>
+          Effect.sync(() => {
+            const name = loginBucket(ip)
+            takeOne(name, buckets.get(name), settings.authFailures, clock.currentTimeMillisUnsafe())
+          })
+
         /** Forgets buckets that are full again and owe nothing to the shared store. */
         const forgetFull = (now: number) => {
           for (const [name, local] of buckets) {
@@ -194,9 +217,16 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         }
 
         if (!settings.enabled) {
-          return RateLimiter.of({ settings, admitPublic: () => Effect.void, admitApiKey: () => Effect.void, sync: Effect.void })
+          return RateLimiter.of({
+            settings,
+            admitPublic: () => Effect.void,
+            admitApiKey: () => Effect.void,
+            admitLogin: () => Effect.void,
+            loginFailed: () => Effect.void,
+            sync: Effect.void
+          })
         }
-        return RateLimiter.of({ settings, admitPublic, admitApiKey, sync })
+        return RateLimiter.of({ settings, admitPublic, admitApiKey, admitLogin, loginFailed, sync })
       })
     )
 }

@@ -58,7 +58,10 @@ export const take = (tat: number | undefined, limit: RateLimit, now: number): Ta
   return { allowed: false, tat, retryAfterSeconds: retryAfterSeconds(wait) }
 }
 
-/** What the limits are: per client IP and per (IP, license key) on public routes, per API key on management ones. */
+/**
+ * What the limits are: per client IP and per (IP, license key) on public routes, per API key on management ones,
+ * and the failed management logins per client IP.
+ */
 export interface RateLimitSettings {
   /** `LM_RATE_LIMIT=off` turns every limit off. */
   readonly enabled: boolean
@@ -68,19 +71,29 @@ export interface RateLimitSettings {
   readonly perKey: RateLimit
   /** `LM_RATE_LIMIT_PER_API_KEY` (default 600 a minute), per API key on management routes. */
   readonly perApiKey: RateLimit
+  /**
+   * `LM_RATE_LIMIT_AUTH_FAILURES` (default 10 a minute), per client IP: management requests whose credentials
+   * match no key. Once they are spent, every request with credentials from that IP is refused (429), a right key's
+   * too, until a token is back: otherwise a guess that is not refused would be known to be right.
+   */
+  readonly authFailures: RateLimit
 }
 
 export const defaultRateLimitSettings: RateLimitSettings = {
   enabled: true,
   perIp: { perMinute: 120 },
   perKey: { perMinute: 60 },
-  perApiKey: { perMinute: 600 }
+  perApiKey: { perMinute: 600 },
+  authFailures: { perMinute: 10 }
 }
 
 /** The kinds of bucket; each names its keys apart from the others'. */
-export const rateLimitScopes = ["ip", "key", "api_key"] as const
+export const rateLimitScopes = ["ip", "key", "api_key", "auth_failure"] as const
 export type RateLimitScope = typeof rateLimitScopes[number]
 
-/** The name of a bucket, e.g. `ip:10.0.0.1`, `key:10.0.0.1|ABCD-...`, `api_key:12` (the key's id). */
+/**
+ * The name of a bucket, e.g. `ip:10.0.0.1`, `key:10.0.0.1|ABCD-...`, `api_key:12` (the key's id),
+ * `auth_failure:10.0.0.1`.
+ */
 export const bucketName = (scope: RateLimitScope, first: string, second?: string): string =>
   second === undefined ? `${scope}:${first}` : `${scope}:${first}|${second}`

@@ -4,9 +4,11 @@
  *
  * The buffer is bounded (`maxBuffered`): while the store is down it fills up, and then the oldest entries are
  * dropped (the newest are what analytics needs once the store is back); drops are counted and logged once when
- * they begin and once, with the count, when a write succeeds again (or the layer closes).
+ * they begin and once, with the count, when a write succeeds again (or the layer closes). A store outage is
+ * logged once when writes start failing (with what is kept) and once when one succeeds again (with the count of
+ * failed attempts), however many attempts fail in between.
  */
-import { Cause, Context, Effect, Layer, Schedule, Semaphore } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Schedule, Semaphore } from "effect"
 import type { ActivityEntry } from "./model.js"
 import { ActivityLog } from "./ports.js"
 
@@ -46,6 +48,7 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         const log = yield* ActivityLog
         const maxBatch = options.maxBatch ?? 500
         const maxBuffered = Math.max(1, options.maxBuffered ?? defaultMaxBuffered)
+        const flushEveryMillis = options.flushEveryMillis ?? 250
         let buffer: Array<ActivityEntry> = []
         const writing = yield* Semaphore.make(1)
         /** The size of the batch being written, until the store answers. */
@@ -75,18 +78,32 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
           return Effect.logWarning(`event log: ${n} entries dropped (the oldest) while the store could not take them`)
         })
 
+        /** The outage under way: since when writes fail, and how many attempts failed; undefined while they succeed. */
+        let outage: { readonly since: number; failures: number } | undefined
         /** Keeps entries for the next attempt rather than lose them (the store is unavailable for now). */
-        let lastWriteFailed = false
         const keep = (entries: ReadonlyArray<ActivityEntry>, message: string) =>
-          Effect.suspend(() => {
-            // One warning when writes start failing, not one per attempt (the writer retries every round).
-            const first = !lastWriteFailed
-            lastWriteFailed = true
+          Effect.gen(function*() {
             buffer = entries.concat(buffer)
-            return bound().pipe(
-              Effect.andThen(first ? Effect.logWarning("event log write failed; will retry", message) : Effect.void)
+            yield* bound()
+            // One warning when writes start failing, not one per attempt (the writer retries every round).
+            if (outage !== undefined) {
+              outage.failures++
+              return
+            }
+            outage = { since: yield* Clock.currentTimeMillis, failures: 1 }
+            yield* Effect.logWarning(
+              `event log write failed (${message}); ${pending()} entries kept and retried every ${flushEveryMillis} ms ` +
+                `(beyond ${maxBuffered} the oldest are dropped); logged again when a write succeeds`
             )
           })
+        /** One line when a write succeeds after an outage, with its count of failed attempts. */
+        const reportRecovered = Effect.gen(function*() {
+          if (outage === undefined) return
+          const { failures, since } = outage
+          outage = undefined
+          const seconds = Math.round(((yield* Clock.currentTimeMillis) - since) / 1000)
+          yield* Effect.logInfo(`event log writes succeed again after ${failures} failed attempts in ${seconds} s`)
+        })
 
         /**
          * After the store refused a batch outright (a defect: e.g. text it cannot hold, such as U+0000), writes
@@ -105,7 +122,6 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
 
         const flush = Semaphore.withPermit(writing)(
           Effect.suspend(() => {
-            lastWriteFailed = false
             if (buffer.length === 0) return Effect.void
             const batch = buffer
             buffer = []
@@ -114,6 +130,7 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
               Effect.ensuring(Effect.sync(() => {
                 inWrite = 0
               })),
+              Effect.andThen(reportRecovered),
               Effect.andThen(reportDropped),
               Effect.catch((error) => keep(batch, error.message)),
               Effect.catchCause((cause) => Cause.hasInterrupts(cause) ? Effect.interrupt : writeOneByOne(batch))
@@ -122,7 +139,7 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         )
 
         yield* flush.pipe(
-          Effect.repeat(Schedule.spaced(`${options.flushEveryMillis ?? 250} millis`)),
+          Effect.repeat(Schedule.spaced(`${flushEveryMillis} millis`)),
           Effect.forkScoped
         )
         // On close, what the store did not take (it refused, or the caller's bound on closing ran out, see
@@ -138,7 +155,7 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         let draining = false
         const drain = flush.pipe(
           // A failed write waits for the periodic flush instead of retrying in a tight loop.
-          Effect.repeat({ while: () => !lastWriteFailed && buffer.length >= maxBatch }),
+          Effect.repeat({ while: () => outage === undefined && buffer.length >= maxBatch }),
           Effect.ensuring(Effect.sync(() => {
             draining = false
           }))

@@ -1,10 +1,11 @@
 /**
  * Releases and licensed updates (CONTRACT §9): publishing a version of a product (its artifact already in the
  * artifact store, or hosted elsewhere), listing them newest semver first, the update check (the license must
- * validate as `/validate` says; a signed `download` token for the release offered) and the download's checks
- * (the token, then the license again; every download is recorded in the event log).
+ * validate as `/validate` says, and sees only its own product's releases; a signed `download` token for the release
+ * offered) and the download's checks (the token, then the license again, its current product included; every
+ * download is recorded in the event log).
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Result } from "effect"
 import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 import { Licensing } from "../licensing/Licensing.js"
 import type { LicenseNotFound } from "../licensing/errors.js"
@@ -21,7 +22,6 @@ import {
   type DownloadTokenInvalid,
   type NotEntitled,
   notEntitled,
-  productMismatch,
   type ProductMismatch,
   type ReleaseExists,
   releaseExists,
@@ -30,7 +30,7 @@ import {
 } from "./errors.js"
 import type { Release, ReleaseChannel } from "./model.js"
 import { type ReleaseQuery, ReleaseRepository } from "./ports.js"
-import { checkVersion, pickUpdate, versionSortKey, visibleChannels } from "./release.js"
+import { checkVersion, licensedProduct, pickUpdate, versionSortKey, visibleChannels } from "./release.js"
 
 /** The fields of a release a publisher gives. */
 export interface ReleaseInput {
@@ -100,12 +100,12 @@ export class Releases extends Context.Service<Releases, {
   ) => Effect.Effect<UpdateCheck, InvalidParam | LicenseNotFound | NotEntitled | ProductMismatch | StorageUnavailable>
   /**
    * What a download token entitles to: verifies it (`download_token_invalid` / `_expired`), re-checks its
-   * license, and records the download in the event log.
+   * license (it must validate and still be for the release's product), and records the download in the event log.
    */
   readonly authorizeDownload: (
     token: string,
     ipAddress: string | null
-  ) => Effect.Effect<Release, DownloadTokenInvalid | DownloadTokenExpired | NotEntitled | StorageUnavailable>
+  ) => Effect.Effect<Release, DownloadTokenInvalid | DownloadTokenExpired | NotEntitled | ProductMismatch | StorageUnavailable>
 }>()("@lm/domain/Releases") {
   static readonly layer = (options: ReleasesOptions = {}) =>
     Layer.effect(
@@ -196,9 +196,7 @@ export class Releases extends Context.Service<Releases, {
           })
           yield* entitled(result)
           const license: License = result.license
-          const productId = input.productId ?? license.productId
-          if (productId === null) return yield* invalidParam("product_id", "is required (the license names no product)")
-          if (license.productId !== null && license.productId !== productId) return yield* productMismatch()
+          const productId = yield* Effect.fromResult(licensedProduct(license, input.productId))
           const channels = visibleChannels(input.channel ?? "stable")
           let offered: Release | undefined
           // Newest first, a page at a time, until a release no newer than the client's version.
@@ -235,6 +233,8 @@ export class Releases extends Context.Service<Releases, {
             Effect.catchTag("LicenseNotFound", () => Effect.fail(downloadTokenInvalid())),
             Effect.catchTag("InvalidParam", () => Effect.fail(downloadTokenInvalid()))
           )
+          // The license as it is now: one moved to another product since the check no longer sees this release.
+          const licensed = licensedProduct(license, release.productId)
           const now = yield* Clock.currentTimeMillis
           yield* recorder.record({
             kind: "download",
@@ -244,10 +244,15 @@ export class Releases extends Context.Service<Releases, {
             fingerprint: null,
             ipAddress,
             appVersion: null,
-            result: result.validation.valid ? `release:${release.id}` : result.validation.code,
+            result: !result.validation.valid
+              ? result.validation.code
+              : Result.isFailure(licensed)
+              ? licensed.failure.code
+              : `release:${release.id}`,
             at: now
           })
           yield* entitled(result)
+          yield* Effect.fromResult(licensed)
           return release
         })
 

@@ -4,7 +4,9 @@
  */
 import semver from "semver"
 import { Result } from "effect"
+import type { License } from "../licensing/model.js"
 import { invalidParam, type InvalidParam } from "../shared/errors.js"
+import { type ProductMismatch, productMismatch } from "./errors.js"
 import { type Release, type ReleaseChannel, releaseChannels } from "./model.js"
 
 /**
@@ -40,6 +42,19 @@ export const versionSortKey = (version: semver.SemVer): string => {
   const parts = version.prerelease.map((id) => (typeof id === "number" ? `0${padded(id)}` : `1${id}`))
   return `${core}!${parts.join("!")}`
 }
+
+/**
+ * The product whose releases `license` sees when a request names `requested` (undefined: the license's own), for
+ * the update check and the download alike: only the license's own product. A license that names no product sees
+ * no release; either way the refusal is `product_mismatch`.
+ */
+export const licensedProduct = (
+  license: Pick<License, "productId">,
+  requested: number | undefined
+): Result.Result<number, ProductMismatch> =>
+  license.productId !== null && (requested === undefined || requested === license.productId)
+    ? Result.succeed(license.productId)
+    : Result.fail(productMismatch())
 
 /** The channels a client on `channel` sees: it and the more stable ones. */
 export const visibleChannels = (channel: ReleaseChannel): ReadonlyArray<ReleaseChannel> =>

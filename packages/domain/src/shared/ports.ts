@@ -37,7 +37,10 @@ export class Store extends Context.Service<Store, {
 
 /**
  * The outbox: events written in the same transaction as the change they describe. Each append also advances
- * the revocation sequence when an event changes what the CRL lists.
+ * the revocation sequence when an event changes what the CRL lists. A store holds every event, except that a
+ * store in memory holds a window of the newest (the memory store's `outboxWindow`, at least 1,000) and past it
+ * only the ones a webhook still needs (not fanned out yet, or named by a delivery it holds): the reads see what
+ * the store holds.
  */
 export class EventOutbox extends Context.Service<EventOutbox, {
   readonly append: (events: ReadonlyArray<DomainEvent>) => Op<void>

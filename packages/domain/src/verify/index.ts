@@ -2,13 +2,14 @@
  * Offline verification of the Licensing Service's signed tokens, for client software.
  *
  * Depends on `@noble/ed25519` and the platform's WebCrypto only (no effect, no node: modules), so
- * it runs in Node, Deno, Bun and browsers. The public keys come from `GET /public-key` (its
- * `keys` list); a client caches them next to its tokens. See README.md beside this file.
+ * it runs in Node, Deno, Bun and browsers. The public keys are those `GET /public-key` lists (its
+ * `keys`), pinned into the client when it is built (`trustedKeySet`). See README.md beside this file.
  *
  * @since 0.1.0
  */
 import { verifyAsync } from "@noble/ed25519"
-import { base64Decode, sha256Hex } from "./encoding.js"
+import { sha256Hex } from "./encoding.js"
+import { publicKeyBytes } from "./keys.js"
 import { normaliseLicenseKey } from "./licenseKey.js"
 import type { CrlPayload, PayloadOf, PublishedKey, TokenPayload, TokenType } from "./payloads.js"
 import { checkTimes, decodeToken, systemSeconds, type TimeOptions, type VerifyFailure } from "./token.js"
@@ -24,6 +25,7 @@ export type {
   TokenType
 } from "./payloads.js"
 export { DEFAULT_DRIFT_SECONDS, TimeFloor, type TimeOptions, type VerifyFailure } from "./token.js"
+export { keyIdOf, publicKeyBytes, type TrustedKey, trustedKeySet, trustedKeysProblem } from "./keys.js"
 
 /** The accepted keys: the `keys` array of `/public-key`, or the whole `/public-key` data object. */
 export type KeySet = ReadonlyArray<PublishedKey> | { readonly keys: ReadonlyArray<PublishedKey> }
@@ -50,9 +52,9 @@ const isKeyList = (keys: KeySet): keys is ReadonlyArray<PublishedKey> => Array.i
 const findKey = (keys: KeySet, kid: string): Uint8Array | undefined => {
   const list: ReadonlyArray<PublishedKey> = isKeyList(keys) ? keys : keys.keys
   for (const entry of list) {
-    if (entry.kid !== kid || typeof entry.public_key !== "string") continue
-    const raw = base64Decode(entry.public_key)
-    if (raw !== undefined && raw.length === 32) return raw
+    if (entry.kid !== kid) continue
+    const raw = publicKeyBytes(entry.public_key)
+    if (raw !== undefined) return raw
   }
   return undefined
 }

@@ -105,10 +105,13 @@ export class ReleasesGroup extends HttpApiGroup.make("releases")
       summary: "Publish a release",
       description: "`multipart/form-data`: the fields before one `file` part, which streams to the artifact store " +
         "while its SHA-256 and size are computed (at most `LM_MAX_ARTIFACT_BYTES`, else 413 `rest_payload_too_large` " +
-        "as soon as the limit is crossed, and nothing is kept). The upload may take as long as it needs while bytes " +
-        "keep coming: it is cut off (408 `rest_request_timeout`, nothing kept) only when no byte arrives for " +
-        "`LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30). Or JSON (1 MiB cap) with `artifact_url` for an artifact " +
-        "hosted elsewhere. Anything else is 415. 409 `release_exists` for the same product and version; " +
+        "as soon as the limit is crossed, and nothing is kept). The upload is not bound by the body timeout: it is cut " +
+        "off (408 `rest_request_timeout`, nothing kept) when no byte arrives for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` " +
+        "(default 30) or when it takes longer than `LM_UPLOAD_TIMEOUT_SECONDS` in all (default 10,800: 3 h). " +
+        "Or JSON (1 MiB cap) with `artifact_url` for an artifact " +
+        "hosted elsewhere. Anything else is 415. A form that ends early or breaks the multipart grammar is 400 " +
+        "`rest_invalid_param` naming `body` (nothing kept); the text fields take at most 1 MiB in all, as a JSON " +
+        "body (past it, 400 naming the field). 409 `release_exists` for the same product and version; " +
         "`release.published` goes to the outbox."
     }))
   )
@@ -135,14 +138,15 @@ export class UpdatesGroup extends HttpApiGroup.make("updates")
       error: [Forbidden, NotFound, TooManyRequests]
     }).annotateMerge(OpenApi.annotations({
       summary: "Check for an update",
-      description: "The license must validate as `/validate` says (403 with its code otherwise); another product than " +
-        "the license's is 403 `product_mismatch`. Offers the newest release newer than `version` in the channel or a " +
-        "more stable one whose `min_app_version` is at most `version`, with a `download_url` holding a signed " +
-        "`download` token (TTL `LM_DOWNLOAD_TOKEN_TTL`, default 300 s). `GET /updates/download?token=…` streams it " +
-        "(Content-Length, Content-Disposition, ETag = its SHA-256, single Range requests 206/416, If-None-Match, " +
-        "If-Range, HEAD) after checking the license again, or redirects (302) to an external artifact; a bad token " +
-        "is 403 `download_token_invalid`, an expired one 403 `download_token_expired`. Rate limited per client IP " +
-        "and per (IP, license key) like every public route (429 `rest_rate_limited` with `Retry-After`)."
+      description: "The license must validate as `/validate` says (403 with its code otherwise); another product " +
+        "than the license's, or any for a license that names no product, is 403 `product_mismatch`. Offers the " +
+        "newest release newer than `version` in the channel or a more stable one whose `min_app_version` is at " +
+        "most `version`, with a `download_url` holding a signed `download` token (TTL `LM_DOWNLOAD_TOKEN_TTL`, " +
+        "default 300 s). `GET /updates/download?token=…` streams it (Content-Length, Content-Disposition, ETag = " +
+        "its SHA-256, single Range requests 206/416, If-None-Match, If-Range, HEAD) after checking the license " +
+        "again, or redirects (302) to an external artifact; a bad token is 403 `download_token_invalid`, an " +
+        "expired one 403 `download_token_expired`. Rate limited per client IP and per (IP, license key) like every " +
+        "public route (429 `rest_rate_limited` with `Retry-After`)."
     }))
   )
   .add(
@@ -157,8 +161,9 @@ export class UpdatesGroup extends HttpApiGroup.make("updates")
       error: [Forbidden, NotFound, RangeNotSatisfiable, TooManyRequests]
     }).annotateMerge(OpenApi.annotations({
       summary: "Download a release's artifact",
-      description: "Checks the token (403 `download_token_invalid`, `download_token_expired`) and the license again " +
-        "(a license revoked after the check: 403 with its code), then streams the artifact with `Content-Length`, " +
+      description: "Checks the token (403 `download_token_invalid`, `download_token_expired`) and the license " +
+        "again (a license revoked after the check: 403 with its code; one moved to another product since, or left " +
+        "with none: 403 `product_mismatch`), then streams the artifact with `Content-Length`, " +
         "`Content-Disposition` (the uploaded name), `ETag` (its SHA-256), `Accept-Ranges: bytes`; `HEAD` sends the " +
         "headers only. One `Range` (`bytes=a-b`, `bytes=a-`, `bytes=-n`) gives 206 with `Content-Range`, a range " +
         "starting past the end 416 `rest_range_not_satisfiable`; `If-None-Match` with the ETag gives 304; " +

@@ -1,19 +1,30 @@
 /**
  * The artifact store on an S3-compatible bucket (AWS S3, MinIO, R2, …), for several servers behind a load
- * balancer. Uploads stream through `@aws-sdk/lib-storage`'s `Upload` (a multipart upload in 8 MiB parts, a single
+ * balancer. Uploads stream through `@aws-sdk/lib-storage`'s `Upload` (a multipart upload in 5 MiB parts, a single
  * PUT when smaller) while SHA-256 and size are computed; an object only becomes visible when its upload completes,
  * and a failed, cut-off or over-the-limit upload is aborted (its parts removed), so nothing partial is ever read.
+ * A process killed midway cannot abort its multipart upload: one of the store's keys initiated longer ago than the
+ * longest upload is such a leftover, aborted at start and then once per that period (a bucket lifecycle rule
+ * `AbortIncompleteMultipartUpload` does the same in days).
  */
 import { randomUUID } from "node:crypto"
 import { PassThrough, Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
-import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, S3Client, type S3ClientConfig } from "@aws-sdk/client-s3"
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  NoSuchKey,
+  S3Client,
+  type S3ClientConfig
+} from "@aws-sdk/client-s3"
 import { Upload } from "@aws-sdk/lib-storage"
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import { Errors, Ports } from "@lm/domain"
-import { measuring } from "./FileArtifactStore.js"
+import { KEY, type LeftoverOptions, measuring, removeLeftoversEvery, reportLeftovers } from "./FileArtifactStore.js"
 
-export interface S3ArtifactStoreOptions {
+export interface S3ArtifactStoreOptions extends LeftoverOptions {
   readonly bucket: string
   /** Prepended to every key (e.g. `artifacts/`). */
   readonly prefix?: string | undefined
@@ -24,7 +35,40 @@ export interface S3ArtifactStoreOptions {
 const unavailable = (what: string) => (cause: unknown) =>
   new Errors.StorageUnavailable({ message: `The artifact store could not ${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
 
-/** The artifact store in an S3 bucket; the client is destroyed when the scope closes. */
+/**
+ * Aborts the multipart uploads of the store's keys (`prefix` and a UUID: another writer's are left alone) initiated
+ * more than `olderThanMillis` ago; how many it aborted.
+ */
+export const abortLeftovers = (client: S3Client, bucket: string, prefix: string, olderThanMillis: number) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.tryPromise({
+      try: async () => {
+        let aborted = 0
+        let keyMarker: string | undefined
+        let uploadIdMarker: string | undefined
+        for (;;) {
+          const page = await client.send(new ListMultipartUploadsCommand({
+            Bucket: bucket,
+            Prefix: prefix,
+            KeyMarker: keyMarker,
+            UploadIdMarker: uploadIdMarker
+          }))
+          for (const upload of page.Uploads ?? []) {
+            const { Key: key, UploadId: uploadId, Initiated: initiated } = upload
+            if (key === undefined || uploadId === undefined || initiated === undefined) continue
+            if (!KEY.test(key.slice(prefix.length)) || now - initiated.getTime() <= olderThanMillis) continue
+            await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }))
+            aborted++
+          }
+          if (page.IsTruncated !== true) return aborted
+          keyMarker = page.NextKeyMarker
+          uploadIdMarker = page.NextUploadIdMarker
+        }
+      },
+      catch: unavailable("abort the multipart uploads left by a crash")
+    }))
+
+/** The artifact store in an S3 bucket; the client is destroyed when the scope closes. The leftovers of a crash are aborted first. */
 export const make = (options: S3ArtifactStoreOptions) =>
   Effect.gen(function*() {
     const client = yield* Effect.acquireRelease(
@@ -32,6 +76,12 @@ export const make = (options: S3ArtifactStoreOptions) =>
       (client) => Effect.sync(() => client.destroy())
     )
     const prefix = options.prefix ?? ""
+    const after = options.leftoverAfterMillis
+    if (after !== undefined) {
+      const removal = reportLeftovers(abortLeftovers(client, options.bucket, prefix, after), "multipart uploads")
+      yield* removal
+      yield* removeLeftoversEvery(removal, after)
+    }
     return Ports.ArtifactStore.of({
       put: (body, maxBytes) =>
         Effect.tryPromise({

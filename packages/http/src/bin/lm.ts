@@ -15,7 +15,7 @@ import { Console, Effect, Layer, Schema } from "effect"
 import { ApiKeys, Engine, Model, Services, SigningKeys } from "@lm/domain"
 import { engineOptionsFromEnv, serverLayer, storeChoiceFromEnv, storeLayer } from "../server/App.js"
 import { redisUrlFromEnv } from "../server/RateLimits.js"
-import { runServer } from "../server/Main.js"
+import { refusalMessage, runServer } from "../server/Main.js"
 import { listenFromEnv } from "../server/Settings.js"
 import { HttpSettings } from "../server/Settings.js"
 
@@ -143,7 +143,7 @@ if (argv[0] === "serve") {
   NodeRuntime.runMain(main(argv).pipe(
     Effect.catch((error) =>
       Effect.andThen(
-        Console.error(typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)),
+        Console.error(refusalMessage(error)),
         Effect.sync(() => { process.exitCode = 1 })
       )
     )

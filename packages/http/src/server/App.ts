@@ -7,7 +7,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Config, Context, Effect, Exit, Layer, Option, Redacted, Result, Scope } from "effect"
-import { ActivityRecorder, ApiKeys, Engine, Ports, Secrets, Services, Webhook } from "@lm/domain"
+import { ActivityRecorder, ApiKeys, Engine, Errors, Ports, Secrets, Services, Webhook } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 import { Api } from "../api/Api.js"
@@ -22,6 +22,7 @@ import { AnalyticsHandlers } from "./handlers/Analytics.js"
 import { WebhooksHandlers } from "./handlers/Webhooks.js"
 import { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
 import { ReleaseRoutes } from "./ReleaseRoutes.js"
+import { layerConsoleFromEnv } from "./Console.js"
 import * as FileArtifactStore from "../artifacts/FileArtifactStore.js"
 import * as S3ArtifactStore from "../artifacts/S3ArtifactStore.js"
 import { FastPath } from "./FastPath.js"
@@ -56,34 +57,46 @@ export const storeChoiceFromEnv = Effect.gen(function*() {
 /** A short description of the store for the start-up line and `/health`. */
 export const storeName = (choice: StoreChoice): string => choice._tag
 
-/** Every port of the domain on the chosen store (opened and migrated when the layer is built). */
+/** The setting that chose the store, which a store that cannot be opened is refused by. */
+const storeSetting = (choice: StoreChoice): string => choice._tag === "postgres" ? "DATABASE_URL" : "LM_DATA_DIR"
+
+/**
+ * Every port of the domain on the chosen store (opened and migrated when the layer is built). A store that cannot
+ * be opened fails with a message naming the setting that chose it.
+ */
 export const storeLayer = (choice: StoreChoice) => {
+  const refused = (error: Errors.StorageUnavailable) =>
+    Layer.effectContext<Engine.StorePorts, Errors.StorageUnavailable, never>(
+      Effect.fail(new Errors.StorageUnavailable({ message: `${storeSetting(choice)} (${describeStore(choice)}): ${error.message}` }))
+    )
   switch (choice._tag) {
     case "memory":
       return MemoryStore.layer
     case "pglite":
-      return layerPgliteStore({ dataDir: choice.dataDir, thread: choice.thread })
+      return Layer.catchTag(layerPgliteStore({ dataDir: choice.dataDir, thread: choice.thread }), "StorageUnavailable", refused)
     case "postgres":
-      return layerPostgresStore({ url: choice.url })
+      return Layer.catchTag(layerPostgresStore({ url: choice.url }), "StorageUnavailable", refused)
   }
 }
 
-/** A master key could not be had (unreadable file, bad text, a file others may read). */
-const masterKeyRefused = (message: string) => Effect.fail(new Secrets.InvalidMasterKey({ message }))
+/** The code of a failed file system call (`ENOENT`), or its message. */
+const fileError = (error: unknown): string =>
+  (error as NodeJS.ErrnoException)?.code ?? (error instanceof Error ? error.message : String(error))
 
-/** Reads a key file, refusing one that users other than the service's may read or write. */
-const readKeyFile = (file: string) =>
+/**
+ * Reads a key file, refusing one that users other than the service's may read or write. `setting` is the one
+ * that named the file (`LM_MASTER_KEY_FILE`, or `LM_DATA_DIR` for the default one), which each refusal names.
+ */
+const readKeyFile = (file: string, setting: string) =>
   Effect.gen(function*() {
-    const stat = yield* Effect.try({
-      try: () => fs.statSync(file),
-      catch: () => new Secrets.InvalidMasterKey({ message: `The master key file ${file} cannot be read.` })
-    })
+    const refused = (why: string) => new Secrets.InvalidMasterKey({ message: `${setting}: the master key file ${file} ${why}` })
+    const stat = yield* Effect.try({ try: () => fs.statSync(file), catch: (error) => refused(`cannot be read (${fileError(error)}).`) })
     if ((stat.mode & 0o077) !== 0) {
-      return yield* masterKeyRefused(`The master key file ${file} is open to other users (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 it.`)
+      return yield* refused(`is open to other users (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 it.`)
     }
-    const text = fs.readFileSync(file, "utf8")
+    const text = yield* Effect.try({ try: () => fs.readFileSync(file, "utf8"), catch: (error) => refused(`cannot be read (${fileError(error)}).`) })
     return yield* Effect.fromResult(Secrets.parseMasterKey(text)).pipe(
-      Effect.mapError(() => new Secrets.InvalidMasterKey({ message: `The master key file ${file} must hold the base64 of 32 bytes.` }))
+      Effect.mapError(() => refused("must hold the base64 of 32 bytes."))
     )
   })
 
@@ -96,22 +109,30 @@ export const masterKeyFromEnv = (choice: StoreChoice) =>
   Effect.gen(function*() {
     const given = yield* Config.Redacted("LM_MASTER_KEY").pipe(Config.option)
     if (Option.isSome(given)) {
-      return yield* Effect.fromResult(Secrets.parseMasterKey(Redacted.value(given.value)))
+      return yield* Effect.fromResult(Secrets.parseMasterKey(Redacted.value(given.value))).pipe(
+        Effect.mapError(() => new Secrets.InvalidMasterKey({ message: "LM_MASTER_KEY: must be the base64 of 32 bytes." }))
+      )
     }
     const file = yield* Config.String("LM_MASTER_KEY_FILE").pipe(Config.option)
-    if (Option.isSome(file)) return yield* readKeyFile(file.value)
+    if (Option.isSome(file)) return yield* readKeyFile(file.value, "LM_MASTER_KEY_FILE")
     if (choice._tag === "memory") return undefined
     const dataDir = choice._tag === "pglite" ? choice.dataDir : yield* Config.String("LM_DATA_DIR").pipe(Config.withDefault("./data"))
     const keyFile = path.join(dataDir, "master.key")
     if (!fs.existsSync(keyFile)) {
-      fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+      yield* readSetting("LM_DATA_DIR", () => {
+        try {
+          fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+        } catch (error) {
+          throw new Error(`cannot create the folder ${dataDir} (${fileError(error)})`)
+        }
+      })
       const created = Result.try(() => fs.writeFileSync(keyFile, `${Secrets.generateMasterKeyText()}\n`, { mode: 0o600, flag: "wx" }))
       // Another process may have created it first: then it is read like any existing file.
       if (Result.isSuccess(created)) {
         yield* Effect.logInfo(`Created the master key ${keyFile}: back it up apart from the store; without it the signing key cannot be opened.`)
       }
     }
-    return yield* readKeyFile(keyFile)
+    return yield* readKeyFile(keyFile, "LM_DATA_DIR")
   })
 
 /**
@@ -232,7 +253,7 @@ const storageHealthLayer = (storage: string) =>
     Effect.map(Ports.Store, (store) => StorageHealth.of({ storage, check: store.ping }))
   )
 
-/** The routes of the whole API with their handlers, middlewares and health check, on an engine. */
+/** The routes of the whole API with their handlers, middlewares and health check, on an engine; the console beside them. */
 export const routesLayer = (storage: string) => {
   const handlers = Layer.mergeAll(
     SystemHandlers,
@@ -255,7 +276,9 @@ export const routesLayer = (storage: string) => {
   return layerRoutes(Api).pipe(
     Layer.provide(handlers),
     Layer.provide(authenticatorLayer),
-    Layer.provide(storageHealthLayer(storage))
+    Layer.provide(storageHealthLayer(storage)),
+    // Outside the API's mount at LM_REST_ROOT: the console is at {base_url}/console/.
+    Layer.merge(layerConsoleFromEnv())
   )
 }
 
@@ -266,9 +289,32 @@ export const routesLayer = (storage: string) => {
 export const bootstrapKeyLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const apiKeys = yield* ApiKeys
-    const key = yield* Config.String("LM_BOOTSTRAP_CONSUMER_KEY").pipe(Config.option)
-    const secret = yield* Config.Redacted("LM_BOOTSTRAP_CONSUMER_SECRET").pipe(Config.option)
+    // Empty is unset.
+    const key = Option.filter(yield* Config.String("LM_BOOTSTRAP_CONSUMER_KEY").pipe(Config.option), (text) => text !== "")
+    const secret = Option.filter(
+      yield* Config.Redacted("LM_BOOTSTRAP_CONSUMER_SECRET").pipe(Config.option),
+      (text) => Redacted.value(text) !== ""
+    )
+    if (Option.isSome(key) !== Option.isSome(secret)) {
+      return yield* new InvalidSetting({
+        name: Option.isSome(key) ? "LM_BOOTSTRAP_CONSUMER_SECRET" : "LM_BOOTSTRAP_CONSUMER_KEY",
+        message: "LM_BOOTSTRAP_CONSUMER_KEY and LM_BOOTSTRAP_CONSUMER_SECRET go together: set both, or neither"
+      })
+    }
     if (Option.isSome(key) && Option.isSome(secret)) {
+      // The shape of API credentials is the domain's; a malformed one is a setting to fix, not a 401 at every call.
+      if (!Services.consumerKeyPattern.test(key.value)) {
+        return yield* new InvalidSetting({
+          name: "LM_BOOTSTRAP_CONSUMER_KEY",
+          message: "LM_BOOTSTRAP_CONSUMER_KEY: expected ck_ followed by 40 lowercase hex characters"
+        })
+      }
+      if (!Services.consumerSecretPattern.test(Redacted.value(secret.value))) {
+        return yield* new InvalidSetting({
+          name: "LM_BOOTSTRAP_CONSUMER_SECRET",
+          message: "LM_BOOTSTRAP_CONSUMER_SECRET: expected cs_ followed by 40 lowercase hex characters"
+        })
+      }
       const ensured = yield* apiKeys.ensure({
         consumerKey: key.value,
         consumerSecret: Redacted.value(secret.value),
@@ -329,9 +375,12 @@ const closingWithin = <A, E, R>(engine: Layer.Layer<A | ActivityRecorder, E, R>,
 /**
  * The artifact store of release uploads: an S3-compatible bucket (`LM_ARTIFACT_S3_BUCKET`), else the folder `HttpSettings.artifactDir` (`{LM_DATA_DIR}/artifacts` by
  * default), or a new temporary folder when none is set (the memory store, tests), removed when the server stops.
+ * An unfinished upload older than `LM_UPLOAD_TIMEOUT_SECONDS` (the longest an upload may take) is the leftover of
+ * a process killed midway: removed at start and then once per that period.
  */
 export const artifactStoreLayer = Layer.unwrap(Effect.gen(function*() {
-  const { artifactDir, artifactS3 } = yield* HttpSettings
+  const { artifactDir, artifactS3, uploadTimeoutSeconds } = yield* HttpSettings
+  const leftovers = { leftoverAfterMillis: uploadTimeoutSeconds * 1000 }
   if (artifactS3 !== undefined) {
     return S3ArtifactStore.layer({
       bucket: artifactS3.bucket,
@@ -339,10 +388,18 @@ export const artifactStoreLayer = Layer.unwrap(Effect.gen(function*() {
       client: {
         region: artifactS3.region,
         ...(artifactS3.endpoint === undefined ? {} : { endpoint: artifactS3.endpoint, forcePathStyle: true })
-      }
+      },
+      ...leftovers
     })
   }
-  if (artifactDir !== undefined) return FileArtifactStore.layer(artifactDir)
+  if (artifactDir !== undefined) {
+    return Layer.effect(
+      Ports.ArtifactStore,
+      FileArtifactStore.makeSweeping(artifactDir, leftovers).pipe(
+        Effect.mapError((error) => new Errors.StorageUnavailable({ message: `LM_ARTIFACT_DIR: ${error.message}` }))
+      )
+    )
+  }
   const dir = yield* Effect.acquireRelease(
     Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "lm-artifacts-"))),
     (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))

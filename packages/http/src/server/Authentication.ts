@@ -4,8 +4,8 @@
  * The credential shape and the scope rule are the domain's (`@lm/domain` ApiKeys), used as they are.
  * Public routes do not carry the middleware and pay nothing for it.
  */
-import { Errors, Services } from "@lm/domain"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Errors, RateLimiter, Services } from "@lm/domain"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { type ApiKeyScope, type AuthenticatedKey, Authentication, CurrentApiKey } from "../api/Authentication.js"
 import * as ApiErrors from "../domain/ApiErrors.js"
@@ -44,16 +44,24 @@ const asDeclared = (error: ApiErrors.DomainErrorLike | ApiErrors.ApiError): Decl
 /**
  * Checks a request's credentials as {@link Authentication} does (the credential shape, the key, its scope for
  * the method, the guards) and answers its key; the routes outside the HttpApi (the streamed release upload) call
- * it with the `Authorization` header's Basic credentials.
+ * it with the `Authorization` header's Basic credentials. With rate limits on, failed logins are limited per
+ * client IP (the domain's `RateLimiter`): credentials that match no key count one; once the IP's are spent, a
+ * request with credentials is refused (429) before they are checked; a request without any is not a login.
  */
 export const makeCheckCredentials = Effect.gen(function*() {
   const authenticator = yield* ApiKeyAuthenticator
   const { guards } = yield* RestRequestValid
   const { trustProxyHops } = yield* HttpSettings
+  const limiter = Option.getOrUndefined(Option.filter(yield* Effect.serviceOption(RateLimiter), (limiter) => limiter.settings.enabled))
   return Effect.fnUntraced(function*(request: HttpServerRequest, consumerKey: string, consumerSecret: string) {
-    if (!Services.isCredentialShape(consumerKey, consumerSecret)) return yield* unauthorized()
+    const login = limiter !== undefined && (consumerKey !== "" || consumerSecret !== "")
+      ? { limiter, ip: clientIp(request, trustProxyHops) }
+      : undefined
+    if (login !== undefined) yield* Effect.mapError(login.limiter.admitLogin(login.ip), asDeclared)
+    const failed = () => login === undefined ? unauthorized() : Effect.andThen(login.limiter.loginFailed(login.ip), unauthorized())
+    if (!Services.isCredentialShape(consumerKey, consumerSecret)) return yield* failed()
     const key = yield* Effect.mapError(authenticator.authenticate(consumerKey, consumerSecret), asDeclared)
-    if (key === undefined) return yield* unauthorized()
+    if (key === undefined) return yield* failed()
     if (!Services.scopeAllows(key.scope, request.method)) return yield* forbiddenScope(key.scope)
     if (guards.length > 0) {
       const guarded = { http: request, clientIp: clientIp(request, trustProxyHops), apiKey: key }

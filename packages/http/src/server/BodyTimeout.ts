@@ -4,7 +4,8 @@
  * `rest_request_timeout` and the socket closed (slow-loris protection), answered like Node's own timeouts
  * (`answerClientError`, through the server's `clientError` event). A route that bounds its body's time itself
  * takes the request over ({@link takeOverBodyTimeout}): the release upload, whose artifact may take long over a
- * slow link, is cut off only when no byte arrives for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` ({@link idleTimer}).
+ * slow link, is cut off when no byte arrives for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` ({@link idleTimer}) or when it is
+ * not done within `LM_UPLOAD_TIMEOUT_SECONDS`.
  */
 import type { IncomingMessage, Server } from "node:http"
 
@@ -20,12 +21,9 @@ export const takeOverBodyTimeout = (request: IncomingMessage): void => {
 export const requestTimeoutError = (): Error & { readonly code: string } =>
   Object.assign(new Error("The request body did not arrive in time."), { code: "ERR_HTTP_REQUEST_TIMEOUT" })
 
-/** Answers 408 (the server's `clientError`, as for Node's own timeouts) and closes the socket. */
+/** Answers 408 and closes the socket (the server's `clientError`, as for Node's own timeouts: `answerClientError`). */
 const expire = (server: Server, request: IncomingMessage): void => {
-  const socket = request.socket
-  server.emit("clientError", requestTimeoutError(), socket)
-  // The 408 is written with `end()`; a client that never closes its side must not keep the socket.
-  socket.once("finish", () => socket.destroy())
+  server.emit("clientError", requestTimeoutError(), request.socket)
 }
 
 /**

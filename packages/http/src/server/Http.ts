@@ -28,7 +28,7 @@ import { FastPath, type FastPathService } from "./FastPath.js"
 import { RestRequestValid } from "./Guards.js"
 import { forwardedHttps } from "./ClientIp.js"
 import { makeRouteTable, mountAt, requestEnvelope, requestIdFor } from "./Routing.js"
-import { apiBase, HttpSettings, InvalidSetting, type Listen, type Settings } from "./Settings.js"
+import { apiBase, checkTls, HttpSettings, InvalidSetting, type Listen, type Settings } from "./Settings.js"
 
 /** The OpenAPI document of an API as served under `restRoot` (paths include `restRoot`). */
 export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.Constraint>(
@@ -81,10 +81,33 @@ const clientErrorAnswer = (code: string | undefined) => {
 }
 
 /**
+ * How long the answer to a client error may take to reach the network before its socket is destroyed anyway: a
+ * client that reads nothing never lets a write flush.
+ */
+export const clientErrorFlushMillis = 1000
+
+/**
+ * Destroys `socket` once what was written to it has been handed to the network (`finish`), or after
+ * {@link clientErrorFlushMillis}, whichever comes first. Ending alone leaves it half-closed for as long as the
+ * client keeps its side open (a client that never reads never sees the FIN), holding a connection slot.
+ */
+const destroyWhenFlushed = (socket: Duplex): void => {
+  const destroy = () => {
+    clearTimeout(timer)
+    socket.destroy()
+  }
+  const timer = setTimeout(destroy, clientErrorFlushMillis)
+  timer.unref()
+  socket.once("finish", destroy)
+  socket.once("close", () => clearTimeout(timer))
+}
+
+/**
  * Requests Node's parser rejects before any route sees them (a request line or headers over its limit, a
  * malformed request) and requests that did not arrive within the headers or body timeout (CONTRACT §12: 408
  * `rest_request_timeout`) are answered in the envelope too, with a request id and `Connection: close`, instead
- * of Node's bare status line. A connection whose answer has already begun is closed without one.
+ * of Node's bare status line; then the socket is destroyed ({@link destroyWhenFlushed}). A connection whose
+ * answer has already begun is closed without one.
  */
 export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex, answering = false): void => {
   if (answering || !socket.writable || error.code === "ECONNRESET") {
@@ -99,6 +122,7 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${randomUUID()}\r\n${hsts}connection: close\r\n\r\n${body}`
   )
+  destroyWhenFlushed(socket)
 }
 
 /**
@@ -131,28 +155,21 @@ const limitConnections = (server: Server, settings: Pick<Settings, "maxConnectio
  * cannot use refuse the start.
  */
 const makeNodeServer = (settings: Settings): Effect.Effect<Server, InvalidSetting> =>
-  Effect.try({
-    try: () => {
-      const headersTimeout = settings.headersTimeoutSeconds * 1000
-      const options = {
-        headersTimeout,
-        // Node's total request timeout is off: the body's time bound is per route (`BodyTimeout.ts`).
-        requestTimeout: 0,
-        connectionsCheckingInterval: Math.min(1000, Math.ceil(headersTimeout / 4))
-      }
-      // An HTTPS server is an HTTP server over TLS sockets: the same requests, responses and events.
-      const server: Server = settings.tls === undefined
-        ? createServer(options)
-        : createHttpsServer({ ...options, cert: settings.tls.cert, key: settings.tls.key })
-      limitConnections(server, settings)
-      return server
-    },
-    catch: (error) =>
-      new InvalidSetting({
-        name: "LM_TLS_CERT",
-        message: `LM_TLS_CERT, LM_TLS_KEY: not a certificate and key the server can use (${error instanceof Error ? error.message : error})`
-      })
-  })
+  Effect.andThen(settings.tls === undefined ? Effect.void : checkTls(settings.tls), Effect.sync(() => {
+    const headersTimeout = settings.headersTimeoutSeconds * 1000
+    const options = {
+      headersTimeout,
+      // Node's total request timeout is off: the body's time bound is per route (`BodyTimeout.ts`).
+      requestTimeout: 0,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(headersTimeout / 4))
+    }
+    // An HTTPS server is an HTTP server over TLS sockets: the same requests, responses and events.
+    const server: Server = settings.tls === undefined
+      ? createServer(options)
+      : createHttpsServer({ ...options, cert: settings.tls.cert, key: settings.tls.key })
+    limitConnections(server, settings)
+    return server
+  }))
 
 /** A header sent once (a repeated one is read as absent). */
 const singleHeader = (value: string | Array<string> | undefined): string | undefined => typeof value === "string" ? value : undefined
@@ -180,6 +197,15 @@ const refuseHttp = (request: IncomingMessage, response: ServerResponse) => {
 export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, AuthenticationLive).pipe(
   Layer.provide(RestRequestValid.layerBundled())
 )
+
+/** A port the server cannot listen on (in use, an address not of this host) refuses the start, naming the settings. */
+const cannotListen = (options: NodeHttpServer.Options) => (error: { readonly cause: unknown }) =>
+  new InvalidSetting({
+    name: "PORT",
+    message: `PORT, HOST: cannot listen on ${options.host}:${options.port} (${
+      (error.cause as NodeJS.ErrnoException | undefined)?.code ?? String(error.cause)
+    })`
+  })
 
 /** How long after SIGTERM idle keep-alive connections stay open, so that a request already on its way is answered. */
 export const drainGraceMillis = 1000
@@ -212,7 +238,7 @@ const layerNodeServer = (
 ) =>
   Layer.effect(
     HttpServer.HttpServer,
-    Effect.map(NodeHttpServer.make(() => server, options), (node) =>
+    Effect.map(NodeHttpServer.make(() => server, options).pipe(Effect.mapError(cannotListen(options))), (node) =>
       HttpServer.make({
         address: node.address,
         serve: (httpApp, middleware) =>

@@ -3,12 +3,46 @@
  * flight finish) and the process exits 0; a failure to start (port in use, bad settings) exits non-zero.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, Runtime } from "effect"
+import { Cause, Config, Data, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
 
 /** Exit 0 when the server was stopped by a signal, as a process manager expects. */
 const teardown: Runtime.Teardown = (exit, onExit) =>
   Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
 
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/**
+ * What a refusal says, in one line: the error's message, which names the setting at fault (`InvalidSetting`, the
+ * master key's, the store's), or for a setting Effect's `Config` could not read, its name and what was expected.
+ */
+export const refusalMessage = (error: unknown): string => {
+  const text = error instanceof Config.ConfigError && Schema.isSchemaError(error.cause)
+    ? formatIssues(error.cause.issue).issues.map(({ message, path }) => `${(path ?? []).map(String).join(".")}: ${message}`).join("; ")
+    : typeof error === "object" && error !== null && "message" in error
+    ? String(error.message)
+    : String(error)
+  return text.replace(/\s*\n\s*/g, " ").trim()
+}
+
+/** A start refused, already said on stderr in one line: not logged again (with a stack) by the runtime. */
+class StartRefused extends Data.TaggedError("StartRefused")<{ readonly message: string }> {
+  readonly [Runtime.errorReported] = false
+}
+
+/**
+ * A start that failed with an error (a setting the server cannot use, a store it cannot open, a port it cannot
+ * listen on) prints {@link refusalMessage} on stderr, one line without a stack. A defect (a bug) is logged in full.
+ */
+const refuseStart = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | StartRefused> => {
+  const failure = Cause.hasDies(cause) ? undefined : cause.reasons.find(Cause.isFailReason)
+  if (failure === undefined) return Effect.failCause(cause)
+  const message = refusalMessage(failure.error)
+  return Effect.andThen(
+    Effect.sync(() => process.stderr.write(`${message}\n`)),
+    Effect.fail(new StartRefused({ message }))
+  )
+}
+
 /** Launches `server` (e.g. from `layerServer`) until SIGTERM/SIGINT. */
 export const runServer = <A, E>(server: Layer.Layer<A, E>): void =>
-  NodeRuntime.runMain(Layer.launch(server).pipe(Effect.asVoid), { teardown })
+  NodeRuntime.runMain(Layer.launch(server).pipe(Effect.asVoid, Effect.catchCause(refuseStart)), { teardown })

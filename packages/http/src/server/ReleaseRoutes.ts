@@ -6,8 +6,8 @@
  *
  * - `POST {api_base}/releases` (API key, write scope): `multipart/form-data` parsed by busboy as it arrives, the
  *   fields first and then one `file` part streamed to the artifact store (SHA-256 and size computed on the way, at
- *   most `LM_MAX_ARTIFACT_BYTES`: past it 413 and nothing is kept; no byte for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`:
- *   408 and nothing is kept); or JSON (under the usual 1 MiB cap and JSON rules) with `artifact_url` for an
+ *   most `LM_MAX_ARTIFACT_BYTES`: past it 413 and nothing is kept; no byte for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`, or
+ *   not done within `LM_UPLOAD_TIMEOUT_SECONDS`: 408 and nothing is kept); or JSON (under the usual 1 MiB cap and JSON rules) with `artifact_url` for an
  *   external artifact. Anything else is 415.
  * - `GET`/`HEAD {api_base}/updates/download?token=…` (public): the public guards (rate limits), then the token
  *   and the license are checked by the domain, then the artifact streams from the store with `Content-Length`,
@@ -17,7 +17,7 @@
 import type { IncomingMessage } from "node:http"
 import type { Readable } from "node:stream"
 import busboy from "busboy"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Exit, Layer, Schema } from "effect"
 import { Errors, Ports, Releases, type Services } from "@lm/domain"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
@@ -38,6 +38,12 @@ const fromDomain = (error: ApiErrors.DomainErrorLike | ApiErrors.ApiError) =>
 
 const badParams = (params: Record<string, string>) =>
   envelope(400, "rest_invalid_param", `Invalid parameter: ${Object.keys(params).join(", ")}.`, { params })
+
+/** A multipart body that ended early or broke the multipart grammar: the client's fault, never an outage. */
+const incompleteBody = () => badParams({ body: "is not a complete multipart/form-data body" })
+
+/** The most text fields a multipart upload may have (a release has 6). */
+const maxFields = 20
 
 /** The release fields of an upload (multipart text, `product_id` read as a number) or of a JSON body. */
 const ReleaseFields = Schema.Struct({ product_id: Schema.Int, ...releaseFields })
@@ -90,18 +96,24 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
     const artifacts = yield* Ports.ArtifactStore
     const guard = yield* makePublicGuard
     const context = yield* Effect.context<never>()
-    const run = <A>(effect: Effect.Effect<A>) => Effect.runPromiseWith(context)(effect)
+    const run = <A>(effect: Effect.Effect<A>, signal: AbortSignal) => Effect.runPromiseExitWith(context)(effect, { signal })
 
-    /** Publishes an uploaded artifact; the artifact is removed again when the release cannot be written. */
-    const publishUpload = (input: Services.ReleaseInput, file: Readable, info: busboy.FileInfo) =>
+    /**
+     * Publishes an uploaded artifact; the artifact is removed again when the release cannot be written. The file
+     * stream also fails when the body does (cut short, malformed, the client gone, stalled: `bodyFailed`), which is
+     * the client's doing (400, nothing stored), not the artifact store's (503).
+     */
+    const publishUpload = (input: Services.ReleaseInput, file: Readable, info: busboy.FileInfo, bodyFailed: () => boolean) =>
       Effect.gen(function*() {
         const prepared = yield* Effect.exit(releases.prepare(input))
         if (prepared._tag === "Failure") {
           file.resume()
           return yield* Effect.failCause(prepared.cause)
         }
+        // The body may have failed while the store was asked: there is nothing to store then.
+        if (bodyFailed()) return incompleteBody()
         const stored = yield* artifacts.put(file, settings.maxArtifactBytes)
-        return yield* releases.publish(input, {
+        const release = yield* releases.publish(input, {
           _tag: "Stored",
           key: stored.key,
           size: stored.size,
@@ -109,10 +121,12 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           filename: info.filename || "artifact",
           contentType: info.mimeType || "application/octet-stream"
         }).pipe(Effect.onError(() => Effect.ignore(artifacts.delete(stored.key))))
+        return HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })
       }).pipe(
-        Effect.map((release) => HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })),
         Effect.catch((error) =>
-          Effect.succeed(error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : fromDomain(error))
+          Effect.succeed(
+            error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : bodyFailed() ? incompleteBody() : fromDomain(error)
+          )
         )
       )
 
@@ -124,64 +138,109 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           parser = busboy({
             headers: source.headers,
             defParamCharset: "utf8",
-            limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 25 }
+            // A field one byte over the fields' limit is flagged truncated (a value exactly at busboy's limit is too).
+            limits: { files: 1, fields: maxFields, fieldSize: settings.maxBodyBytes + 1, parts: maxFields + 1 }
           })
         } catch {
           resume(Effect.succeed(badParams({ body: "must be multipart/form-data with a boundary" })))
           return
         }
         const fields: Record<string, string> = {}
-        let answer: Promise<HttpServerResponse.HttpServerResponse> | undefined
+        // The text fields are bound as a JSON body is (`maxBodyBytes` in all), never cut short silently: past it, or
+        // past `maxFields`, the upload is refused naming the field (or the body).
+        let fieldBytes = 0
+        let refusal: HttpServerResponse.HttpServerResponse | undefined
+        // The answer of the file part: a response, or a defect for the global middleware's 500.
+        let answer: Promise<Exit.Exit<HttpServerResponse.HttpServerResponse>> | undefined
         let done = false
-        const finish = (response: HttpServerResponse.HttpServerResponse) => {
-          idle.stop()
+        const finish = (result: HttpServerResponse.HttpServerResponse | Exit.Exit<HttpServerResponse.HttpServerResponse>) => {
+          stopTimers()
           if (done) return
           done = true
-          resume(Effect.succeed(response))
+          resume(HttpServerResponse.isHttpServerResponse(result) ? Effect.succeed(result) : result)
         }
-        // The upload may take as long as it needs while bytes keep coming (a large artifact over a slow link), so
-        // the total body timeout is not its bound: no byte for the idle timeout ends it with 408. Destroying the
-        // parser fails the file stream, so the store removes what it had written and no release is published.
+        // Every way the body fails destroys the parser with an error (busboy's own: cut short, malformed; or below:
+        // the client gone, stalled, the request interrupted), which fails the file stream too.
+        const bodyFailed = () => parser.errored !== null
+        // An upload over a slow link may take far longer than the total body timeout of other routes: it is cut
+        // off with 408 when no byte arrives for the idle timeout, or when it is not done within the upload timeout.
+        // Destroying the parser fails the file stream, so the store removes what it had written and no release is
+        // published.
         takeOverBodyTimeout(source)
-        const idle = idleTimer(settings.uploadIdleTimeoutSeconds * 1000, () => {
-          if (source.complete) return
+        const cutOff = (message: string) => {
           source.unpipe(parser)
-          parser.destroy(new Error("The upload stalled."))
-          finish(envelope(408, "rest_request_timeout", `No part of the upload arrived for ${settings.uploadIdleTimeoutSeconds} s.`, undefined, { connection: "close" }))
+          parser.destroy(new Error(message))
+          finish(envelope(408, "rest_request_timeout", message, undefined, { connection: "close" }))
+        }
+        const idle = idleTimer(settings.uploadIdleTimeoutSeconds * 1000, () => {
+          if (!source.complete) cutOff(`No part of the upload arrived for ${settings.uploadIdleTimeoutSeconds} s.`)
         })
         source.on("data", idle.touch)
         source.once("end", idle.stop)
-        parser.on("field", (name, value) => {
+        // The upload timeout bounds the whole upload, the store's part included (its fiber is interrupted: the
+        // store removes the unfinished file or aborts the multipart upload), so that an unfinished upload older
+        // than it is known to be a leftover of a process that died (see the artifact stores).
+        const interrupt = new AbortController()
+        const deadline = setTimeout(() => {
+          interrupt.abort()
+          cutOff(`The upload did not complete within ${settings.uploadTimeoutSeconds} s.`)
+        }, settings.uploadTimeoutSeconds * 1000)
+        const stopTimers = () => {
+          idle.stop()
+          clearTimeout(deadline)
+        }
+        parser.on("field", (name, value, info) => {
+          fieldBytes += Buffer.byteLength(value)
+          if (info.valueTruncated || fieldBytes > settings.maxBodyBytes) {
+            refusal ??= badParams({ [name]: `is too long: the fields may take ${settings.maxBodyBytes} bytes in all, as a JSON body` })
+          }
           fields[name] = value
         })
+        const tooManyParts = () => {
+          refusal ??= badParams({ body: `has more than ${maxFields} fields` })
+        }
+        parser.on("fieldsLimit", tooManyParts)
+        parser.on("partsLimit", tooManyParts)
         parser.on("file", (name, file, info) => {
+          // The file stream fails with the body, possibly before anything reads it (the release is checked in the
+          // store first): its error is handled from the start, and read through `bodyFailed`.
+          file.on("error", () => {})
           if (name !== "file" || answer !== undefined) {
             file.resume()
+            return
+          }
+          if (refusal !== undefined) {
+            file.resume()
+            answer = Promise.resolve(Exit.succeed(refusal))
             return
           }
           const decoded = decodeFields(ReleaseFields, multipartFields(fields))
           const input = HttpServerResponse.isHttpServerResponse(decoded) ? decoded : releaseInput(decoded)
           if (HttpServerResponse.isHttpServerResponse(input)) {
             file.resume()
-            answer = Promise.resolve(input)
+            answer = Promise.resolve(Exit.succeed(input))
             return
           }
-          answer = run(publishUpload(input, file, info))
-          // Refused before the whole body arrived (over the limit, a duplicate): answer now; the rest is not read.
-          void answer.then((response) => {
-            if (response.status === 413) {
+          // Interrupted only by the upload timeout, which has answered already.
+          answer = run(publishUpload(input, file, info, bodyFailed), interrupt.signal)
+          // Refused before the whole body arrived (over the limit, a duplicate, the artifact store down): answer
+          // now; the rest is not read.
+          void answer.then((exit) => {
+            if (exit._tag === "Failure" || exit.value.status !== 201) {
               source.unpipe(parser)
-              finish(response)
+              finish(exit)
             }
           })
         })
         parser.on("close", () => {
-          if (answer === undefined) finish(badParams({ file: "is required (a part named file, after the fields)" }))
+          if (answer === undefined) finish(refusal ?? badParams({ file: "is required (a part named file, after the fields)" }))
           else void answer.then(finish)
         })
-        parser.on("error", () => {
+        parser.on("error", (error) => {
           // A body cut short or malformed: whatever was streamed is removed by the store (the file stream fails).
-          if (answer === undefined) finish(badParams({ body: "is not a complete multipart/form-data body" }))
+          // busboy emits some errors without destroying itself (a malformed part header): destroyed here.
+          parser.destroy(error instanceof Error ? error : new Error(String(error)))
+          if (answer === undefined) finish(incompleteBody())
           else void answer.then(finish)
         })
         // A client that goes away midway: the parser is destroyed, which fails the file stream, so the store
@@ -190,7 +249,10 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           if (!source.complete) parser.destroy(new Error("The client went away before the upload ended."))
         })
         source.pipe(parser)
-        return Effect.sync(() => parser.destroy(new Error("The request was interrupted.")))
+        return Effect.sync(() => {
+          stopTimers()
+          parser.destroy(new Error("The request was interrupted."))
+        })
       })
 
     /** A JSON body naming an external artifact. */

@@ -3,6 +3,7 @@
  * or given directly (tests, embedders) with {@link HttpSettings.layer}.
  */
 import * as fs from "node:fs"
+import * as tls from "node:tls"
 import { Config, Context, Data, Effect, Layer } from "effect"
 import { apiPath } from "../api/Api.js"
 import { version } from "../version.js"
@@ -34,10 +35,17 @@ export interface Settings {
   /** `LM_BODY_TIMEOUT_SECONDS` (default 10): further time for its body, in all (every route but the release upload). */
   readonly bodyTimeoutSeconds: number
   /**
-   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30): the release upload (`POST /releases`, multipart) may take as
-   * long as it needs, but is cut off (408, nothing kept) once no byte has arrived for this long.
+   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` (default 30): the release upload (`POST /releases`, multipart) is not bound by
+   * the body timeout, but is cut off (408, nothing kept) once no byte has arrived for this long.
    */
   readonly uploadIdleTimeoutSeconds: number
+  /**
+   * `LM_UPLOAD_TIMEOUT_SECONDS` (default 10,800: 3 h, 512 MiB at 400 kbit/s): the longest a release upload may take
+   * in all (then 408, nothing kept). It bounds how long an upload's unfinished file (or S3 multipart upload) can
+   * be in the works, so the artifact store takes an older one for the leftover of a process killed midway and
+   * removes it (at start, then once per this period).
+   */
+  readonly uploadTimeoutSeconds: number
   /** `LM_TLS_CERT`, `LM_TLS_KEY`: the PEM texts of the files they name; the server then speaks HTTPS itself. */
   readonly tls: { readonly cert: string; readonly key: string } | undefined
   /**
@@ -169,6 +177,17 @@ const readPemFile = (name: string, file: string) =>
     }
   })
 
+/** Refuses a certificate and key Node cannot use for a TLS server, naming the settings. */
+export const checkTls = (pems: { readonly cert: string; readonly key: string }): Effect.Effect<void, InvalidSetting> =>
+  Effect.try({
+    try: () => void tls.createSecureContext({ cert: pems.cert, key: pems.key }),
+    catch: (error) =>
+      new InvalidSetting({
+        name: "LM_TLS_CERT",
+        message: `LM_TLS_CERT, LM_TLS_KEY: not a certificate and key the server can use (${error instanceof Error ? error.message : error})`
+      })
+  })
+
 /** An integer setting of at least 1, `fallback` when unset. */
 export const positiveInt = (name: string, fallback: number) =>
   Effect.flatMap(Config.String(name).pipe(Config.withDefault("")), (text) =>
@@ -194,6 +213,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     headersTimeoutSeconds: 10,
     bodyTimeoutSeconds: 10,
     uploadIdleTimeoutSeconds: 30,
+    uploadTimeoutSeconds: 3 * 60 * 60,
     tls: undefined,
     forceHttps: false,
     corsOrigins: undefined,
@@ -211,7 +231,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
   /**
    * The settings from `LM_REST_ROOT`, `LM_TRUST_PROXY`, `LM_ADMIN_ALLOWED_IPS`, `LM_HTTP_FAST_PATH`,
    * `LM_MAX_CONNECTIONS`, `LM_MAX_CONNECTIONS_PER_IP`, `LM_HEADERS_TIMEOUT_SECONDS`, `LM_BODY_TIMEOUT_SECONDS`,
-   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`,
+   * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`, `LM_UPLOAD_TIMEOUT_SECONDS`,
    * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read here: a missing one refuses the start), `LM_FORCE_HTTPS`,
    * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`, `LM_ARTIFACT_DIR` (default `{LM_DATA_DIR}/artifacts`), `LM_ARTIFACT_S3_*`.
    */
@@ -232,6 +252,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     const headersTimeoutSeconds = yield* positiveInt("LM_HEADERS_TIMEOUT_SECONDS", defaults.headersTimeoutSeconds)
     const bodyTimeoutSeconds = yield* positiveInt("LM_BODY_TIMEOUT_SECONDS", defaults.bodyTimeoutSeconds)
     const uploadIdleTimeoutSeconds = yield* positiveInt("LM_UPLOAD_IDLE_TIMEOUT_SECONDS", defaults.uploadIdleTimeoutSeconds)
+    const uploadTimeoutSeconds = yield* positiveInt("LM_UPLOAD_TIMEOUT_SECONDS", defaults.uploadTimeoutSeconds)
     const certFile = yield* Config.String("LM_TLS_CERT").pipe(Config.withDefault(""))
     const keyFile = yield* Config.String("LM_TLS_KEY").pipe(Config.withDefault(""))
     if ((certFile === "") !== (keyFile === "")) {
@@ -243,6 +264,8 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     const tls = certFile === ""
       ? undefined
       : { cert: yield* readPemFile("LM_TLS_CERT", certFile), key: yield* readPemFile("LM_TLS_KEY", keyFile) }
+    // Checked here, before the store opens, as the server will use them.
+    if (tls !== undefined) yield* checkTls(tls)
     const forceHttpsSetting = yield* Config.String("LM_FORCE_HTTPS").pipe(Config.withDefault(""))
     const forceHttps = yield* readSetting("LM_FORCE_HTTPS", () => parseSwitch(forceHttpsSetting, false))
     const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
@@ -274,7 +297,8 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
       maxConnectionsPerIp,
       headersTimeoutSeconds,
       bodyTimeoutSeconds,
-      uploadIdleTimeoutSeconds
+      uploadIdleTimeoutSeconds,
+      uploadTimeoutSeconds
     })
   })
 

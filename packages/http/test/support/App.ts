@@ -2,7 +2,7 @@
  * The real bundled server (every route, the domain, signing, the CRL) started in-process on an ephemeral port,
  * on the memory store or a throw-away PGlite store, with a known read_write API key.
  */
-import { Layer, References } from "effect"
+import { ConfigProvider, Layer, References } from "effect"
 import { Engine } from "@lm/domain"
 import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import { MemoryStore } from "@lm/storage-memory"
@@ -47,6 +47,8 @@ export const startApp = async (
     readonly clientGuards?: ReadonlyArray<ClientGuard>
     /** Settings of the undici webhook sender (e.g. a lookup that resolves every name to loopback). */
     readonly webhookSender?: Partial<WebhookSenderOptions>
+    /** Environment variables the server reads as it starts, over the process's (e.g. `LM_CONSOLE`). */
+    readonly env?: Readonly<Record<string, string>>
   } = {}
 ): Promise<TestApp> => {
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
@@ -57,6 +59,7 @@ export const startApp = async (
   }, options.webhookSender).pipe(
     Layer.provide(HttpSettings.layer(options.settings ?? {})),
     Layer.provide(layerClientGuards(options.clientGuards ?? [])),
+    Layer.provide(options.env === undefined ? Layer.empty : ConfigProvider.layer(ConfigProvider.fromEnv({ env: { ...process.env as Record<string, string>, ...options.env } }))),
     // Start-up and shutdown lines would drown the test output; warnings and errors still show.
     Layer.provide(Layer.succeed(References.MinimumLogLevel, process.env.LM_TEST_LOG_LEVEL === "debug" ? "Debug" : "Warn"))
   )

@@ -1,0 +1,2 @@
+/** Style sheets imported for their effect: esbuild bundles them into `main-<hash>.css`. */
+declare module "*.css" {}
