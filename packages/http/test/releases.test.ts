@@ -373,7 +373,7 @@ for (const store of stores) {
       uncaught.length = 0
       const before = readdirSync(artifactDir).length
       // The whole body arrives (its Content-Length), but the form ends inside a small and a large file part.
-      for (const [productId, file] of [[17, bytesOf(10)], [18, bytesOf(300 * 1024)]] as const) {
+      for (const [productId, file] of [[24, bytesOf(10)], [25, bytesOf(300 * 1024)]] as const) {
         const cut = await rawUpload(byteLength(formFields(productId), filePartHead, file), formFields(productId), filePartHead, file)
         await expectIncompleteBody(cut)
         await expectNothingKept(productId, before)
