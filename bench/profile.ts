@@ -145,15 +145,15 @@ const steps: ReadonlyArray<Step> = [
     claims: (f, m) => m === "node:internal/crypto/random" || f.functionName === "requestIdFor" || file(m, "server/Routing.js", "server/RequestSteps.js")
   },
   { name: "rate limiter (guard and buckets)", claims: (_, m) => file(m, "rateLimit.js", "RateLimiter.js", "RateLimits.js", "RedisRateLimits.js", "rateLimits.js") },
-  { name: "event log record (ActivityRecorder, Licensing's `logged`)", claims: (f, m) => file(m, "ActivityRecorder.js") || (file(m, "services/Licensing.js") && f.functionName.includes("logged")) },
+  { name: "event log record (ActivityRecorder, Licensing's `logged`)", claims: (f, m) => file(m, "ActivityRecorder.js") || (file(m, "licensing/Licensing.js") && f.functionName.includes("logged")) },
   { name: "validation cache lookup", claims: (_, m) => file(m, "ValidationCache.js") },
   { name: "store (memory tables, PostgreSQL/PGlite client)", claims: (_, m) => m.startsWith("@lm/storage-") || m.startsWith("@electric-sql/") || m.startsWith("postgres/") },
   {
     name: "rule evaluation (validateLicense, blacklist, key parsing)",
-    claims: (_, m) => file(m, "domain/validation.js", "Blacklist.js", "domain/keys.js", "domain/license.js", "domain/machine.js", "domain/core.js", "verify/licenseKey.js")
+    claims: (_, m) => file(m, "licensing/validation.js", "Blacklist.js", "licensing/keys.js", "licensing/license.js", "licensing/machine.js", "domain/core.js", "verify/licenseKey.js")
   },
   { name: "token build (payload, base64url; signing around the native call)", claims: (_, m) => file(m, "Token.js", "Tokens.js", "Signer.js", "SigningKey.js", "SigningKeys.js") },
-  { name: "domain service (Licensing.validate)", claims: (_, m) => file(m, "services/Licensing.js") },
+  { name: "domain service (Licensing.validate)", claims: (_, m) => file(m, "licensing/Licensing.js") },
   { name: "answer build (license/machine to wire, envelope)", claims: (_, m) => file(m, "ClientAnswers.js", "Wire.js", "Envelope.js", "ApiErrors.js", "Responses.js") },
   { name: "payload decoding (endpoint schema)", claims: (_, m) => m.startsWith("effect/") && /\/(Schema|SchemaParser|SchemaAST|SchemaIssue|SchemaGetter|SchemaTransformation|Check|Result)\.js$/.test(m) },
   {

@@ -5,10 +5,11 @@
  * effect and the domain's browser-safe core; only `apps/server` picks a store package; what `@lm/api` and the
  * client's main entry reach loads no node: module (they run in browsers); the browser console (`apps/console`)
  * imports the API definition in one module and no node: module; and no module of a package imports itself
- * through others (no import cycle).
+ * through others (no import cycle). Inside the domain, the feature folders import one another without a circle,
+ * `shared/` imports no feature, and no feature imports the modules that compose them (the barrels, `Engine.ts`).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
-import { dirname, join, relative } from "node:path"
+import { dirname, join, relative, sep } from "node:path"
 import { describe, expect, it } from "vitest"
 
 const root = join(import.meta.dirname, "..", "..")
@@ -97,9 +98,52 @@ const cyclesIn = (dir: string): Array<string> => {
   return cycles
 }
 
+const domainSrc = join(root, "packages/domain/src")
+
+/** The folder of the domain a file is in (`licensing`, `shared`, ...), or "" for the modules at the top. */
+const folderOf = (file: string): string => {
+  const parts = relative(domainSrc, file).split(sep)
+  return parts.length > 1 ? parts[0]! : ""
+}
+
+/** The domain's feature folders: every folder but `shared/` and `verify/`. */
+const features = readdirSync(domainSrc).filter((name) =>
+  statSync(join(domainSrc, name)).isDirectory() && name !== "shared" && name !== "verify"
+)
+
+/** For each file of a domain folder, the domain files its relative imports name (types included). */
+const domainImports = (folder: string): Array<{ readonly file: string; readonly target: string }> =>
+  sources(join(domainSrc, folder)).flatMap((file) =>
+    importsOf(file).filter((s) => s.startsWith(".")).map((s) => ({ file, target: join(dirname(file), s.replace(/\.js$/, ".ts")) }))
+  )
+
+/** A circle of feature folders importing one another (["a", "b", "a"]), or undefined when there is none. */
+const findCircle = (edges: ReadonlyMap<string, ReadonlySet<string>>): Array<string> | undefined => {
+  const done = new Set<string>()
+  const path: Array<string> = []
+  const visit = (node: string): Array<string> | undefined => {
+    const at = path.indexOf(node)
+    if (at >= 0) return [...path.slice(at), node]
+    if (done.has(node)) return undefined
+    path.push(node)
+    for (const next of edges.get(node) ?? []) {
+      const circle = visit(next)
+      if (circle !== undefined) return circle
+    }
+    path.pop()
+    done.add(node)
+    return undefined
+  }
+  for (const node of edges.keys()) {
+    const circle = visit(node)
+    if (circle !== undefined) return circle
+  }
+  return undefined
+}
+
 describe("layering", () => {
   it("finds the imports and cycles it checks (the scanner works)", () => {
-    expect(importsOf(join(root, "packages/domain/src/services/Licensing.ts"))).toContain("effect")
+    expect(importsOf(join(root, "packages/domain/src/licensing/Licensing.ts"))).toContain("effect")
     expect(importsOf(join(root, "apps/server/src/Store.ts"))).toContain("@lm/storage-pg")
     expect(Object.values(workspaces).every((dir) => sources(join(root, dir)).length > 0)).toBe(true)
   })
@@ -125,6 +169,30 @@ describe("layering", () => {
   it("the domain imports only effect, @noble/ed25519, node:crypto, node:net and semver", () => {
     const allowed = new Set(["effect", "@noble/ed25519", "node:crypto", "node:net", "semver"])
     expect(offending("packages/domain/src", (s) => allowed.has(s) || s.startsWith("effect/"))).toEqual([])
+  })
+
+  it("finds the domain's feature folders and the imports between them (the scanner works)", () => {
+    expect(features).toEqual(expect.arrayContaining(["licensing", "subscriptions", "webhooks"]))
+    expect(domainImports("subscriptions").map(({ target }) => folderOf(target))).toContain("licensing")
+    expect(findCircle(new Map([["a", new Set(["b"])], ["b", new Set(["c"])], ["c", new Set(["a"])]]))).toEqual(["a", "b", "c", "a"])
+    expect(findCircle(new Map([["a", new Set(["b"])], ["b", new Set(["c"])], ["c", new Set()]]))).toBeUndefined()
+  })
+
+  it("no domain feature folder imports another in a circle (types included)", () => {
+    const edges = new Map(features.map((feature) => [
+      feature,
+      new Set(domainImports(feature).map(({ target }) => folderOf(target)).filter((to) => features.includes(to) && to !== feature))
+    ]))
+    expect(findCircle(edges)).toBeUndefined()
+  })
+
+  it("the domain's shared/ imports no feature, and no feature imports the modules at the top (barrels, Engine.ts)", () => {
+    const outside = (folder: string, allowed: (to: string) => boolean) =>
+      domainImports(folder)
+        .filter(({ target }) => !allowed(folderOf(target)))
+        .map(({ file, target }) => `${relative(root, file)} imports ${relative(root, target)}`)
+    expect(outside("shared", (to) => to === "shared")).toEqual([])
+    for (const feature of features) expect(outside(feature, (to) => to !== "")).toEqual([])
   })
 
   it("the verify module imports only @noble/ed25519 (it runs in client software and browsers)", () => {

@@ -1,7 +1,7 @@
 /**
  * Each list of names (overage strategies, statuses, scopes, component kinds, ...) is written once, as a named
- * tuple: in the domain model for the domain's facts (the wire schemas, settings and CLI refer to it), or next to
- * the one place that owns it. A `Literals([...])` with an inline array is a second copy in the making.
+ * tuple: in the model of the domain feature that owns the fact (the wire schemas, settings and CLI refer to it),
+ * or next to the one place that owns it. A `Literals([...])` with an inline array is a second copy in the making.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
@@ -23,7 +23,7 @@ const literalsArguments = (file: string): Array<string> =>
 
 describe("literal lists", () => {
   it("finds the Literals calls it checks (the scanner works)", () => {
-    expect(literalsArguments(join(root, "packages/domain/src/model.ts"))).toContain("overageStrategies")
+    expect(literalsArguments(join(root, "packages/domain/src/licensing/model.ts"))).toContain("overageStrategies")
     expect(literalsArguments(join(root, "packages/api/src/groups/Client.ts"))).toContain("Validation.validationCodes")
   })
 

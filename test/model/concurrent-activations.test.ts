@@ -11,7 +11,7 @@ import { Context, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { ActivityRecorder, Licenses, Licensing, Ports, SeatBatchSettings, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
+import { freshTokens, seededRandom, T0 } from "../../packages/domain/test/fixtures.js"
 
 const CONCURRENT = 200
 const PROCESSES = 2
@@ -35,7 +35,7 @@ const interleavingStore = (options: { readonly lock: boolean }) =>
       listForValidation: (licenseId, fingerprint) => Effect.tap(machines.listForValidation(licenseId, fingerprint), () => Effect.yieldNow),
       listForSeatChanges: (named) => Effect.tap(machines.listForSeatChanges(named), () => Effect.yieldNow)
     })
-    const findByKey = Context.get(ports, Ports.LicenseRepository).findByKey
+    const licenses = Context.get(ports, Ports.LicenseRepository)
     const counted = Ports.Store.of({
       ...store,
       transaction: (effect) =>
@@ -44,12 +44,16 @@ const interleavingStore = (options: { readonly lock: boolean }) =>
           return store.transaction(effect)
         })
     })
-    const unlocked = Ports.Store.of({
-      ...counted,
-      lockLicense: findByKey,
-      lockLicenses: (keys) => Effect.map(Effect.forEach(keys, findByKey), (found) => found.filter((l) => l !== undefined))
+    const unlocked = Ports.LicenseRepository.of({
+      ...licenses,
+      lockByKey: licenses.findByKey,
+      lockByKeys: (keys) => Effect.map(Effect.forEach(keys, licenses.findByKey), (found) => found.filter((l) => l !== undefined))
     })
-    return ports.pipe(Context.add(Ports.MachineRepository, repository), Context.add(Ports.Store, options.lock ? counted : unlocked))
+    return ports.pipe(
+      Context.add(Ports.MachineRepository, repository),
+      Context.add(Ports.Store, counted),
+      Context.add(Ports.LicenseRepository, options.lock ? licenses : unlocked)
+    )
   })
 
 /**
@@ -63,7 +67,7 @@ const engine = (options: { readonly lock: boolean; readonly batching: Services.S
       Processes,
       Effect.forEach(Array.from({ length: PROCESSES }), () =>
         Effect.map(Layer.build(Layer.fresh(Licensing.layer)), (context) => Context.get(context, Licensing)))
-    ).pipe(Layer.provide(ActivityRecorder.layerDiscard))
+    ).pipe(Layer.provide(Layer.merge(ActivityRecorder.layerDiscard, freshTokens)))
   ).pipe(
     Layer.provideMerge(interleavingStore(options)),
     Layer.provide(seededRandom(5)),

@@ -184,3 +184,32 @@ export const bareSubscriptionDraft = (licenseId: number, overrides: Partial<Mode
     items: [],
     ...overrides
   })
+
+/** A webhook draft with defaults (active, two events) and the given changes. */
+export const webhookDraft = (overrides: Partial<Model.WebhookDraft> = {}): Model.WebhookDraft => ({
+  name: "hook",
+  url: "https://hooks.example.com/lm",
+  events: ["license.created", "machine.activated"],
+  status: "active",
+  sealedSecret: "lm-sealed:v1:00000000:c2VhbGVk",
+  failingSince: null,
+  createdAt: T0,
+  updatedAt: T0,
+  ...overrides
+})
+
+/** A pending delivery draft of that webhook and event, due at T0, with the given changes. */
+export const deliveryDraft = (webhookId: number, eventId: number, overrides: Partial<Model.WebhookDeliveryDraft> = {}): Model.WebhookDeliveryDraft => ({
+  webhookId,
+  eventId,
+  type: "license.created",
+  status: "pending",
+  attempts: 0,
+  responseStatus: null,
+  responseExcerpt: null,
+  lastAttemptAt: null,
+  nextAttemptAt: T0,
+  lockedUntil: null,
+  createdAt: T0,
+  ...overrides
+})

@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { ActivityRecorder, License, Licenses, Licensing, Ports, Random, Subscriptions } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
+import { freshTokens } from "../../packages/domain/test/fixtures.js"
 import { freshDatabase, freshPostgresStore } from "./pg-support.js"
 import { storageContract } from "./contract.js"
 
@@ -17,7 +18,7 @@ const twoProcesses = (name: string) =>
     const dbUrl = yield* freshDatabase(url, `${name}_${process.pid}_${Date.now()}`)
     const processLayer = () =>
       Licensing.layer.pipe(
-        Layer.provide(ActivityRecorder.layerDiscard),
+        Layer.provide(Layer.merge(ActivityRecorder.layerDiscard, freshTokens)),
         Layer.provideMerge(layerPostgresStore({ url: dbUrl, maxConnections: 8 }))
       )
     return yield* Effect.all([Layer.build(Layer.fresh(processLayer())), Layer.build(Layer.fresh(processLayer()))])

@@ -6,9 +6,9 @@
  * @since 0.1.0
  */
 export * as Errors from "./errors.js"
-export * as License from "./license.js"
-export * as Machine from "./machine.js"
+export * as License from "./licensing/license.js"
+export * as Machine from "./licensing/machine.js"
 export * as Model from "./model.js"
-export * as Validation from "./validation.js"
-export { isoTime } from "./time.js"
-export * as Money from "./money.js"
+export * as Validation from "./licensing/validation.js"
+export { isoTime } from "./shared/time.js"
+export * as Money from "./shared/money.js"

@@ -3,7 +3,7 @@
  * CONTRACT §3 rather than imported from the domain, so a test that uses them checks the domain's defaults too.
  */
 import { Effect, Layer, Result } from "effect"
-import { Model, Random } from "@lm/domain"
+import { Model, Random, Signer, SigningKey, Tokens } from "@lm/domain"
 
 /** A fixed instant well after the epoch: 2026-01-01T00:00:00Z. */
 export const T0 = Date.UTC(2026, 0, 1)
@@ -140,3 +140,6 @@ export const repeatedByteRandom = (values: ReadonlyArray<number>, seed = 1): Lay
     })
   )
 }
+
+/** `Tokens` signed with a key of their own: what `Licensing` signs its answers with, for tests that build it alone. */
+export const freshTokens = Tokens.layer().pipe(Layer.provide(Signer.layerNodeCrypto(SigningKey.generateSeed())))

@@ -1,12 +1,12 @@
 /**
  * The client calls (CONTRACT §4, §7, §14) through the services on the memory store: activation idempotency and
  * re-activation, revoked fingerprints, deactivation reasons, heartbeats that renew leases, no resurrection of a
- * dead machine, and the first activation starting relative validity.
+ * dead machine, the first activation starting relative validity, and the signed answers (CONTRACT §5).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { Licenses, Licensing, Machines, Ports, Services } from "@lm/domain"
+import { Licenses, Licensing, Machines, Ports, Services, Signer } from "@lm/domain"
 import { onEngine } from "./engine.js"
 import { DAY, SECOND, T0 } from "./fixtures.js"
 
@@ -224,5 +224,43 @@ describe("validate", () => {
       expect((yield* view(key)).activationCount).toBe(3)
       expect(yield* validate(key, "a")).toMatchObject({ code: "machine_limit_exceeded", valid: false })
       expect(yield* Effect.flip(activate(key, "d"))).toMatchObject({ _tag: "MachineLimitExceeded" })
+    })))
+})
+
+describe("signed answers (CONTRACT §5): an embedder gets them from the domain, as the server sends them", () => {
+  it.effect("validate signs a license token for a valid answer, and a refusal token (no license token) for a refusal", () =>
+    onEngine(Effect.gen(function*() {
+      const signer = yield* Signer
+      const key = yield* newLicense({ maxActivations: 2 })
+      yield* activate(key, "fp-a")
+      const valid = yield* Licensing.use((l) => l.validate({ ...client, licenseKey: key, fingerprint: "fp-a", nonce: "n-1" }))
+      expect(valid.signedRefusal).toBeNull()
+      expect(yield* signer.verifyToken(valid.signedPayload!, { type: "license" })).toMatchObject({
+        ok: true,
+        payload: { key, lid: valid.license.id, valid: true, code: "valid", status: "active", fp: "fp-a", nonce: "n-1", iat: T0 / 1000 }
+      })
+      const refused = yield* Licensing.use((l) => l.validate({ ...client, licenseKey: key, fingerprint: "fp-other", nonce: 7 }))
+      expect(refused.signedPayload).toBeNull()
+      expect(yield* signer.verifyToken(refused.signedRefusal!, { type: "refusal" })).toMatchObject({
+        ok: true,
+        payload: { key, lid: refused.license.id, code: "fingerprint_not_activated", fp: "fp-other", nonce: 7 }
+      })
+    })))
+
+  it.effect("activate and heartbeat answer the machine's signed certificate, issued now", () =>
+    onEngine(Effect.gen(function*() {
+      const signer = yield* Signer
+      const key = yield* newLicense()
+      const activated = yield* activate(key, "fp-a")
+      expect(yield* signer.verifyToken(activated.certificate, { type: "machine" })).toMatchObject({
+        ok: true,
+        payload: { key, lid: activated.license.id, mid: activated.machine.id, fp: "fp-a", iat: T0 / 1000 }
+      })
+      yield* TestClock.adjust("1 hour")
+      const beat = yield* heartbeat(key, "fp-a")
+      expect(yield* signer.verifyToken(beat.certificate, { type: "machine" })).toMatchObject({
+        ok: true,
+        payload: { key, mid: activated.machine.id, fp: "fp-a", iat: T0 / 1000 + 3600 }
+      })
     })))
 })

@@ -118,6 +118,30 @@ describe("holdsSeat", () => {
   })
 })
 
+describe("holdsSeatByDeadline (how stores find seat holders)", () => {
+  it("answers as holdsSeat for a machine stored with the deadline the domain writes, at and around it", () => {
+    const rulesArb = fc.record({
+      isFloating: fc.boolean(),
+      leaseDuration: durationArb,
+      requireHeartbeat: fc.boolean(),
+      heartbeatInterval: fc.integer({ min: 1, max: 86_400 })
+    })
+    const statusArb = fc.constantFrom<Model.MachineStatus>("active", "inactive", "revoked")
+    const offsetArb = fc.integer({ min: 0, max: 100 * DAY })
+    fc.assert(
+      fc.property(rulesArb, statusArb, offsetArb, fc.option(offsetArb, { nil: null }), fc.option(offsetArb, { nil: null }), offsetArb, (rules, status, activated, beat, lease, asked) => {
+        const license = makeLicense(rules)
+        const timing = { activatedAt: T0 + activated, lastHeartbeatAt: beat === null ? null : T0 + beat, leaseExpiresAt: lease === null ? null : T0 + lease }
+        const deadline = Machine.seatDeadline(timing, license)
+        const machine = makeMachine({ ...timing, status, seatDeadline: status === "active" ? deadline : null })
+        for (const at of [T0 + asked, ...(deadline === null ? [] : [deadline - 1, deadline, deadline + 1])]) {
+          expect(Machine.holdsSeatByDeadline(machine, at)).toBe(Machine.holdsSeat(machine, license, at))
+        }
+      })
+    )
+  })
+})
+
 describe("planActivation", () => {
   const strategyLicense = makeLicense({ maxActivations: 2, overageStrategy: "allow_1_5x" })
 

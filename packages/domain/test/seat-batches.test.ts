@@ -9,7 +9,7 @@ import { Cause, Context, Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { ActivityRecorder, Errors, Licenses, Licensing, Machines, Model, Ports, SeatBatchSettings, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { seededRandom, T0 } from "./fixtures.js"
+import { freshTokens, seededRandom, T0 } from "./fixtures.js"
 
 interface Probe {
   /** Transactions begun through the Store port. */
@@ -59,7 +59,7 @@ const probedStore = (probe: Probe) =>
 
 const engine = (probe: Probe, batching: Services.SeatBatchOptions) =>
   Layer.mergeAll(Licenses.layer, Machines.layer).pipe(
-    Layer.provideMerge(Licensing.layer),
+    Layer.provideMerge(Licensing.layer.pipe(Layer.provide(freshTokens))),
     Layer.provideMerge(
       Layer.succeed(ActivityRecorder, {
         record: (entry) => Effect.sync(() => void probe.entries.push(entry)),

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import { Model } from "@lm/domain"
-import { type Answer, applySeatChanges, type SeatChange } from "../src/seatChanges.js"
+import { type Answer, applySeatChanges, type SeatChange } from "../src/licensing/seatChanges.js"
 import { DAY, makeLicense, makeMachine, T0 } from "./fixtures.js"
 
 const KEY = "AAAA-BBBB-CCCC-DDDD"

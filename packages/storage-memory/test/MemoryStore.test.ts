@@ -76,9 +76,9 @@ describe("MemoryStore", () => {
       const licenses = yield* Ports.LicenseRepository
       const a = yield* licenses.insert(draft(KEY_A))
       const b = yield* licenses.insert(draft(KEY_B))
-      const open = yield* holdOpen(store.lockLicense(KEY_A))
+      const open = yield* holdOpen(licenses.lockByKey(KEY_A))
       // While A stays locked, a transaction on B runs to its end.
-      const locked = yield* store.transaction(Effect.tap(store.lockLicense(KEY_B), (l) => licenses.update({ ...l!, userId: 7 })))
+      const locked = yield* store.transaction(Effect.tap(licenses.lockByKey(KEY_B), (l) => licenses.update({ ...l!, userId: 7 })))
       assert.strictEqual(locked?.id, b.id)
       assert.strictEqual((yield* licenses.findById(b.id))?.userId, 7)
       yield* open.release
@@ -91,12 +91,12 @@ describe("MemoryStore", () => {
       const licenses = yield* Ports.LicenseRepository
       const a = yield* licenses.insert(draft(KEY_A, { userId: 1 }))
       const open = yield* holdOpen(Effect.gen(function*() {
-        const license = (yield* store.lockLicense(KEY_A))!
+        const license = (yield* licenses.lockByKey(KEY_A))!
         yield* licenses.update({ ...license, userId: 2, revision: license.revision + 1 })
       }))
       let acquired = false
-      const waiter = yield* Effect.forkChild(store.transaction(Effect.tap(store.lockLicense(KEY_A), () => Effect.sync(() => (acquired = true)))))
-      const outside = yield* Effect.forkChild(store.lockLicense(KEY_A))
+      const waiter = yield* Effect.forkChild(store.transaction(Effect.tap(licenses.lockByKey(KEY_A), () => Effect.sync(() => (acquired = true)))))
+      const outside = yield* Effect.forkChild(licenses.lockByKey(KEY_A))
       yield* settle
       assert.isFalse(acquired)
       assert.isUndefined(outside.pollUnsafe())
@@ -111,7 +111,7 @@ describe("MemoryStore", () => {
       const store = yield* Ports.Store
       const licenses = yield* Ports.LicenseRepository
       const a = yield* licenses.insert(draft(KEY_A, { userId: 1 }))
-      const open = yield* holdOpen(store.lockLicense(KEY_A))
+      const open = yield* holdOpen(licenses.lockByKey(KEY_A))
       const write = yield* Effect.forkChild(licenses.update({ ...a, userId: 3 }))
       yield* settle
       assert.strictEqual((yield* licenses.findById(a.id))?.userId, 1)
@@ -125,13 +125,13 @@ describe("MemoryStore", () => {
       const store = yield* Ports.Store
       const licenses = yield* Ports.LicenseRepository
       yield* licenses.insert(draft(KEY_A))
-      const open = yield* holdOpen(store.lockLicense(KEY_A))
-      const waiter = yield* Effect.forkChild(store.transaction(store.lockLicense(KEY_A)))
+      const open = yield* holdOpen(licenses.lockByKey(KEY_A))
+      const waiter = yield* Effect.forkChild(store.transaction(licenses.lockByKey(KEY_A)))
       yield* settle
       yield* Fiber.interrupt(waiter)
       yield* open.release
       yield* Fiber.join(open.fiber)
-      assert.isDefined(yield* store.transaction(store.lockLicense(KEY_A)))
+      assert.isDefined(yield* store.transaction(licenses.lockByKey(KEY_A)))
     }))
 
   test("two transactions locking each other's license: one dies of a detected deadlock, the other goes on", () =>
@@ -144,10 +144,10 @@ describe("MemoryStore", () => {
       let locked = 0
       const cross = (first: string, second: string) =>
         store.transaction(Effect.gen(function*() {
-          yield* store.lockLicense(first)
+          yield* licenses.lockByKey(first)
           if (++locked === 2) yield* Deferred.succeed(both, undefined)
           yield* Deferred.await(both)
-          return yield* store.lockLicense(second)
+          return yield* licenses.lockByKey(second)
         }))
       const exits = yield* Effect.all([Effect.exit(cross(KEY_A, KEY_B)), Effect.exit(cross(KEY_B, KEY_A))], { concurrency: 2 })
       const died = exits.filter((e) => Exit.isFailure(e) && Cause.squash(e.cause) instanceof DeadlockDetected)

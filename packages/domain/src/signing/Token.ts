@@ -11,7 +11,7 @@
  */
 import { createHash } from "node:crypto"
 import { normaliseLicenseKey } from "../verify/licenseKey.js"
-import { isoTime } from "../time.js"
+import { isoTime } from "../shared/time.js"
 
 export { isoTime }
 import type {

@@ -1,13 +1,14 @@
 /**
  * The answers of the public client routes (`validate`, `activate`, `deactivate`, `heartbeat`, `crl`,
- * `public-key`; CONTRACT §4, §5): the domain call and the HTTP response, from the endpoint's decoded input and
- * the client's address; a refusal is the domain's error, which the pipeline answers with its envelope. They are
+ * `public-key`; CONTRACT §4, §5): one domain call, whose answer is already signed (the license or refusal token,
+ * the machine certificate), encoded as the HTTP response, from the endpoint's decoded input and the client's
+ * address; a refusal is the domain's error, which the pipeline answers with its envelope. They are
  * the last step of the client pipeline (`ClientPipeline.ts`), which both ways a request arrives go through: the
  * `client` group's HttpApi handlers (`Client.ts`) and the fast path in front of the Effect stack
  * (`FastPath.ts`). Nothing here reads the request.
  *
- * `validate` is the hottest route: one `Licensing.validate` (one license and machines lookup, done by the
- * domain) and one signature, nothing else. The license in its answer is built from what validation already
+ * `validate` is the hottest route: one `Licensing.validate` (one license and machines lookup and one signature,
+ * done by the domain), nothing else. The license in its answer is built from what validation already
  * computed (derived status, seats held), not looked up again.
  *
  * Answers are written with {@link respond}, straight to JSON: every body is typed against its endpoint's
@@ -17,7 +18,7 @@
  */
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { Errors, Licensing, RevocationList, Signer, SigningKey, Tokens } from "@lm/domain"
+import { Errors, Licensing, RevocationList, Signer, SigningKey } from "@lm/domain"
 import type { PublishedKey } from "@lm/domain/verify"
 import {
   type ActivatedMachine,
@@ -53,31 +54,26 @@ export interface CrlHeaders {
  */
 export const makeClientAnswers = Effect.gen(function*() {
   const licensing = yield* Licensing
-  const tokens = yield* Tokens
   const revocations = yield* RevocationList
   const signer = yield* Signer
 
   const validate = (payload: typeof ValidatePayload.Type, ipAddress: string | null) => {
-    const fingerprint = payload.fingerprint ?? null
     const nonce = payload.nonce ?? null
-    return licensing.validate({ licenseKey: payload.license_key, fingerprint, ipAddress }).pipe(
-      Effect.flatMap((result) =>
-        Effect.map(tokens.validationTokens(result, { fingerprint, nonce }), (signed) => {
-          const { license, validation, now } = result
-          const body: ValidateResponse = {
-            valid: validation.valid,
-            code: validation.code,
-            license: licenseToWire({ license, status: validation.status, activationCount: validation.seatsHeld }),
-            machine: validation.machine === null ? null : machineToWire(validation.machine),
-            needs_activation: validation.needsActivation,
-            signed_payload: signed.signedPayload,
-            signed_refusal: signed.signedRefusal,
-            server_time: isoNow(now),
-            ...(nonce === null ? {} : { nonce })
-          }
-          return respond(body)
-        })
-      )
+    return licensing.validate({ licenseKey: payload.license_key, fingerprint: payload.fingerprint ?? null, nonce, ipAddress }).pipe(
+      Effect.map(({ license, now, signedPayload, signedRefusal, validation }) => {
+        const body: ValidateResponse = {
+          valid: validation.valid,
+          code: validation.code,
+          license: licenseToWire({ license, status: validation.status, activationCount: validation.seatsHeld }),
+          machine: validation.machine === null ? null : machineToWire(validation.machine),
+          needs_activation: validation.needsActivation,
+          signed_payload: signedPayload,
+          signed_refusal: signedRefusal,
+          server_time: isoNow(now),
+          ...(nonce === null ? {} : { nonce })
+        }
+        return respond(body)
+      })
     )
   }
 
@@ -95,12 +91,10 @@ export const makeClientAnswers = Effect.gen(function*() {
         components: payload.components?.map((c) => ({ kind: c.kind, fingerprint: c.fingerprint, name: c.name ?? null }))
       }
     }).pipe(
-      Effect.flatMap(({ created, license, machine, now }) =>
-        Effect.map(tokens.machineCertificate(license, machine, now), (certificate) => {
-          const body: ActivatedMachine = { ...machineToWire(machine), certificate }
-          return respond(body, created ? 201 : 200)
-        })
-      )
+      Effect.map(({ certificate, created, machine }) => {
+        const body: ActivatedMachine = { ...machineToWire(machine), certificate }
+        return respond(body, created ? 201 : 200)
+      })
     )
 
   const deactivate = (payload: typeof DeactivatePayload.Type, ipAddress: string | null) => {
@@ -128,17 +122,15 @@ export const makeClientAnswers = Effect.gen(function*() {
       ipAddress,
       ...(payload.app_version === undefined || payload.app_version === null ? {} : { appVersion: payload.app_version })
     }).pipe(
-      Effect.flatMap((beat) =>
-        Effect.map(tokens.machineCertificate(beat.license, beat.machine, beat.now), (certificate) => {
-          const body: HeartbeatResponse = {
-            machine: machineToWire(beat.machine),
-            certificate,
-            next_heartbeat_before: iso(beat.nextHeartbeatBefore),
-            lease_expires_at: isoOrNull(beat.leaseExpiresAt)
-          }
-          return respond(body)
-        })
-      )
+      Effect.map((beat) => {
+        const body: HeartbeatResponse = {
+          machine: machineToWire(beat.machine),
+          certificate: beat.certificate,
+          next_heartbeat_before: iso(beat.nextHeartbeatBefore),
+          lease_expires_at: isoOrNull(beat.leaseExpiresAt)
+        }
+        return respond(body)
+      })
     )
 
   const crl = (headers: CrlHeaders, _ipAddress: string | null) =>

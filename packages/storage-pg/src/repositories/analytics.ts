@@ -9,6 +9,7 @@ import { PgClient } from "@effect/sql-pg/PgClient"
 import { Analytics, Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { date, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { holdsSeat } from "./seats.js"
 
 const HourRow = Schema.Struct({ hour: Timestamp, valid: Int8, invalid: Int8, refused: Int8, activations: Int8 })
 const hourRows = rowsOf(HourRow, "lm_activity_hourly")
@@ -114,7 +115,7 @@ export const layer = Layer.effect(
           SELECT
             (SELECT count(*) FROM lm_machines m JOIN lm_licenses l ON l.id = m.license_id
              WHERE l.state IN ${sql.in(states)} AND l.max_activations IS NOT NULL
-               AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(at)}))::int8 AS active_machines,
+               AND ${holdsSeat(sql, "m", at)})::int8 AS active_machines,
             (SELECT coalesce(sum(max_activations), 0) FROM lm_licenses
              WHERE state IN ${sql.in(states)} AND max_activations IS NOT NULL)::int8 AS total_seats`.pipe(
             Effect.flatMap(seatsRow),
@@ -123,9 +124,9 @@ export const layer = Layer.effect(
           ),
       appVersions: (at) =>
         sql`
-          SELECT app_version, count(*)::int8 AS machines FROM lm_machines
-          WHERE status = 'active' AND (seat_deadline IS NULL OR seat_deadline > ${date(at)})
-          GROUP BY app_version ORDER BY machines DESC, app_version COLLATE "C" NULLS LAST`.pipe(
+          SELECT m.app_version, count(*)::int8 AS machines FROM lm_machines m
+          WHERE ${holdsSeat(sql, "m", at)}
+          GROUP BY m.app_version ORDER BY machines DESC, m.app_version COLLATE "C" NULLS LAST`.pipe(
             Effect.flatMap(versionRows),
             Effect.map((rows) => rows.map((r) => ({ appVersion: r.app_version, machines: r.machines }))),
             orUnavailable

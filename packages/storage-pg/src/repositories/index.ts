@@ -1,5 +1,5 @@
 /**
- * The domain's ports on @effect/sql-pg, one module per aggregate: the same queries on a PostgreSQL server and
+ * The domain's ports on @effect/sql-pg, one module per port: the same queries on a PostgreSQL server and
  * on PGlite. Row locks (`FOR UPDATE`, `SKIP LOCKED` for pool draws and the sweep) let several processes share
  * one database.
  */
@@ -9,6 +9,7 @@ import { Ports } from "@lm/domain"
 import * as ActivityLog from "./activity.js"
 import * as Analytics from "./analytics.js"
 import * as ApiKeys from "./apiKeys.js"
+import * as Deliveries from "./deliveries.js"
 import * as Generators from "./generators.js"
 import * as Licenses from "./licenses.js"
 import * as Machines from "./machines.js"
@@ -35,6 +36,7 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   ActivityLog.layer,
   Analytics.layer,
   Webhooks.layer,
+  Deliveries.layer,
   Subscriptions.layer,
   Releases.layer
 )

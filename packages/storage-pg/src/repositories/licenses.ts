@@ -1,6 +1,7 @@
 /**
- * The domain's `LicenseRepository` on `lm_licenses`, and the license row schema the `Store`'s locks decode with.
- * Pool draws claim rows with `FOR UPDATE SKIP LOCKED`, so several processes can draw from one pool.
+ * The domain's `LicenseRepository` on `lm_licenses`. Its locks are `SELECT … FOR UPDATE` on the license rows, held
+ * until the transaction ends; pool draws claim rows with `FOR UPDATE SKIP LOCKED`, so several processes can draw
+ * from one pool.
  */
 import { Effect, Layer, Schema, Struct } from "effect"
 import * as Arr from "effect/Array"
@@ -9,6 +10,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { Errors, License, Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { chunk, Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { holdsSeat } from "./seats.js"
 
 /** The column of each field of a license whose name differs (snake_case), for reading and writing rows. */
 const licenseColumnNames = {
@@ -132,12 +134,21 @@ export const layer = Layer.effect(
           ? undefined
           : holderJoined
           ? sql`holder.license_id IS ${sql.literal(q.hasSeatHolderAt.value ? "NOT NULL" : "NULL")}`
-          : sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND m.status = 'active' AND (m.seat_deadline IS NULL OR m.seat_deadline > ${date(q.hasSeatHolderAt.at)}))`
+          : sql`${sql.literal(q.hasSeatHolderAt.value ? "" : "NOT ")}EXISTS (SELECT 1 FROM lm_machines m WHERE m.license_id = lm_licenses.id AND ${holdsSeat(sql, "m", q.hasSeatHolderAt.at)})`
       ].filter((c) => c !== undefined)
       return where.length === 0 ? sql`TRUE` : sql.and(where)
     }
 
     return Ports.LicenseRepository.of({
+      lockByKey: (key) => sql`SELECT * FROM lm_licenses WHERE key = ${key} FOR UPDATE`.pipe(Effect.flatMap(firstLicense), orUnavailable),
+      lockById: (id) => sql`SELECT * FROM lm_licenses WHERE id = ${id} FOR UPDATE`.pipe(Effect.flatMap(firstLicense), orUnavailable),
+      lockByKeys: (keys) =>
+        keys.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT * FROM lm_licenses WHERE key IN ${sql.in([...new Set(keys)])} ORDER BY id FOR UPDATE`.pipe(
+            Effect.flatMap(licenseRows),
+            orUnavailable
+          ),
       insert: (draft) =>
         sql`INSERT INTO lm_licenses ${sql.insert(licenseColumns(draft))} RETURNING *`.pipe(
           uniqueKey,
@@ -181,8 +192,7 @@ export const layer = Layer.effect(
         const from = holderAt === undefined
           ? sql`lm_licenses`
           : sql`lm_licenses LEFT JOIN (
-              SELECT DISTINCT license_id FROM lm_machines
-              WHERE status = 'active' AND (seat_deadline IS NULL OR seat_deadline > ${date(holderAt)})
+              SELECT DISTINCT m.license_id FROM lm_machines m WHERE ${holdsSeat(sql, "m", holderAt)}
             ) AS holder ON holder.license_id = lm_licenses.id`
         const columns = filters.map((f, i) => sql`count(*) FILTER (WHERE ${filterOf(f, holderAt !== undefined)})::int8 AS ${sql(`c${i}`)}`)
         return sql`SELECT ${sql.csv(columns)} FROM ${from}`.pipe(

@@ -7,6 +7,7 @@ import { Effect, Layer, Schema, Struct } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
+import { appendEvents } from "./outbox.js"
 import { Count, date, firstOf, Id, Int8, Int8Text, iso, oneOf, rowsOf, Timestamp } from "./rows.js"
 
 /** A component as `machineSelect` aggregates it into JSON (its id as text, so that it is not rounded). */
@@ -150,9 +151,9 @@ export const layer = Layer.effect(
               return (yield* findMachine(machine.id)) ?? machine
             })
           ).pipe(orUnavailable),
-      // One statement for a whole batch of seat changes: machines inserted and updated, events appended (those
-      // about an inserted machine get its id by joining on (license, fingerprint), which is unique). PostgreSQL
-      // runs every data-modifying WITH part to completion, whether or not the final SELECT reads it.
+      // One statement for a whole batch of seat changes: machines inserted and updated, events appended as the
+      // outbox appends them (`appendEvents`; those about an inserted machine get its id). PostgreSQL runs every
+      // data-modifying WITH part to completion, whether or not the final SELECT reads it.
       writeSeatChanges: ({ events, inserts, updates }) =>
         inserts.length === 0 && updates.length === 0 && events.length === 0
           ? Effect.succeed([])
@@ -169,30 +170,16 @@ export const layer = Layer.effect(
             FROM jsonb_to_recordset(${JSON.stringify(updates.map(machineRecord))}::jsonb) AS v(id bigint, ${sql.literal(machineFieldTypes)})
             WHERE m.id = v.id
             RETURNING m.id
-          ), ev AS (
-            INSERT INTO lm_events (type, occurred_at, license_id, machine_id, data)
-            SELECT e.type, e.occurred_at, e.license_id, COALESCE(i.id, e.machine_id), e.data
-            FROM jsonb_to_recordset(${
-            JSON.stringify(events.map(({ event, insertIndex }, ord) => ({
-              ord,
-              type: event.type,
-              occurred_at: iso(event.occurredAt),
-              license_id: event.licenseId,
-              machine_id: insertIndex === undefined ? event.machineId : null,
-              data: event.data,
-              insert_license_id: insertIndex === undefined ? null : inserts[insertIndex]!.licenseId,
-              insert_fingerprint: insertIndex === undefined ? null : inserts[insertIndex]!.fingerprint
-            })))
-          }::jsonb) AS e(ord int, type text, occurred_at timestamptz, license_id bigint, machine_id bigint, data jsonb,
-              insert_license_id bigint, insert_fingerprint text)
-            LEFT JOIN ins i ON i.license_id = e.insert_license_id AND i.fingerprint = e.insert_fingerprint
-            ORDER BY e.ord
-            RETURNING id
-          ), seq AS (
-            UPDATE lm_counters SET value = value + 1
-            WHERE name = 'revocation_seq' AND ${Model.affectsRevocationList(events.map((e) => e.event))}::boolean
-            RETURNING value
-          )
+          ), ${
+            appendEvents(
+              sql,
+              events.map(({ event, insertIndex }) => ({
+                event,
+                insertedMachine: insertIndex === undefined ? undefined : inserts[insertIndex]!
+              })),
+              "ins"
+            )
+          }
           SELECT i.*, '[]'::json AS components FROM ins i`.pipe(
             Effect.flatMap(machineRows),
             Effect.flatMap((rows) => {

@@ -1,0 +1,266 @@
+/**
+ * License management (CONTRACT §3): create (plain, with a given key, or from a generator or its pool through the
+ * `GeneratorIssuer` the generators feature provides), get, list, update, delete and the actions. Every write runs
+ * in a transaction with the license locked and writes the events it causes to the outbox.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { invalidParam, type InvalidParam, type InvalidTransition, type StorageUnavailable } from "../shared/errors.js"
+import type { DomainEvent } from "../shared/model.js"
+import { EventOutbox, type Page, Store } from "../shared/ports.js"
+import { Random } from "../shared/random.js"
+import {
+  type ConfirmationRequired,
+  type GeneratorNotFound,
+  type LicenseExists,
+  type LicenseNotFound,
+  licenseNotFound,
+  type LicenseTerminated
+} from "./errors.js"
+import { defaultKeyFormat, mintKey, normalizeKey, parseKey } from "./keys.js"
+import {
+  applyLicenseAction,
+  checkLicenseSettings,
+  confirmTermination,
+  defaultLicenseSettings,
+  licenseCreated,
+  licenseDeleted,
+  type LicenseChange,
+  newLicenseDraft,
+  renewLicense,
+  type Renewal,
+  terminateLicense,
+  updateLicense
+} from "./license.js"
+import { countSeatsHeld, deactivateMachine, type LicenseView, refreshSeatDeadlines, viewLicense } from "./machine.js"
+import type { License, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "./model.js"
+import { GeneratorIssuer, type LicenseFilter, type LicenseQuery, LicenseRepository, MachineRepository } from "./ports.js"
+
+/** Fields a create may set: a key or a generator (not both), and any writable setting. */
+export interface CreateLicenseInput extends Partial<LicenseSettings> {
+  readonly licenseKey?: string | undefined
+  readonly generatorId?: number | undefined
+  readonly source?: LicenseSource | undefined
+}
+
+/** GET /licenses filters, already decoded. */
+/**
+ * The stored filters of a derived status at `now`: `expired` = state `issued` whose grace period ended;
+ * `active`/`inactive` = `issued`, not expired, with/without a seat holder; the other statuses are states.
+ */
+export const statusFilter = (status: LicenseStatus | undefined, now: number): LicenseFilter => {
+  switch (status) {
+    case undefined:
+      return {}
+    case "active":
+    case "inactive":
+      return { states: ["issued"], expiredAt: { at: now, value: false }, hasSeatHolderAt: { at: now, value: status === "active" } }
+    case "expired":
+      return { states: ["issued"], expiredAt: { at: now, value: true } }
+    default:
+      return { states: [status] }
+  }
+}
+
+export interface ListLicensesInput {
+  readonly status?: LicenseStatus | undefined
+  readonly productId?: number | undefined
+  readonly orderId?: number | undefined
+  readonly userId?: number | undefined
+  readonly generatorId?: number | undefined
+  readonly search?: string | undefined
+  readonly expiresBefore?: number | undefined
+  readonly expiresAfter?: number | undefined
+  readonly orderBy?: LicenseQuery["orderBy"] | undefined
+  readonly order?: LicenseQuery["order"] | undefined
+  readonly page: number
+  readonly perPage: number
+}
+
+/** A license with its machines (GET /licenses/{key}). */
+export interface LicenseDetail extends LicenseView {
+  readonly machines: ReadonlyArray<Machine>
+}
+
+type WriteError = LicenseNotFound | LicenseTerminated | StorageUnavailable
+
+const settingsOf = (input: Partial<LicenseSettings>): Partial<LicenseSettings> => {
+  const out: Record<string, unknown> = {}
+  for (const name of Object.keys(defaultLicenseSettings) as Array<keyof LicenseSettings>) {
+    if (input[name] !== undefined) out[name] = input[name]
+  }
+  return out as Partial<LicenseSettings>
+}
+
+export class Licenses extends Context.Service<Licenses, {
+  readonly create: (
+    input: CreateLicenseInput
+  ) => Effect.Effect<LicenseView, InvalidParam | LicenseExists | GeneratorNotFound | StorageUnavailable>
+  readonly get: (key: string) => Effect.Effect<LicenseDetail, InvalidParam | LicenseNotFound | StorageUnavailable>
+  readonly list: (input: ListLicensesInput) => Effect.Effect<Page<LicenseView>, StorageUnavailable>
+  readonly update: (key: string, patch: Partial<LicenseSettings>) => Effect.Effect<LicenseView, InvalidParam | WriteError>
+  readonly delete: (key: string) => Effect.Effect<{ readonly id: number }, InvalidParam | LicenseNotFound | StorageUnavailable>
+  readonly renew: (key: string, renewal: Renewal) => Effect.Effect<LicenseView, InvalidParam | WriteError>
+  readonly suspend: (key: string) => Effect.Effect<LicenseView, InvalidParam | InvalidTransition | WriteError>
+  readonly revoke: (key: string) => Effect.Effect<LicenseView, InvalidParam | InvalidTransition | WriteError>
+  readonly reinstate: (key: string) => Effect.Effect<LicenseView, InvalidParam | InvalidTransition | WriteError>
+  readonly terminate: (key: string, confirm: boolean) => Effect.Effect<LicenseView, InvalidParam | ConfirmationRequired | WriteError>
+}>()("@lm/domain/Licenses") {
+  /** The service on the ports; creates with `generator_id` go to the `GeneratorIssuer` in context when it is built. */
+  static readonly layer = Layer.effect(
+    Licenses,
+    Effect.gen(function*() {
+      const store = yield* Store
+      const licenses = yield* LicenseRepository
+      const machines = yield* MachineRepository
+      const generators = yield* GeneratorIssuer
+      const outbox = yield* EventOutbox
+      const random = yield* Random
+      const withRandom = Effect.provideService(Random, random)
+
+      const keyOf = (input: string) => Effect.fromResult(parseKey(input))
+
+      /** Runs a change on the locked license and persists it with its events. */
+      const write = <E>(key: string, change: (license: License, now: number, active: ReadonlyArray<Machine>) => Effect.Effect<LicenseChange, E>) =>
+        Effect.gen(function*() {
+          const normalized = yield* keyOf(key)
+          return yield* store.transaction(
+            Effect.gen(function*() {
+              const license = yield* licenses.lockByKey(normalized)
+              if (license === undefined) return yield* licenseNotFound()
+              const active = yield* machines.listActive(license.id)
+              const now = yield* Clock.currentTimeMillis
+              const result = yield* change(license, now, active)
+              if (!result.changed) return viewLicense(license, active, now)
+              const saved = yield* licenses.update(result.license)
+              yield* outbox.append(result.events)
+              return viewLicense(saved, yield* machines.listActive(license.id), now)
+            })
+          )
+        })
+
+      const create = Effect.fn("Licenses.create")(function*(input: CreateLicenseInput) {
+        if (input.licenseKey !== undefined && input.generatorId !== undefined) {
+          return yield* invalidParam("generator_id", "send either license_key or generator_id, not both")
+        }
+        const now = yield* Clock.currentTimeMillis
+        const settings = yield* Effect.fromResult(checkLicenseSettings(settingsOf(input)))
+        if (input.generatorId !== undefined) {
+          const generatorId = input.generatorId
+          return yield* store.transaction(
+            Effect.map(generators.issue(generatorId, settings, now), (license) => viewLicense(license, [], now))
+          )
+        }
+        const key = input.licenseKey !== undefined ? yield* keyOf(input.licenseKey) : yield* withRandom(mintKey(defaultKeyFormat))
+        return yield* store.transaction(
+          Effect.gen(function*() {
+            const license = yield* licenses.insert(newLicenseDraft(key, settings, input.source ?? "api", null, now))
+            yield* outbox.append([licenseCreated(license, now)])
+            return viewLicense(license, [], now)
+          })
+        )
+      })
+
+      const get = Effect.fn("Licenses.get")(function*(key: string) {
+        const normalized = yield* keyOf(key)
+        const license = yield* licenses.findByKey(normalized)
+        if (license === undefined) return yield* licenseNotFound()
+        const all = yield* machines.list(license.id, { page: 1, perPage: 1000 })
+        const now = yield* Clock.currentTimeMillis
+        return { ...viewLicense(license, all.items.filter((m) => m.status === "active"), now), machines: all.items }
+      })
+
+      const list = Effect.fn("Licenses.list")(function*(input: ListLicensesInput) {
+        const now = yield* Clock.currentTimeMillis
+        const derived = statusFilter(input.status, now)
+        const page = yield* licenses.list({
+          ...derived,
+          productId: input.productId,
+          orderId: input.orderId,
+          userId: input.userId,
+          generatorId: input.generatorId,
+          keyPrefix: input.search === undefined ? undefined : normalizeKey(input.search),
+          expiresBefore: input.expiresBefore,
+          expiresAfter: input.expiresAfter,
+          orderBy: input.orderBy ?? "id",
+          order: input.order ?? "desc",
+          page: input.page,
+          perPage: input.perPage
+        })
+        const active = yield* machines.listActiveOf(page.items.map((l) => l.id))
+        return {
+          total: page.total,
+          items: page.items.map((license) => viewLicense(license, active.filter((m) => m.licenseId === license.id), now))
+        }
+      })
+
+      const update = Effect.fn("Licenses.update")(function*(key: string, patch: Partial<LicenseSettings>) {
+        return yield* write(key, (license, now, active) =>
+          Effect.gen(function*() {
+            const settings = yield* Effect.fromResult(checkLicenseSettings(settingsOf(patch)))
+            const change = yield* Effect.fromResult(updateLicense(license, settings, now))
+            // Seat rules may have changed: keep each machine's stored seat deadline true to them.
+            for (const machine of refreshSeatDeadlines(active, change.license, now)) yield* machines.update(machine)
+            return change
+          })
+        )
+      })
+
+      const remove = Effect.fn("Licenses.delete")(function*(key: string) {
+        const normalized = yield* keyOf(key)
+        return yield* store.transaction(
+          Effect.gen(function*() {
+            const license = yield* licenses.lockByKey(normalized)
+            if (license === undefined) return yield* licenseNotFound()
+            const now = yield* Clock.currentTimeMillis
+            yield* licenses.delete(license.id)
+            yield* outbox.append([licenseDeleted(license, now)])
+            return { id: license.id }
+          })
+        )
+      })
+
+      const action = (name: "suspend" | "revoke" | "reinstate") =>
+        Effect.fn(`Licenses.${name}`)(function*(key: string) {
+          return yield* write(key, (license, now, active) =>
+            Effect.fromResult(applyLicenseAction(license, name, now, countSeatsHeld(active, license, now)))
+          )
+        })
+
+      const terminate = Effect.fn("Licenses.terminate")(function*(key: string, confirm: boolean) {
+        // Before the key is even read: without the flag nothing else is looked at.
+        yield* Effect.fromResult(confirmTermination(confirm))
+        return yield* write(key, (license, now, active) =>
+          Effect.gen(function*() {
+            const change = yield* Effect.fromResult(terminateLicense(license, confirm, now))
+            if (!change.changed) return change
+            const events: Array<DomainEvent> = [...change.events]
+            for (const machine of active) {
+              const off = deactivateMachine(change.license, machine, "license_terminated", now)
+              yield* machines.update(off.machine)
+              events.push(...off.events)
+            }
+            return { ...change, events }
+          })
+        )
+      })
+
+      const renew = Effect.fn("Licenses.renew")(function*(key: string, renewal: Renewal) {
+        return yield* write(key, (license, now) => Effect.fromResult(renewLicense(license, renewal, now)))
+      })
+
+      return Licenses.of({
+        create,
+        get,
+        list,
+        update,
+        delete: remove,
+        renew,
+        suspend: action("suspend"),
+        revoke: action("revoke"),
+        reinstate: action("reinstate"),
+        terminate
+      })
+    })
+  )
+}
+

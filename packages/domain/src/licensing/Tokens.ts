@@ -1,0 +1,107 @@
+/**
+ * The signed things a client takes offline (CONTRACT §5): validate's `signed_payload` (a license token, only for a
+ * valid answer) or `signed_refusal` (for a refusal, which never entitles), and the machine `certificate` of
+ * activate and heartbeat, each signed fresh with the current key.
+ */
+import { Context, Effect, Layer } from "effect"
+import { Signer } from "../signing/Signer.js"
+import * as Token from "../signing/Token.js"
+import type { License, Machine } from "./model.js"
+import type { Validation } from "./validation.js"
+
+/** What validation found, which its signed answer states. */
+export interface Validated {
+  readonly license: License
+  readonly validation: Validation
+  readonly now: number
+}
+
+/** What the client sent to validate that its signed answer repeats. */
+export interface SentToValidate {
+  readonly fingerprint: string | null
+  readonly nonce: string | number | null
+}
+
+export interface TokensOptions {
+  /** Offline TTL of validate's payload in seconds (default 7 days). */
+  readonly offlineTtlSeconds?: number | undefined
+}
+
+export class Tokens extends Context.Service<Tokens, {
+  /**
+   * Validate's signed answer: a license token (`signedPayload`) when validation says valid, else a refusal token
+   * (`signedRefusal`) and no license token, so that a client caching any signed payload cannot cache a refusal
+   * as an entitlement.
+   */
+  readonly validationTokens: (
+    result: Validated,
+    sent: SentToValidate
+  ) => Effect.Effect<{ readonly signedPayload: string | null; readonly signedRefusal: string | null }>
+  /** A license token: what validation found, the fingerprint and nonce sent, `exp`. */
+  readonly licensePayload: (
+    result: Validated,
+    sent: SentToValidate
+  ) => Effect.Effect<string>
+  /** A machine's `certificate`: valid until its lease ends (floating) or 30 days, never past expiry + grace. */
+  readonly machineCertificate: (license: License, machine: Machine, now: number) => Effect.Effect<string>
+}>()("@lm/domain/Tokens") {
+  static readonly layer = (options: TokensOptions = {}) =>
+    Layer.effect(
+      Tokens,
+      Effect.gen(function*() {
+        const signer = yield* Signer
+        const licensePayload = (result: Validated, sent: SentToValidate) =>
+          signer.signToken(
+            Token.license({
+              licenseKey: result.license.key,
+              licenseId: result.license.id,
+              productId: result.license.productId,
+              status: result.validation.status,
+              valid: result.validation.valid,
+              code: result.validation.code,
+              expiresAt: result.license.expiresAt,
+              graceDays: result.license.graceDays,
+              maxActivations: result.license.maxActivations,
+              fingerprint: sent.fingerprint,
+              nonce: sent.nonce,
+              issuedAt: result.now,
+              ...(options.offlineTtlSeconds === undefined ? {} : { ttlSeconds: options.offlineTtlSeconds })
+            })
+          )
+        const refusal = (result: Validated, sent: SentToValidate) =>
+          signer.signToken(
+            Token.refusal({
+              licenseKey: result.license.key,
+              licenseId: result.license.id,
+              status: result.validation.status,
+              code: result.validation.code,
+              fingerprint: sent.fingerprint,
+              nonce: sent.nonce,
+              issuedAt: result.now
+            })
+          )
+        return Tokens.of({
+          validationTokens: (result, sent) =>
+            result.validation.valid
+              ? Effect.map(licensePayload(result, sent), (signedPayload) => ({ signedPayload, signedRefusal: null }))
+              : Effect.map(refusal(result, sent), (signedRefusal) => ({ signedPayload: null, signedRefusal })),
+          licensePayload,
+          machineCertificate: (license, machine, now) =>
+            signer.signToken(
+              Token.machine({
+                licenseKey: license.key,
+                licenseId: license.id,
+                productId: license.productId,
+                machineId: machine.id,
+                fingerprint: machine.fingerprint,
+                expiresAt: license.expiresAt,
+                maxActivations: license.maxActivations,
+                graceDays: license.graceDays,
+                issuedAt: now,
+                leaseExpiresAt: license.isFloating ? machine.leaseExpiresAt : null
+              })
+            )
+        })
+      })
+    )
+}

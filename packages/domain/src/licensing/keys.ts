@@ -1,0 +1,98 @@
+/**
+ * License keys: the four-group format, normalisation, and minting from a generator's charset with a
+ * cryptographic random source.
+ */
+import { Effect, Result } from "effect"
+import { invalidParam, type InvalidParam } from "../shared/errors.js"
+import { Random } from "../shared/random.js"
+import { normaliseLicenseKey } from "../verify/licenseKey.js"
+import { DEFAULT_CHARSET } from "./model.js"
+
+/** Four dash-separated groups of A-Z and 0-9, each at most 24 characters (prefix 8 + chunk 16). */
+const KEY_PATTERN = /^[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}$/
+
+/**
+ * Trims and upper-cases a key as every input path does: the verify module's {@link normaliseLicenseKey} (client
+ * software checks CRLs with it), so server and clients cannot disagree.
+ */
+export const normalizeKey: (input: string) => string = normaliseLicenseKey
+
+/** Whether an already normalised key is in the key format. */
+export const isKeyFormat = (key: string): boolean => KEY_PATTERN.test(key)
+
+/** Normalises a key and checks its format; a malformed key is a `rest_invalid_param` on `license_key`. */
+export const parseKey = (input: string): Result.Result<string, InvalidParam> => {
+  const key = normalizeKey(input)
+  return isKeyFormat(key)
+    ? Result.succeed(key)
+    : Result.fail(invalidParam("license_key", "must be four dash-separated groups of A-Z and 0-9"))
+}
+
+/** How keys are minted: the alphabet, the length of each group and a prefix glued to the first group. */
+export interface KeyFormat {
+  readonly charset: string
+  readonly chunkLength: number
+  readonly prefix: string
+}
+
+/** The format of keys minted without a generator: 4 × 4 characters of a 32-letter alphabet (80 bits). */
+export const defaultKeyFormat: KeyFormat = { charset: DEFAULT_CHARSET, chunkLength: 4, prefix: "" }
+
+/** The least randomness a minted key may carry. */
+export const MIN_KEY_BITS = 64
+
+/** Bits of randomness in a key of this format (the prefix adds none). */
+export const keyBits = (format: Pick<KeyFormat, "charset" | "chunkLength">): number =>
+  4 * format.chunkLength * Math.log2(new Set(format.charset).size)
+
+/**
+ * Checks a generator's key format: a charset of upper-case letters and digits with at least 16 distinct
+ * characters, groups of 2–16, a prefix of 0–8 of A-Z0-9, and at least 64 bits of randomness.
+ */
+export const checkKeyFormat = (format: KeyFormat): Result.Result<KeyFormat, InvalidParam> => {
+  if (!/^[A-Z0-9]+$/.test(format.charset)) return Result.fail(invalidParam("charset", "must contain only A-Z and 0-9"))
+  const distinct = [...new Set(format.charset)].join("")
+  if (distinct.length < 16) return Result.fail(invalidParam("charset", "must have at least 16 distinct characters"))
+  if (!Number.isInteger(format.chunkLength) || format.chunkLength < 2 || format.chunkLength > 16) {
+    return Result.fail(invalidParam("chunk_length", "must be an integer from 2 to 16"))
+  }
+  if (!/^[A-Z0-9]{0,8}$/.test(format.prefix)) return Result.fail(invalidParam("prefix", "must be 0 to 8 of A-Z and 0-9"))
+  const bits = keyBits({ charset: distinct, chunkLength: format.chunkLength })
+  if (bits < MIN_KEY_BITS) {
+    return Result.fail(
+      invalidParam("chunk_length", `charset and chunk_length give ${bits.toFixed(1)} bits of randomness; at least ${MIN_KEY_BITS} are required`)
+    )
+  }
+  return Result.succeed({ ...format, charset: distinct })
+}
+
+/**
+ * Draws `count` uniformly distributed indexes below `size` from random bytes, rejecting bytes that would bias
+ * the draw.
+ */
+const drawIndexes = Effect.fnUntraced(function*(count: number, size: number) {
+  const random = yield* Random
+  const limit = 256 - (256 % size)
+  const out: Array<number> = []
+  while (out.length < count) {
+    const bytes = yield* random.bytes(Math.ceil((count - out.length) * 1.3) + 8)
+    for (const byte of bytes) {
+      if (byte < limit) out.push(byte % size)
+      if (out.length === count) break
+    }
+  }
+  return out
+})
+
+/** Mints one key of the format: four groups, the prefix glued to the first. */
+export const mintKey = Effect.fnUntraced(function*(format: KeyFormat) {
+  const chars = [...new Set(format.charset)]
+  const indexes = yield* drawIndexes(4 * format.chunkLength, chars.length)
+  const groups: Array<string> = []
+  for (let g = 0; g < 4; g++) {
+    let group = g === 0 ? format.prefix : ""
+    for (let i = 0; i < format.chunkLength; i++) group += chars[indexes[g * format.chunkLength + i]!]
+    groups.push(group)
+  }
+  return groups.join("-")
+})
