@@ -95,6 +95,7 @@ export const makeTables = (db: Database) => {
     unique: {},
     groups: { subscription: (row) => row.subscriptionId }
   })
+  const auditEntries = db.table<Model.AuditEntry>({ name: "audit_entry", unique: {}, groups: {} })
   const anomalies = db.table<AnomalyRow>({ name: "anomaly", unique: { kind: (a) => `${a.licenseId}\u0000${a.type}` }, groups: {} })
   const releases = db.table<Model.Release>({
     name: "release",
@@ -147,6 +148,7 @@ export const makeTables = (db: Database) => {
     renewals,
     anomalies,
     releases,
+    auditEntries,
     read,
     lockName,
     lockRow,
