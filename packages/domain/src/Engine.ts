@@ -15,6 +15,7 @@ import { pipe } from "effect/Function"
 import * as Access from "./access/feature.js"
 import * as Activity from "./activity/feature.js"
 import * as Analytics from "./analytics/feature.js"
+import * as Billing from "./billing/feature.js"
 import * as Generators from "./generators/feature.js"
 import * as Licensing from "./licensing/feature.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./licensing/ValidationCache.js"
@@ -71,6 +72,7 @@ const features = <A, E, R>(signing: Feature<A, E, R, never>, options: Options) =
     addFeature(Generators.feature),
     addFeature(Licensing.feature(options)),
     addFeature(Subscriptions.feature(options)),
+    addFeature(Billing.feature),
     addFeature(Analytics.feature(options)),
     addFeature(Releases.feature(options)),
     addFeature(Webhooks.feature(options))

@@ -30,6 +30,7 @@ import { Context, Layer } from "effect"
 import * as ActivityLog from "./activity.js"
 import * as AnalyticsRepository from "./analytics.js"
 import * as ApiKeyRepository from "./apiKeys.js"
+import * as BillingEventRepository from "./billingEvents.js"
 import { Database } from "./Database.js"
 import * as WebhookDeliveryQueue from "./deliveries.js"
 import * as GeneratorRepository from "./generators.js"
@@ -85,6 +86,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       WebhookDeliveryQueue.make(tables, outbox, Math.max(1_000, options.deliveryWindow ?? defaultDeliveryWindow))
     ),
     Context.add(Ports.SubscriptionRepository, SubscriptionRepository.make(tables)),
+    Context.add(Ports.BillingEventRepository, BillingEventRepository.make(tables)),
     Context.add(Ports.ReleaseRepository, ReleaseRepository.make(tables))
   )
 }

@@ -9,6 +9,7 @@ import { Ports } from "@lm/domain"
 import * as ActivityLog from "./activity.js"
 import * as Analytics from "./analytics.js"
 import * as ApiKeys from "./apiKeys.js"
+import * as BillingEvents from "./billingEvents.js"
 import * as Deliveries from "./deliveries.js"
 import * as Generators from "./generators.js"
 import * as Licenses from "./licenses.js"
@@ -38,5 +39,6 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   Webhooks.layer,
   Deliveries.layer,
   Subscriptions.layer,
+  BillingEvents.layer,
   Releases.layer
 )
