@@ -16,6 +16,7 @@ import { TestClock } from "effect/testing"
 import { activityLogCases } from "./activity.js"
 import { analyticsCases } from "./analytics.js"
 import { apiKeyCases } from "./apiKeys.js"
+import { auditCases } from "./audit.js"
 import { billingCases } from "./billingEvents.js"
 import { deliveryCases } from "./deliveries.js"
 import { T0 } from "./fixtures.js"
@@ -48,6 +49,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     releaseCases(test)
     generatorCases(test)
     apiKeyCases(test)
+    auditCases(test)
     signingKeyCases(test)
     outboxCases(test)
     activityLogCases(test)

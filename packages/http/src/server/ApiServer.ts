@@ -19,6 +19,7 @@ import { ReleasesHandlers, UpdatesHandlers } from "../handlers/Releases.js"
 import { SubscriptionsHandlers } from "../handlers/Subscriptions.js"
 import { StorageHealth, SystemHandlers } from "../handlers/System.js"
 import { WebhooksHandlers } from "../handlers/Webhooks.js"
+import { AuditLogHandlers } from "../handlers/AuditLog.js"
 import { ApiKeyAuthenticator } from "./Authentication.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer, type RequestCounter } from "./Http.js"
@@ -64,7 +65,8 @@ export const layerApiRoutes = (storage: string) => {
     BillingProvidersHandlers,
     AnalyticsHandlers,
     ReleasesHandlers,
-    UpdatesHandlers
+    UpdatesHandlers,
+    AuditLogHandlers
   ).pipe(
     Layer.provide(ReleaseRoutes.layer),
     Layer.provide(layerMiddlewares),
