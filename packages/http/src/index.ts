@@ -53,6 +53,7 @@ export {
   type RequestEnvelopeOptions,
   type RouteTable
 } from "./server/Routing.js"
+export { layerRequestMetrics, makeRequestMetrics } from "./server/RequestMetrics.js"
 export {
   type AnsweredRequest,
   makeRequestSteps,
@@ -60,6 +61,8 @@ export {
   requestIdFor,
   RequestObserver,
   type RequestSteps,
+  type RouteOf,
+  unmatchedRoute,
   type Transport
 } from "./server/RequestSteps.js"
 export {
