@@ -16,6 +16,7 @@ import { TestClock } from "effect/testing"
 import { activityLogCases } from "./activity.js"
 import { analyticsCases } from "./analytics.js"
 import { apiKeyCases } from "./apiKeys.js"
+import { auditCases } from "./audit.js"
 import { deliveryCases } from "./deliveries.js"
 import { T0 } from "./fixtures.js"
 import { generatorCases } from "./generators.js"
@@ -47,6 +48,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     releaseCases(test)
     generatorCases(test)
     apiKeyCases(test)
+    auditCases(test)
     signingKeyCases(test)
     outboxCases(test)
     activityLogCases(test)

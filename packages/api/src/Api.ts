@@ -12,6 +12,7 @@ import { version } from "./version.js"
 import { AnalyticsGroup } from "./groups/Analytics.js"
 import { ErrorEnvelope } from "./middleware/ErrorEnvelope.js"
 import { ApiKeysGroup } from "./groups/ApiKeys.js"
+import { AuditLogGroup } from "./groups/AuditLog.js"
 import { ClientGroup } from "./groups/Client.js"
 import { GeneratorsGroup } from "./groups/Generators.js"
 import { LicensesGroup } from "./groups/Licenses.js"
@@ -43,6 +44,7 @@ export class Api extends HttpApi.make("lm")
   .add(AnalyticsGroup)
   .add(ReleasesGroup)
   .add(UpdatesGroup)
+  .add(AuditLogGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)

@@ -13,6 +13,7 @@ export { type ConnectionOptions, type LmApiClient, makeApiClient, restBase } fro
 export { version } from "./version.js"
 export * from "./groups/Analytics.js"
 export * from "./groups/ApiKeys.js"
+export * from "./groups/AuditLog.js"
 export * from "./groups/Client.js"
 export * from "./groups/Generators.js"
 export * from "./groups/Licenses.js"

@@ -5,6 +5,7 @@
  */
 export * from "./shared/model.js"
 export * from "./activity/model.js"
+export * from "./audit/model.js"
 export * from "./access/model.js"
 export * from "./signing/model.js"
 export * from "./licensing/model.js"

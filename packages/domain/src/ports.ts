@@ -5,6 +5,7 @@
  */
 import type { ApiKeyRepository } from "./access/ports.js"
 import type { ActivityLog } from "./activity/ports.js"
+import type { AuditLogRepository } from "./audit/ports.js"
 import type { AnalyticsRepository } from "./analytics/ports.js"
 import type { GeneratorRepository } from "./generators/ports.js"
 import type { LicenseRepository, MachineRepository } from "./licensing/ports.js"
@@ -16,6 +17,7 @@ import type { WebhookDeliveryQueue, WebhookRepository } from "./webhooks/ports.j
 
 export * from "./shared/ports.js"
 export * from "./activity/ports.js"
+export * from "./audit/ports.js"
 export * from "./access/ports.js"
 export * from "./signing/ports.js"
 export * from "./licensing/ports.js"
@@ -38,6 +40,7 @@ export type StorePorts =
   | SigningKeyRepository
   | EventOutbox
   | ActivityLog
+  | AuditLogRepository
   | AnalyticsRepository
   | WebhookRepository
   | WebhookDeliveryQueue

@@ -4,6 +4,7 @@
  * `Services.…` from `@lm/domain`.
  */
 export * from "./activity/ActivityRecorder.js"
+export * from "./audit/AuditLog.js"
 export * from "./access/ApiKeys.js"
 export * from "./access/Blacklist.js"
 export { RequestLoad } from "./shared/background.js"

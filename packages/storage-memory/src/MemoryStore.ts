@@ -29,6 +29,7 @@ import { Ports } from "@lm/domain"
 import { Context, Layer } from "effect"
 import * as ActivityLog from "./activity.js"
 import * as AnalyticsRepository from "./analytics.js"
+import * as AuditLogRepository from "./audit.js"
 import * as ApiKeyRepository from "./apiKeys.js"
 import { Database } from "./Database.js"
 import * as WebhookDeliveryQueue from "./deliveries.js"
@@ -78,6 +79,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     Context.add(Ports.SigningKeyRepository, SigningKeyRepository.make(tables)),
     Context.add(Ports.EventOutbox, outbox.eventOutbox),
     Context.add(Ports.ActivityLog, eventLog.activityLog),
+    Context.add(Ports.AuditLogRepository, AuditLogRepository.make(tables)),
     Context.add(Ports.AnalyticsRepository, AnalyticsRepository.make(tables, eventLog)),
     Context.add(Ports.WebhookRepository, WebhookRepository.make(tables, outbox)),
     Context.add(

@@ -19,6 +19,7 @@ import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 import type { ActivityKind } from "../activity/model.js"
 import { activityKinds } from "../activity/model.js"
 import * as Metrics from "../shared/metrics.js"
+import { normaliseLicenseKey } from "../verify/licenseKey.js"
 import { type RateLimited, rateLimited } from "./errors.js"
 import { SharedRateLimits } from "./ports.js"
 import {
@@ -132,7 +133,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           Effect.suspend(() => {
             const now = clock.currentTimeMillisUnsafe()
             const ip = request.ip ?? "unix"
-            const key = request.licenseKey?.trim().toUpperCase().slice(0, maxKeyLength)
+            const key = (request.licenseKey === undefined ? undefined : normaliseLicenseKey(request.licenseKey).slice(0, maxKeyLength))
             const wait = takeAll(
               bucketName("ip", ip),
               settings.perIp,

@@ -18,6 +18,7 @@ import { ReleasesHandlers, UpdatesHandlers } from "../handlers/Releases.js"
 import { SubscriptionsHandlers } from "../handlers/Subscriptions.js"
 import { StorageHealth, SystemHandlers } from "../handlers/System.js"
 import { WebhooksHandlers } from "../handlers/Webhooks.js"
+import { AuditLogHandlers } from "../handlers/AuditLog.js"
 import { ApiKeyAuthenticator } from "./Authentication.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer, type RequestCounter } from "./Http.js"
@@ -61,7 +62,8 @@ export const layerApiRoutes = (storage: string) => {
     SubscriptionsHandlers,
     AnalyticsHandlers,
     ReleasesHandlers,
-    UpdatesHandlers
+    UpdatesHandlers,
+    AuditLogHandlers
   ).pipe(
     Layer.provide(ReleaseRoutes.layer),
     Layer.provide(layerMiddlewares),

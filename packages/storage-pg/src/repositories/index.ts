@@ -9,6 +9,7 @@ import { Ports } from "@lm/domain"
 import * as ActivityLog from "./activity.js"
 import * as Analytics from "./analytics.js"
 import * as ApiKeys from "./apiKeys.js"
+import * as AuditLog from "./audit.js"
 import * as Deliveries from "./deliveries.js"
 import * as Generators from "./generators.js"
 import * as Licenses from "./licenses.js"
@@ -34,6 +35,7 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   SigningKeys.layer,
   Outbox.layer,
   ActivityLog.layer,
+  AuditLog.layer,
   Analytics.layer,
   Webhooks.layer,
   Deliveries.layer,
