@@ -20,6 +20,7 @@ import { auditCases } from "./audit.js"
 import { deliveryCases } from "./deliveries.js"
 import { T0 } from "./fixtures.js"
 import { generatorCases } from "./generators.js"
+import { idempotencyCases } from "./idempotency.js"
 import { licenseCases } from "./licenses.js"
 import { machineCases } from "./machines.js"
 import { outboxCases } from "./outbox.js"
@@ -57,5 +58,6 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     subscriptionCases(test)
     webhookCases(test)
     deliveryCases(test)
+    idempotencyCases(test)
   })
 }

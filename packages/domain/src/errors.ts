@@ -23,6 +23,7 @@ import type {
   ReleaseExists,
   ReleaseNotFound
 } from "./releases/errors.js"
+import type { IdempotencyKeyInUse, IdempotencyKeyReused } from "./idempotency/errors.js"
 import type { InvalidParam, InvalidTransition, StorageUnavailable } from "./shared/errors.js"
 import type { SubscriptionNotFound } from "./subscriptions/errors.js"
 import type { WebhookNotFound } from "./webhooks/errors.js"
@@ -33,6 +34,7 @@ export * from "./licensing/errors.js"
 export * from "./subscriptions/errors.js"
 export * from "./releases/errors.js"
 export * from "./webhooks/errors.js"
+export * from "./idempotency/errors.js"
 
 /** Every error the domain's services can fail with. */
 export type DomainError =
@@ -60,3 +62,5 @@ export type DomainError =
   | Forbidden
   | StorageUnavailable
   | RateLimited
+  | IdempotencyKeyInUse
+  | IdempotencyKeyReused

@@ -12,6 +12,7 @@ import * as ApiKeys from "./apiKeys.js"
 import * as AuditLog from "./audit.js"
 import * as Deliveries from "./deliveries.js"
 import * as Generators from "./generators.js"
+import * as Idempotency from "./idempotency.js"
 import * as Licenses from "./licenses.js"
 import * as Machines from "./machines.js"
 import * as Outbox from "./outbox.js"
@@ -40,5 +41,6 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   Webhooks.layer,
   Deliveries.layer,
   Subscriptions.layer,
-  Releases.layer
+  Releases.layer,
+  Idempotency.layer
 )
