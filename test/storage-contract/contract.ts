@@ -21,6 +21,7 @@ import { billingCases } from "./billingEvents.js"
 import { deliveryCases } from "./deliveries.js"
 import { T0 } from "./fixtures.js"
 import { generatorCases } from "./generators.js"
+import { idempotencyCases } from "./idempotency.js"
 import { licenseCases } from "./licenses.js"
 import { machineCases } from "./machines.js"
 import { outboxCases } from "./outbox.js"
@@ -59,5 +60,6 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     billingCases(test)
     webhookCases(test)
     deliveryCases(test)
+    idempotencyCases(test)
   })
 }

@@ -19,6 +19,7 @@ import { layerAuditedStore } from "./audit/AuditLog.js"
 import * as Audit from "./audit/feature.js"
 import * as Billing from "./billing/feature.js"
 import * as Generators from "./generators/feature.js"
+import * as Idempotency from "./idempotency/feature.js"
 import * as Licensing from "./licensing/feature.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./licensing/ValidationCache.js"
 import type * as Ports from "./ports.js"
@@ -78,7 +79,8 @@ const features = <A, E, R>(signing: Feature<A, E, R, never>, options: Options) =
     addFeature(Billing.feature),
     addFeature(Analytics.feature(options)),
     addFeature(Releases.feature(options)),
-    addFeature(Webhooks.feature(options))
+    addFeature(Webhooks.feature(options)),
+    addFeature(Idempotency.feature)
   )
 
 /**

@@ -23,6 +23,7 @@ import type {
   ReleaseExists,
   ReleaseNotFound
 } from "./releases/errors.js"
+import type { IdempotencyKeyInUse, IdempotencyKeyReused } from "./idempotency/errors.js"
 import type { InvalidParam, InvalidTransition, StorageUnavailable } from "./shared/errors.js"
 import type { BillingSignatureInvalid } from "./billing/errors.js"
 import type { SubscriptionExists, SubscriptionNotFound } from "./subscriptions/errors.js"
@@ -35,6 +36,7 @@ export * from "./subscriptions/errors.js"
 export * from "./billing/errors.js"
 export * from "./releases/errors.js"
 export * from "./webhooks/errors.js"
+export * from "./idempotency/errors.js"
 
 /** Every error the domain's services can fail with. */
 export type DomainError =
@@ -64,3 +66,5 @@ export type DomainError =
   | Forbidden
   | StorageUnavailable
   | RateLimited
+  | IdempotencyKeyInUse
+  | IdempotencyKeyReused

@@ -9,6 +9,7 @@ import type { AuditLogRepository } from "./audit/ports.js"
 import type { AnalyticsRepository } from "./analytics/ports.js"
 import type { BillingEventRepository } from "./billing/ports.js"
 import type { GeneratorRepository } from "./generators/ports.js"
+import type { IdempotencyRepository } from "./idempotency/ports.js"
 import type { LicenseRepository, MachineRepository } from "./licensing/ports.js"
 import type { ReleaseRepository } from "./releases/ports.js"
 import type { EventOutbox, Store } from "./shared/ports.js"
@@ -28,6 +29,7 @@ export * from "./billing/ports.js"
 export * from "./analytics/ports.js"
 export * from "./releases/ports.js"
 export * from "./webhooks/ports.js"
+export * from "./idempotency/ports.js"
 
 /**
  * Every port a store layer provides (`@lm/storage-memory`, `@lm/storage-pg`); `LicenseChangeFeed` is optional (it
@@ -49,3 +51,4 @@ export type StorePorts =
   | SubscriptionRepository
   | BillingEventRepository
   | ReleaseRepository
+  | IdempotencyRepository

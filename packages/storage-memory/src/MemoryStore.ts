@@ -35,6 +35,7 @@ import * as BillingEventRepository from "./billingEvents.js"
 import { Database } from "./Database.js"
 import * as WebhookDeliveryQueue from "./deliveries.js"
 import * as GeneratorRepository from "./generators.js"
+import * as IdempotencyRepository from "./idempotency.js"
 import * as LicenseRepository from "./licenses.js"
 import * as MachineRepository from "./machines.js"
 import * as EventOutbox from "./outbox.js"
@@ -89,7 +90,8 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     ),
     Context.add(Ports.SubscriptionRepository, SubscriptionRepository.make(tables)),
     Context.add(Ports.BillingEventRepository, BillingEventRepository.make(tables)),
-    Context.add(Ports.ReleaseRepository, ReleaseRepository.make(tables))
+    Context.add(Ports.ReleaseRepository, ReleaseRepository.make(tables)),
+    Context.add(Ports.IdempotencyRepository, IdempotencyRepository.make())
   )
 }
 

@@ -8,6 +8,7 @@ import { Schema } from "effect"
 import { Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { CreateLicenseBody, NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { Conflict, NotFound } from "../wire/ApiErrors.js"
@@ -197,6 +198,7 @@ export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
       error: NotFound
     }).annotateMerge(OpenApi.annotations({ summary: "Renewal history", description: "Signup, renewals, early renewals and switches, oldest first." }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Subscriptions", description: "Recurring billing bound to licenses (API key required)." }))

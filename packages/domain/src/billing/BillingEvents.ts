@@ -7,6 +7,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { StorageUnavailable } from "../shared/errors.js"
+import * as Metrics from "../shared/metrics.js"
 import { type Page, Store } from "../shared/ports.js"
 import type { SubscriptionExists } from "../subscriptions/errors.js"
 import type { Subscription } from "../subscriptions/model.js"
@@ -50,7 +51,9 @@ export class BillingEvents extends Context.Service<BillingEvents, {
         })
 
       const receive = Effect.fn("BillingEvents.receive")(function*(event: ProviderEvent) {
-        return yield* store.transaction(
+        // the status a move led to, counted once committed (`lm_subscription_moves_total{to}`)
+        let movedTo: string | undefined
+        const received = yield* store.transaction(
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
             const subscription = yield* lockSubscriptionOf(event)
@@ -73,10 +76,16 @@ export class BillingEvents extends Context.Service<BillingEvents, {
               yield* events.record(draft("duplicate"))
               return { outcome: "duplicate", subscriptionId: subscription?.id ?? null } satisfies ReceivedEvent
             }
-            if (decision.outcome === "applied" && decision.change !== null) yield* service.persistChange(decision.change, now)
+            movedTo = undefined
+            if (decision.outcome === "applied" && decision.change !== null) {
+              yield* service.persistChange(decision.change, now)
+              if (decision.change.subscription.status !== subscription?.status) movedTo = decision.change.subscription.status
+            }
             return { outcome: decision.outcome, subscriptionId: subscription?.id ?? null } satisfies ReceivedEvent
           })
         )
+        if (movedTo !== undefined) yield* Metrics.increment(Metrics.subscriptionMoves({ to: movedTo }))
+        return received
       })
 
       return BillingEvents.of({ receive, list: (query) => events.list(query) })

@@ -18,6 +18,7 @@ import { type LicenseView, viewLicense } from "../licensing/machine.js"
 import type { License } from "../licensing/model.js"
 import { LicenseRepository, MachineRepository } from "../licensing/ports.js"
 import { yieldingToRequests } from "../shared/background.js"
+import * as Metrics from "../shared/metrics.js"
 import { invalidParam, type InvalidParam, type InvalidTransition, type StorageUnavailable } from "../shared/errors.js"
 import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
 import { type SubscriptionExists, type SubscriptionNotFound, subscriptionNotFound } from "./errors.js"
@@ -70,6 +71,15 @@ export interface SwitchInput extends PlanSwitch {
 }
 
 type Errors = SubscriptionNotFound | InvalidTransition | InvalidParam | StorageUnavailable
+
+/** Notes in `moves` the status `after` moved to, when it differs from `before`'s. */
+const noteMove = (moves: Array<string>, before: SubscriptionRecord, after: SubscriptionRecord): void => {
+  if (after.status !== before.status) moves.push(after.status)
+}
+
+/** Counts committed status changes (`lm_subscription_moves_total{to}`). */
+const countMoves = (moves: ReadonlyArray<string>) =>
+  Effect.forEach(moves, (to) => Metrics.increment(Metrics.subscriptionMoves({ to })), { discard: true })
 
 /** Subscriptions moved by the clock per transaction. */
 const BATCH = 200
@@ -137,21 +147,26 @@ export class Subscriptions extends Context.Service<Subscriptions, {
       const persist = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
         Effect.flatMap(persistRows(change, now, licensePatch), ({ license, saved }) => detail(saved, license, now))
 
-      /** Runs a pure change on the locked subscription and persists it. */
+      /** Runs a pure change on the locked subscription and persists it; a change of status is counted once committed. */
       const writeAny = <E>(
         id: number,
         change: (subscription: SubscriptionRecord, now: number) => Result.Result<SubscriptionChange, E>,
         licensePatch: Partial<License> = {}
-      ) =>
-        store.transaction(
+      ) => {
+        const moves: Array<string> = []
+        return store.transaction(
           Effect.gen(function*() {
+            // A transaction run again (after a deadlock) notes its moves again.
+            moves.length = 0
             const subscription = yield* subscriptions.lockById(id)
             if (subscription === undefined) return yield* subscriptionNotFound()
             const now = yield* Clock.currentTimeMillis
             const result = yield* Effect.fromResult(change(subscription, now))
+            noteMove(moves, subscription, result.subscription)
             return yield* persist(result, now, licensePatch)
           })
-        )
+        ).pipe(Effect.tap(() => countMoves(moves)))
+      }
 
       /**
        * {@link writeAny} for a move that keeps the provider link (every one but `update`), so no `externalId` can
@@ -210,9 +225,11 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         return yield* subscriptions.listRenewals(id, page)
       })
 
-      /** One batch of the clock's moves in one transaction: returns [claimed, moved]. */
-      const dueBatch = store.transaction(
-        Effect.gen(function*() {
+      /** One batch of the clock's moves in one transaction: returns [claimed, moved]; its moves counted once committed. */
+      const dueBatch = Effect.suspend(() => {
+        const moves: Array<string> = []
+        return store.transaction(Effect.gen(function*() {
+          moves.length = 0
           const now = yield* Clock.currentTimeMillis
           const grace = yield* settings()
           const claimed = yield* subscriptions.claimDue(now, BATCH)
@@ -226,6 +243,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             }
             const change = applyDue(subscription, due, now)
             if (Result.isFailure(change)) continue
+            noteMove(moves, subscription, change.success.subscription)
             // the clock never changes a provider link, so no external id can clash here
             yield* Effect.catchTag(persistRows(change.success, now), "SubscriptionExists", Effect.die)
             moved++
@@ -234,8 +252,8 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             yield* Effect.yieldNow
           }
           return [claimed.length, moved] as const
-        })
-      )
+        })).pipe(Effect.tap(() => countMoves(moves)))
+      })
 
       // The job yields to the requests the process serves (`yieldingToRequests`): under saturation moves lag and
       // catch up when the load drops. A subscription may have several moves due (a trial that ended and a payment

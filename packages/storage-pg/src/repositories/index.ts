@@ -13,6 +13,7 @@ import * as AuditLog from "./audit.js"
 import * as BillingEvents from "./billingEvents.js"
 import * as Deliveries from "./deliveries.js"
 import * as Generators from "./generators.js"
+import * as Idempotency from "./idempotency.js"
 import * as Licenses from "./licenses.js"
 import * as Machines from "./machines.js"
 import * as Outbox from "./outbox.js"
@@ -42,5 +43,6 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   Deliveries.layer,
   Subscriptions.layer,
   BillingEvents.layer,
-  Releases.layer
+  Releases.layer,
+  Idempotency.layer
 )
