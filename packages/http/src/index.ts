@@ -12,6 +12,7 @@ export { LicensesHandlers } from "./handlers/Licenses.js"
 export { MachinesHandlers } from "./handlers/Machines.js"
 export { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
 export { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
+export { BillingHandlers, BillingProvidersHandlers } from "./handlers/Billing.js"
 export { StorageHealth, SystemHandlers } from "./handlers/System.js"
 export { WebhooksHandlers } from "./handlers/Webhooks.js"
 
@@ -54,6 +55,7 @@ export {
   type RequestEnvelopeOptions,
   type RouteTable
 } from "./server/Routing.js"
+export { layerRequestMetrics, makeRequestMetrics } from "./server/RequestMetrics.js"
 export {
   type AnsweredRequest,
   makeRequestSteps,
@@ -61,6 +63,8 @@ export {
   requestIdFor,
   RequestObserver,
   type RequestSteps,
+  type RouteOf,
+  unmatchedRoute,
   type Transport
 } from "./server/RequestSteps.js"
 export {

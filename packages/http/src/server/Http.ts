@@ -60,7 +60,7 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
     return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, extraRoutes, requestEnvelope({
       table,
       maxBodyBytes,
-      steps: yield* makeRequestSteps
+      steps: yield* makeRequestSteps(table.routeOf)
     })).pipe(
       Layer.provide(mountAt(restRoot, table))
     )
