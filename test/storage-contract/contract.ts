@@ -17,9 +17,11 @@ import { activityLogCases } from "./activity.js"
 import { analyticsCases } from "./analytics.js"
 import { apiKeyCases } from "./apiKeys.js"
 import { auditCases } from "./audit.js"
+import { billingCases } from "./billingEvents.js"
 import { deliveryCases } from "./deliveries.js"
 import { T0 } from "./fixtures.js"
 import { generatorCases } from "./generators.js"
+import { idempotencyCases } from "./idempotency.js"
 import { licenseCases } from "./licenses.js"
 import { machineCases } from "./machines.js"
 import { outboxCases } from "./outbox.js"
@@ -55,7 +57,9 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     analyticsCases(test)
     storeCases(test)
     subscriptionCases(test)
+    billingCases(test)
     webhookCases(test)
     deliveryCases(test)
+    idempotencyCases(test)
   })
 }

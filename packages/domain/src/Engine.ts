@@ -17,7 +17,9 @@ import * as Activity from "./activity/feature.js"
 import * as Analytics from "./analytics/feature.js"
 import { layerAuditedStore } from "./audit/AuditLog.js"
 import * as Audit from "./audit/feature.js"
+import * as Billing from "./billing/feature.js"
 import * as Generators from "./generators/feature.js"
+import * as Idempotency from "./idempotency/feature.js"
 import * as Licensing from "./licensing/feature.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./licensing/ValidationCache.js"
 import type * as Ports from "./ports.js"
@@ -74,9 +76,11 @@ const features = <A, E, R>(signing: Feature<A, E, R, never>, options: Options) =
     addFeature(Generators.feature),
     addFeature(Licensing.feature(options)),
     addFeature(Subscriptions.feature(options)),
+    addFeature(Billing.feature),
     addFeature(Analytics.feature(options)),
     addFeature(Releases.feature(options)),
-    addFeature(Webhooks.feature(options))
+    addFeature(Webhooks.feature(options)),
+    addFeature(Idempotency.feature)
   )
 
 /**

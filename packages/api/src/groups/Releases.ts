@@ -10,6 +10,7 @@ import { Model } from "@lm/domain/core"
 import { Multipart } from "effect/http"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { StreamedBody } from "../middleware/ErrorEnvelope.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, RangeNotSatisfiable, RequestTimeout, TooManyRequests, UnsupportedMediaType } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
@@ -125,6 +126,7 @@ export class ReleasesGroup extends HttpApiGroup.make("releases")
         "id. Publish with `POST /releases`."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Releases", description: "Published versions of products (API key required)." }))
 {}
