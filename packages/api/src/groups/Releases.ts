@@ -10,6 +10,7 @@ import { Model } from "@lm/domain/core"
 import { Multipart } from "effect/http"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { NoFields } from "./Licenses.js"
 import { StreamedBody } from "../middleware/ErrorEnvelope.js"
@@ -147,6 +148,7 @@ export class ReleasesGroup extends HttpApiGroup.make("releases")
         "the outbox. Unknown id: 404 `release_not_found`."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Releases", description: "Published versions of products (API key required)." }))

@@ -447,6 +447,8 @@ export const SubscriptionWire = Schema.Struct({
   paused_at: Schema.NullOr(Time),
   cancelled_at: Schema.NullOr(Time),
   items: Schema.Array(ItemWire),
+  billing_provider: Schema.NullOr(Model.BillingProvider),
+  external_id: Schema.NullOr(Schema.String),
   created_at: Time,
   updated_at: Time
 })
@@ -473,8 +475,32 @@ export const subscriptionToWire = (s: Model.Subscription): SubscriptionWire => (
   paused_at: isoOrNull(s.pausedAt),
   cancelled_at: isoOrNull(s.cancelledAt),
   items: s.items.map((item) => ({ id: item.id, product_id: item.productId, quantity: item.quantity, amount: Money.formatAmount(item.amount, s.currency) })),
+  billing_provider: s.billingProvider,
+  external_id: s.externalId,
   created_at: iso(s.createdAt),
   updated_at: iso(s.updatedAt)
+})
+
+/** A received billing provider event on the wire (CONTRACT §20). */
+export const BillingEventWire = Schema.Struct({
+  id: Schema.String.annotate({ description: "The provider's event id (Lemon Squeezy: the SHA-256 of the body)." }),
+  provider: Model.BillingProvider,
+  type: Schema.String,
+  external_id: Schema.NullOr(Schema.String),
+  subscription_id: Schema.NullOr(Schema.Int),
+  outcome: Model.BillingEventOutcome,
+  received_at: Time
+})
+export type BillingEventWire = typeof BillingEventWire.Type
+
+export const billingEventToWire = (e: Model.BillingEvent): BillingEventWire => ({
+  id: e.eventId,
+  provider: e.provider,
+  type: e.type,
+  external_id: e.externalId,
+  subscription_id: e.subscriptionId,
+  outcome: e.outcome,
+  received_at: iso(e.receivedAt)
 })
 
 const PlanWire = Schema.Struct({ amount: Schema.String, billing_period: Model.BillingPeriod, billing_interval: Schema.Int, product_id: Schema.NullOr(Schema.Int) })
