@@ -317,6 +317,8 @@ export const parseIsoTime = (text: string): number | undefined => {
 }
 
 
+const isoTimeExpected = "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z"
+
 /**
  * An ISO 8601 date-time with an offset on input (body or query), epoch milliseconds inside; written back as ISO
  * with `Z`. `description` is what the OpenAPI document says of it.
@@ -325,8 +327,9 @@ export const timeInput = (
   description = "ISO 8601 date-time with an offset, e.g. `2027-01-31T00:00:00Z` or `2027-01-31T02:00:00+02:00`."
 ) =>
   Schema.String.annotate({ description }).check(
-    Schema.makeFilter((s: string) =>
-      parseIsoTime(s) !== undefined || "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z"
+    Schema.makeFilter(
+      (s: string) => parseIsoTime(s) !== undefined || isoTimeExpected,
+      { message: isoTimeExpected }
     )
   ).pipe(
     Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: (s: string) => parseIsoTime(s)!, encode: iso }))

@@ -343,7 +343,7 @@ export const secretsOf = (all: ReadonlyArray<ProviderKit>): Partial<Record<Model
 /** Posts a delivery to `{api_base}/billing/{provider}/events`; answers the reply. */
 export const post = async (app: TestApp, provider: string, delivery: Delivery) => {
   const response = await fetch(`${app.apiBase}/billing/${provider}/events`, { method: "POST", headers: delivery.headers, body: delivery.body })
-  return { status: response.status, body: await response.json() as any }
+  return { status: response.status, headers: response.headers, body: await response.json() as any }
 }
 
 /** Posts a delivery that must be taken (200); answers its outcome. */
