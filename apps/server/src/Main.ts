@@ -4,6 +4,8 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Config, Data, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
+import { layerLogging } from "./Logging.js"
+import { logSettingsFromEnv } from "./settings/Logging.js"
 
 /** Exit 0 when the server was stopped by a signal, as a process manager expects. */
 const teardown: Runtime.Teardown = (exit, onExit) =>
@@ -43,6 +45,15 @@ const refuseStart = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | StartRe
   )
 }
 
-/** Launches `server` (e.g. from `layerServer`) until SIGTERM/SIGINT. */
+/** The loggers of `LM_LOG_FORMAT` and `LM_LOG_LEVEL` (`Logging.ts`). */
+export const layerLoggingFromEnv = Layer.unwrap(Effect.map(logSettingsFromEnv(), layerLogging))
+
+/**
+ * Launches `server` (e.g. from `layerServer`) until SIGTERM/SIGINT, with the operator's observability settings:
+ * the log format and level.
+ */
 export const runServer = <A, E>(server: Layer.Layer<A, E>): void =>
-  NodeRuntime.runMain(Layer.launch(server).pipe(Effect.asVoid, Effect.catchCause(refuseStart)), { teardown })
+  NodeRuntime.runMain(
+    Layer.launch(server.pipe(Layer.provide(layerLoggingFromEnv))).pipe(Effect.asVoid, Effect.catchCause(refuseStart)),
+    { teardown }
+  )
