@@ -17,6 +17,7 @@ import { activityLogCases } from "./activity.js"
 import { analyticsCases } from "./analytics.js"
 import { apiKeyCases } from "./apiKeys.js"
 import { auditCases } from "./audit.js"
+import { billingCases } from "./billingEvents.js"
 import { deliveryCases } from "./deliveries.js"
 import { T0 } from "./fixtures.js"
 import { generatorCases } from "./generators.js"
@@ -56,6 +57,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     analyticsCases(test)
     storeCases(test)
     subscriptionCases(test)
+    billingCases(test)
     webhookCases(test)
     deliveryCases(test)
     idempotencyCases(test)

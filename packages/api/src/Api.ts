@@ -10,6 +10,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { version } from "./version.js"
 import { AnalyticsGroup } from "./groups/Analytics.js"
+import { BillingGroup, BillingProvidersGroup } from "./groups/Billing.js"
 import { ErrorEnvelope } from "./middleware/ErrorEnvelope.js"
 import { ApiKeysGroup } from "./groups/ApiKeys.js"
 import { AuditLogGroup } from "./groups/AuditLog.js"
@@ -41,6 +42,8 @@ export class Api extends HttpApi.make("lm")
   .add(ApiKeysGroup)
   .add(WebhooksGroup)
   .add(SubscriptionsGroup)
+  .add(BillingGroup)
+  .add(BillingProvidersGroup)
   .add(AnalyticsGroup)
   .add(ReleasesGroup)
   .add(UpdatesGroup)

@@ -17,6 +17,7 @@ import * as Activity from "./activity/feature.js"
 import * as Analytics from "./analytics/feature.js"
 import { layerAuditedStore } from "./audit/AuditLog.js"
 import * as Audit from "./audit/feature.js"
+import * as Billing from "./billing/feature.js"
 import * as Generators from "./generators/feature.js"
 import * as Idempotency from "./idempotency/feature.js"
 import * as Licensing from "./licensing/feature.js"
@@ -75,6 +76,7 @@ const features = <A, E, R>(signing: Feature<A, E, R, never>, options: Options) =
     addFeature(Generators.feature),
     addFeature(Licensing.feature(options)),
     addFeature(Subscriptions.feature(options)),
+    addFeature(Billing.feature),
     addFeature(Analytics.feature(options)),
     addFeature(Releases.feature(options)),
     addFeature(Webhooks.feature(options)),

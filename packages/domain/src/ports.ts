@@ -7,6 +7,7 @@ import type { ApiKeyRepository } from "./access/ports.js"
 import type { ActivityLog } from "./activity/ports.js"
 import type { AuditLogRepository } from "./audit/ports.js"
 import type { AnalyticsRepository } from "./analytics/ports.js"
+import type { BillingEventRepository } from "./billing/ports.js"
 import type { GeneratorRepository } from "./generators/ports.js"
 import type { IdempotencyRepository } from "./idempotency/ports.js"
 import type { LicenseRepository, MachineRepository } from "./licensing/ports.js"
@@ -24,6 +25,7 @@ export * from "./signing/ports.js"
 export * from "./licensing/ports.js"
 export * from "./generators/ports.js"
 export * from "./subscriptions/ports.js"
+export * from "./billing/ports.js"
 export * from "./analytics/ports.js"
 export * from "./releases/ports.js"
 export * from "./webhooks/ports.js"
@@ -47,5 +49,6 @@ export type StorePorts =
   | WebhookRepository
   | WebhookDeliveryQueue
   | SubscriptionRepository
+  | BillingEventRepository
   | ReleaseRepository
   | IdempotencyRepository

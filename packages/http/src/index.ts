@@ -12,6 +12,7 @@ export { LicensesHandlers } from "./handlers/Licenses.js"
 export { MachinesHandlers } from "./handlers/Machines.js"
 export { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
 export { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
+export { BillingHandlers, BillingProvidersHandlers } from "./handlers/Billing.js"
 export { StorageHealth, SystemHandlers } from "./handlers/System.js"
 export { WebhooksHandlers } from "./handlers/Webhooks.js"
 

@@ -31,6 +31,7 @@ import * as ActivityLog from "./activity.js"
 import * as AnalyticsRepository from "./analytics.js"
 import * as AuditLogRepository from "./audit.js"
 import * as ApiKeyRepository from "./apiKeys.js"
+import * as BillingEventRepository from "./billingEvents.js"
 import { Database } from "./Database.js"
 import * as WebhookDeliveryQueue from "./deliveries.js"
 import * as GeneratorRepository from "./generators.js"
@@ -88,6 +89,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       WebhookDeliveryQueue.make(tables, outbox, Math.max(1_000, options.deliveryWindow ?? defaultDeliveryWindow))
     ),
     Context.add(Ports.SubscriptionRepository, SubscriptionRepository.make(tables)),
+    Context.add(Ports.BillingEventRepository, BillingEventRepository.make(tables)),
     Context.add(Ports.ReleaseRepository, ReleaseRepository.make(tables)),
     Context.add(Ports.IdempotencyRepository, IdempotencyRepository.make())
   )

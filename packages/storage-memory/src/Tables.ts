@@ -87,13 +87,19 @@ export const makeTables = (db: Database) => {
   })
   const subscriptions = db.table<SubscriptionRow>({
     name: "subscription",
-    unique: {},
+    unique: { external: (row) => (row.externalId === null ? null : `${row.billingProvider}\u0000${row.externalId}`) },
     groups: { due: (row) => (row.dueAt !== null ? 0 : null), license: (row) => row.licenseId }
   })
   const renewals = db.table<Model.RenewalRecord>({
     name: "subscription_renewal",
     unique: {},
     groups: { subscription: (row) => row.subscriptionId }
+  })
+  const billingEvents = db.table<Model.BillingEvent>({
+    name: "billing_event",
+    // the first receipt of a provider's event id claims it; later receipts (`duplicate`) are recorded beside it
+    unique: { claim: (e) => (e.outcome === "duplicate" ? null : `${e.provider}\u0000${e.eventId}`) },
+    groups: { subscription: (e) => e.subscriptionId }
   })
   const auditEntries = db.table<Model.AuditEntry>({ name: "audit_entry", unique: {}, groups: {} })
   const anomalies = db.table<AnomalyRow>({ name: "anomaly", unique: { kind: (a) => `${a.licenseId}\u0000${a.type}` }, groups: {} })
@@ -146,6 +152,7 @@ export const makeTables = (db: Database) => {
     deliveries,
     subscriptions,
     renewals,
+    billingEvents,
     anomalies,
     releases,
     auditEntries,

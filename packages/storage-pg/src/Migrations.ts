@@ -19,6 +19,7 @@ import analyticsCovering from "./migrations/0011_analytics_covering.js"
 import topLicenseTotals from "./migrations/0012_top_license_totals.js"
 import deletedApiKeys from "./migrations/0013_deleted_api_keys.js"
 import auditLog from "./migrations/0015_audit_log.js"
+import billing from "./migrations/0016_billing.js"
 import idempotency from "./migrations/0017_idempotency.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
@@ -42,6 +43,7 @@ export const migrations = {
   "0012_top_license_totals": topLicenseTotals,
   "0013_deleted_api_keys": deletedApiKeys,
   "0015_audit_log": auditLog,
+  "0016_billing": billing,
   "0017_idempotency": idempotency
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 

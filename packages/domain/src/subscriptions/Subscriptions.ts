@@ -21,7 +21,7 @@ import { yieldingToRequests } from "../shared/background.js"
 import * as Metrics from "../shared/metrics.js"
 import { invalidParam, type InvalidParam, type InvalidTransition, type StorageUnavailable } from "../shared/errors.js"
 import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
-import { type SubscriptionNotFound, subscriptionNotFound } from "./errors.js"
+import { type SubscriptionExists, type SubscriptionNotFound, subscriptionNotFound } from "./errors.js"
 import type { RenewalRecord, Subscription as SubscriptionRecord } from "./model.js"
 import { PaymentGateway, type SubscriptionQuery, SubscriptionRepository } from "./ports.js"
 import {
@@ -87,11 +87,12 @@ const BATCH = 200
 export class Subscriptions extends Context.Service<Subscriptions, {
   readonly create: (input: CreateSubscriptionInput) => Effect.Effect<
     SubscriptionDetail,
-    InvalidParam | LicenseNotFound | LicenseExists | GeneratorNotFound | StorageUnavailable
+    InvalidParam | LicenseNotFound | LicenseExists | GeneratorNotFound | SubscriptionExists | StorageUnavailable
   >
   readonly get: (id: number) => Effect.Effect<SubscriptionDetail, SubscriptionNotFound | StorageUnavailable>
   readonly list: (query: SubscriptionQuery) => Effect.Effect<Page<SubscriptionRecord>, StorageUnavailable>
-  readonly update: (id: number, patch: SubscriptionUpdate) => Effect.Effect<SubscriptionDetail, Errors>
+  /** Fails with `SubscriptionExists` when the new `externalId` is another subscription's at that provider. */
+  readonly update: (id: number, patch: SubscriptionUpdate) => Effect.Effect<SubscriptionDetail, Errors | SubscriptionExists>
   readonly pause: (id: number) => Effect.Effect<SubscriptionDetail, Errors>
   readonly resume: (id: number) => Effect.Effect<SubscriptionDetail, Errors>
   readonly cancel: (id: number, atPeriodEnd: boolean) => Effect.Effect<SubscriptionDetail, Errors>
@@ -99,6 +100,12 @@ export class Subscriptions extends Context.Service<Subscriptions, {
   readonly renew: (id: number, transactionId: string | null) => Effect.Effect<SubscriptionDetail, Errors>
   readonly switchPlan: (id: number, input: SwitchInput) => Effect.Effect<SubscriptionDetail, Errors>
   readonly renewals: (id: number, page: PageRequest) => Effect.Effect<Page<RenewalRecord>, SubscriptionNotFound | StorageUnavailable>
+  /**
+   * Writes a change another feature computed on a subscription it locked (`SubscriptionRepository.lockById`),
+   * inside that feature's transaction: the license follows, and both's events go to the outbox (billing's
+   * provider events).
+   */
+  readonly persistChange: (change: SubscriptionChange, now: number) => Effect.Effect<SubscriptionDetail, SubscriptionExists | StorageUnavailable>
   /** Makes every move the clock has due now (trial end, period end, payment failed, end date); returns how many. */
   readonly runDue: Effect.Effect<number, StorageUnavailable>
 }>()("@lm/domain/Subscriptions") {
@@ -141,7 +148,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         Effect.flatMap(persistRows(change, now, licensePatch), ({ license, saved }) => detail(saved, license, now))
 
       /** Runs a pure change on the locked subscription and persists it; a change of status is counted once committed. */
-      const write = <E>(
+      const writeAny = <E>(
         id: number,
         change: (subscription: SubscriptionRecord, now: number) => Result.Result<SubscriptionChange, E>,
         licensePatch: Partial<License> = {}
@@ -160,6 +167,16 @@ export class Subscriptions extends Context.Service<Subscriptions, {
           })
         ).pipe(Effect.tap(() => countMoves(moves)))
       }
+
+      /**
+       * {@link writeAny} for a move that keeps the provider link (every one but `update`), so no `externalId` can
+       * clash.
+       */
+      const write = <E>(
+        id: number,
+        change: (subscription: SubscriptionRecord, now: number) => Result.Result<SubscriptionChange, E>,
+        licensePatch: Partial<License> = {}
+      ) => Effect.catchTag(writeAny(id, change, licensePatch), "SubscriptionExists", Effect.die)
 
       const create = Effect.fn("Subscriptions.create")(function*(input: CreateSubscriptionInput) {
         const now = yield* Clock.currentTimeMillis
@@ -221,13 +238,14 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             const due = dueMove(subscription, now, grace)
             if (due === null) {
               // The stored due time was stale (the grace setting changed): store the true one.
-              yield* subscriptions.update(subscription, nextDueAt(subscription, grace))
+              yield* Effect.catchTag(subscriptions.update(subscription, nextDueAt(subscription, grace)), "SubscriptionExists", Effect.die)
               continue
             }
             const change = applyDue(subscription, due, now)
             if (Result.isFailure(change)) continue
             noteMove(moves, subscription, change.success.subscription)
-            yield* persistRows(change.success, now)
+            // the clock never changes a provider link, so no external id can clash here
+            yield* Effect.catchTag(persistRows(change.success, now), "SubscriptionExists", Effect.die)
             moved++
             // Lets the event loop answer requests between moves: on PGlite a statement inside a transaction holds
             // this thread until it is answered, so a batch would otherwise hold it from its first move to its last.
@@ -248,7 +266,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         create,
         get,
         list: (query) => subscriptions.list(query),
-        update: (id, patch) => write(id, (s, now) => update(s, patch, now)),
+        update: (id, patch) => writeAny(id, (s, now) => update(s, patch, now)),
         pause: (id) => write(id, pause),
         resume: (id) => write(id, resume),
         cancel: (id, atPeriodEnd) => write(id, (s, now) => cancel(s, atPeriodEnd, now)),
@@ -265,6 +283,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         switchPlan: (id, input) =>
           write(id, (s, now) => switchPlan(s, input, now), input.maxActivations === undefined ? {} : { maxActivations: input.maxActivations }),
         renewals,
+        persistChange: persist,
         runDue
       })
     })

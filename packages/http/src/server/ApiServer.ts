@@ -10,6 +10,7 @@ import { ApiKeys, Ports, type Services } from "@lm/domain"
 import { Api } from "@lm/api"
 import { AnalyticsHandlers } from "../handlers/Analytics.js"
 import { ApiKeysHandlers } from "../handlers/ApiKeys.js"
+import { BillingHandlers, BillingProvidersHandlers } from "../handlers/Billing.js"
 import { ClientHandlers } from "../handlers/Client.js"
 import { GeneratorsHandlers } from "../handlers/Generators.js"
 import { LicensesHandlers } from "../handlers/Licenses.js"
@@ -60,6 +61,8 @@ export const layerApiRoutes = (storage: string) => {
     ApiKeysHandlers,
     WebhooksHandlers,
     SubscriptionsHandlers,
+    BillingHandlers,
+    BillingProvidersHandlers,
     AnalyticsHandlers,
     ReleasesHandlers,
     UpdatesHandlers,

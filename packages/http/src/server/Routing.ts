@@ -119,7 +119,7 @@ const failureResponse = (
   if (reason?._tag === "RouteNotFound") {
     const allowed = options.table.allowedMethods(request.url)
     if (allowed.length === 0) {
-      return Effect.succeed(envelope(404, "rest_no_route", "No route was found matching the URL and request method."))
+      return Effect.succeed(noRoute())
     }
     return Effect.succeed(envelope(
       405,
@@ -185,3 +185,6 @@ export const requestEnvelope = (options: RequestEnvelopeOptions) =>
       }),
     { global: true }
   )
+
+/** 404 `rest_no_route`: no route matches (also a route that is off, such as a billing provider without its secret). */
+export const noRoute = () => envelope(404, "rest_no_route", "No route was found matching the URL and request method.")

@@ -10,6 +10,7 @@ import * as ActivityLog from "./activity.js"
 import * as Analytics from "./analytics.js"
 import * as ApiKeys from "./apiKeys.js"
 import * as AuditLog from "./audit.js"
+import * as BillingEvents from "./billingEvents.js"
 import * as Deliveries from "./deliveries.js"
 import * as Generators from "./generators.js"
 import * as Idempotency from "./idempotency.js"
@@ -41,6 +42,7 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   Webhooks.layer,
   Deliveries.layer,
   Subscriptions.layer,
+  BillingEvents.layer,
   Releases.layer,
   Idempotency.layer
 )
