@@ -22,6 +22,7 @@ import { generatorCases } from "./generators.js"
 import { licenseCases } from "./licenses.js"
 import { machineCases } from "./machines.js"
 import { outboxCases } from "./outbox.js"
+import { policyCases } from "./policies.js"
 import { releaseCases } from "./releases.js"
 import { signingKeyCases } from "./signingKeys.js"
 import { storeCases } from "./store.js"
@@ -46,6 +47,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     machineCases(test)
     releaseCases(test)
     generatorCases(test)
+    policyCases(test)
     apiKeyCases(test)
     signingKeyCases(test)
     outboxCases(test)

@@ -7,7 +7,7 @@ import type { ApiKeyRepository } from "./access/ports.js"
 import type { ActivityLog } from "./activity/ports.js"
 import type { AnalyticsRepository } from "./analytics/ports.js"
 import type { GeneratorRepository } from "./generators/ports.js"
-import type { LicenseRepository, MachineRepository } from "./licensing/ports.js"
+import type { LicenseRepository, MachineRepository, PolicyRepository } from "./licensing/ports.js"
 import type { ReleaseRepository } from "./releases/ports.js"
 import type { EventOutbox, Store } from "./shared/ports.js"
 import type { SigningKeyRepository } from "./signing/ports.js"
@@ -34,6 +34,7 @@ export type StorePorts =
   | LicenseRepository
   | MachineRepository
   | GeneratorRepository
+  | PolicyRepository
   | ApiKeyRepository
   | SigningKeyRepository
   | EventOutbox

@@ -49,7 +49,10 @@ export const makeTables = (db: Database) => {
   const licenses = db.table<Model.License>({
     name: "license",
     unique: { key: (license) => license.key },
-    groups: { pool: (license) => (license.state === "pending" ? license.generatorId : null) }
+    groups: {
+      pool: (license) => (license.state === "pending" ? license.generatorId : null),
+      policy: (license) => license.policyId
+    }
   })
   const machines = db.table<Model.Machine>({
     name: "machine",
@@ -61,6 +64,7 @@ export const makeTables = (db: Database) => {
     }
   })
   const generators = db.table<Model.Generator>({ name: "generator", unique: {}, groups: {} })
+  const policies = db.table<Model.Policy>({ name: "policy", unique: {}, groups: {} })
   const apiKeys = db.table<Model.ApiKey>({ name: "api_key", unique: { hash: (key) => key.consumerKeyHash }, groups: {} })
   const signingKeys = db.table<SigningKeyRow>({ name: "signing_key", unique: { kid: (key) => key.kid }, groups: {} })
   const webhooks = db.table<Model.Webhook>({
@@ -126,6 +130,7 @@ export const makeTables = (db: Database) => {
     licenses,
     machines,
     generators,
+    policies,
     apiKeys,
     signingKeys,
     webhooks,

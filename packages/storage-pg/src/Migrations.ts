@@ -17,6 +17,7 @@ import releases from "./migrations/0009_releases.js"
 import licenseSuspendedBy from "./migrations/0010_license_suspended_by.js"
 import analyticsCovering from "./migrations/0011_analytics_covering.js"
 import topLicenseTotals from "./migrations/0012_top_license_totals.js"
+import policies from "./migrations/0014_policies.js"
 import { type StoreUnavailable, storeUnavailable } from "./PgStore.js"
 
 /**
@@ -36,7 +37,8 @@ export const migrations = {
   "0009_releases": releases,
   "0010_license_suspended_by": licenseSuspendedBy,
   "0011_analytics_covering": analyticsCovering,
-  "0012_top_license_totals": topLicenseTotals
+  "0012_top_license_totals": topLicenseTotals,
+  "0014_policies": policies
 } satisfies Record<string, Effect.Effect<void, unknown, SqlClient>>
 
 /** The table where applied migrations are recorded. */

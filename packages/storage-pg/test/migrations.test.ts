@@ -31,7 +31,8 @@ const shipped: Record<string, string> = {
   "0009_releases": "a0dd4e7e70053c73674f0571291378f83f03bd399a23208abd92e4be7767e44c",
   "0010_license_suspended_by": "b35538b4ad9cf116f68ef086d0f228a1dec704bb120954ec4fbfdd33493e92a4",
   "0011_analytics_covering": "c07c390ab204156aff048ab27b7ae717505bd0bba3fead96e63171248693634a",
-  "0012_top_license_totals": "be39ee0008d175541e4c6765d484ecbb464c09973e1aacc03fda9cf27354a45c"
+  "0012_top_license_totals": "be39ee0008d175541e4c6765d484ecbb464c09973e1aacc03fda9cf27354a45c",
+  "0014_policies": "b1ddb5001d4854c0448877b42c75d6ea875e835c56ef75486e579fa0dae9ec5f"
 }
 
 const migrationsDir = fileURLToPath(new URL("../src/migrations/", import.meta.url))
@@ -97,7 +98,8 @@ describe("migrations", () => {
         [9, "releases"],
         [10, "license_suspended_by"],
         [11, "analytics_covering"],
-        [12, "top_license_totals"]
+        [12, "top_license_totals"],
+        [14, "policies"]
       ]
       assert.deepStrictEqual(yield* Migrations.migrate, recorded)
       const rows = yield* sql`SELECT migration_id, name FROM ${sql(Migrations.migrationsTable)} ORDER BY migration_id`

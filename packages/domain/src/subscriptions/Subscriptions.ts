@@ -9,6 +9,7 @@ import { Clock, Context, Duration, Effect, Layer, Result, Schedule } from "effec
 import { type CreateLicenseInput, Licenses } from "../licensing/Licenses.js"
 import {
   type GeneratorNotFound,
+  type PolicyNotFound,
   type LicenseExists,
   type LicenseNotFound,
   licenseNotFound
@@ -77,7 +78,7 @@ const BATCH = 200
 export class Subscriptions extends Context.Service<Subscriptions, {
   readonly create: (input: CreateSubscriptionInput) => Effect.Effect<
     SubscriptionDetail,
-    InvalidParam | LicenseNotFound | LicenseExists | GeneratorNotFound | StorageUnavailable
+    InvalidParam | LicenseNotFound | LicenseExists | GeneratorNotFound | PolicyNotFound | StorageUnavailable
   >
   readonly get: (id: number) => Effect.Effect<SubscriptionDetail, SubscriptionNotFound | StorageUnavailable>
   readonly list: (query: SubscriptionQuery) => Effect.Effect<Page<SubscriptionRecord>, StorageUnavailable>

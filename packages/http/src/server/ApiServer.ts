@@ -12,6 +12,7 @@ import { AnalyticsHandlers } from "../handlers/Analytics.js"
 import { ApiKeysHandlers } from "../handlers/ApiKeys.js"
 import { ClientHandlers } from "../handlers/Client.js"
 import { GeneratorsHandlers } from "../handlers/Generators.js"
+import { PoliciesHandlers } from "../handlers/Policies.js"
 import { LicensesHandlers } from "../handlers/Licenses.js"
 import { MachinesHandlers } from "../handlers/Machines.js"
 import { ReleasesHandlers, UpdatesHandlers } from "../handlers/Releases.js"
@@ -56,6 +57,7 @@ export const layerApiRoutes = (storage: string) => {
     LicensesHandlers,
     MachinesHandlers,
     GeneratorsHandlers,
+    PoliciesHandlers,
     ApiKeysHandlers,
     WebhooksHandlers,
     SubscriptionsHandlers,
