@@ -130,7 +130,7 @@ const routesOf = (): ReadonlyMap<string, Route> => {
 
 const make = Effect.gen(function*() {
   const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
-  const steps = yield* makeRequestSteps
+  const steps = yield* makeRequestSteps()
   const pipeline = yield* makeClientPipeline
   const routes = new Map<string, Route>()
   for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, route)

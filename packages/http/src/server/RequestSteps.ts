@@ -29,6 +29,8 @@ export interface AnsweredRequest {
   readonly method: string
   /** The path, without the query string (a query may carry a license key or a download token). */
   readonly path: string
+  /** The template of the route that answered (`/api/lm/v1/licenses/:id`), or `unmatched` when none did. */
+  readonly route: string
   readonly status: number
   readonly requestId: string
   /** Milliseconds from the transport taking the request to its answer being ready. */
@@ -74,8 +76,22 @@ const pathOf = (url: string): string => {
   return query === -1 ? url : url.slice(0, query)
 }
 
-/** The steps for `HttpSettings`' rest root and CORS origins, reporting to the provided {@link RequestObserver}. */
-export const makeRequestSteps: Effect.Effect<RequestSteps, never, HttpSettings> = Effect.gen(function*() {
+/** The route of a request that no route answered. */
+export const unmatchedRoute = "unmatched"
+
+/**
+ * The template of the route serving `method` and `path`, or undefined; asked only when an observer is told of the
+ * request. By default the path itself (the fast path's routes are exact paths).
+ */
+export type RouteOf = (method: string, path: string) => string | undefined
+
+/**
+ * The steps for `HttpSettings`' rest root and CORS origins, reporting to the provided {@link RequestObserver} with
+ * the route `routeOf` finds.
+ */
+export const makeRequestSteps = (
+  routeOf: RouteOf = (_method, path) => path
+): Effect.Effect<RequestSteps, never, HttpSettings> => Effect.gen(function*() {
   const { corsOrigins, restRoot } = yield* HttpSettings
   const observe = yield* RequestObserver
   const cors = makeCorsPolicy({ restRoot, corsOrigins })
@@ -90,7 +106,9 @@ export const makeRequestSteps: Effect.Effect<RequestSteps, never, HttpSettings> 
       headers,
       answered: (status) => {
         try {
-          observe({ transport, method, path: pathOf(url), status, requestId, durationMillis: performance.now() - started })
+          const path = pathOf(url)
+          const route = routeOf(method, path) ?? unmatchedRoute
+          observe({ transport, method, path, route, status, requestId, durationMillis: performance.now() - started })
         } catch {
           // A failing observer must not change the answer.
         }
