@@ -16,9 +16,12 @@ import { TestClock } from "effect/testing"
 import { activityLogCases } from "./activity.js"
 import { analyticsCases } from "./analytics.js"
 import { apiKeyCases } from "./apiKeys.js"
+import { auditCases } from "./audit.js"
+import { billingCases } from "./billingEvents.js"
 import { deliveryCases } from "./deliveries.js"
 import { T0 } from "./fixtures.js"
 import { generatorCases } from "./generators.js"
+import { idempotencyCases } from "./idempotency.js"
 import { licenseCases } from "./licenses.js"
 import { machineCases } from "./machines.js"
 import { outboxCases } from "./outbox.js"
@@ -47,13 +50,16 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     releaseCases(test)
     generatorCases(test)
     apiKeyCases(test)
+    auditCases(test)
     signingKeyCases(test)
     outboxCases(test)
     activityLogCases(test)
     analyticsCases(test)
     storeCases(test)
     subscriptionCases(test)
+    billingCases(test)
     webhookCases(test)
     deliveryCases(test)
+    idempotencyCases(test)
   })
 }

@@ -10,8 +10,10 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { version } from "./version.js"
 import { AnalyticsGroup } from "./groups/Analytics.js"
+import { BillingGroup, BillingProvidersGroup } from "./groups/Billing.js"
 import { ErrorEnvelope } from "./middleware/ErrorEnvelope.js"
 import { ApiKeysGroup } from "./groups/ApiKeys.js"
+import { AuditLogGroup } from "./groups/AuditLog.js"
 import { ClientGroup } from "./groups/Client.js"
 import { GeneratorsGroup } from "./groups/Generators.js"
 import { LicensesGroup } from "./groups/Licenses.js"
@@ -40,9 +42,12 @@ export class Api extends HttpApi.make("lm")
   .add(ApiKeysGroup)
   .add(WebhooksGroup)
   .add(SubscriptionsGroup)
+  .add(BillingGroup)
+  .add(BillingProvidersGroup)
   .add(AnalyticsGroup)
   .add(ReleasesGroup)
   .add(UpdatesGroup)
+  .add(AuditLogGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)

@@ -23,16 +23,20 @@ import type {
   ReleaseExists,
   ReleaseNotFound
 } from "./releases/errors.js"
+import type { IdempotencyKeyInUse, IdempotencyKeyReused } from "./idempotency/errors.js"
 import type { InvalidParam, InvalidTransition, StorageUnavailable } from "./shared/errors.js"
-import type { SubscriptionNotFound } from "./subscriptions/errors.js"
+import type { BillingSignatureInvalid } from "./billing/errors.js"
+import type { SubscriptionExists, SubscriptionNotFound } from "./subscriptions/errors.js"
 import type { WebhookNotFound } from "./webhooks/errors.js"
 
 export * from "./shared/errors.js"
 export * from "./access/errors.js"
 export * from "./licensing/errors.js"
 export * from "./subscriptions/errors.js"
+export * from "./billing/errors.js"
 export * from "./releases/errors.js"
 export * from "./webhooks/errors.js"
+export * from "./idempotency/errors.js"
 
 /** Every error the domain's services can fail with. */
 export type DomainError =
@@ -42,6 +46,8 @@ export type DomainError =
   | GeneratorNotFound
   | ApiKeyNotFound
   | SubscriptionNotFound
+  | SubscriptionExists
+  | BillingSignatureInvalid
   | WebhookNotFound
   | ReleaseNotFound
   | ReleaseExists
@@ -60,3 +66,5 @@ export type DomainError =
   | Forbidden
   | StorageUnavailable
   | RateLimited
+  | IdempotencyKeyInUse
+  | IdempotencyKeyReused

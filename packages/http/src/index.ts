@@ -12,6 +12,7 @@ export { LicensesHandlers } from "./handlers/Licenses.js"
 export { MachinesHandlers } from "./handlers/Machines.js"
 export { ReleasesHandlers, UpdatesHandlers } from "./handlers/Releases.js"
 export { SubscriptionsHandlers } from "./handlers/Subscriptions.js"
+export { BillingHandlers, BillingProvidersHandlers } from "./handlers/Billing.js"
 export { StorageHealth, SystemHandlers } from "./handlers/System.js"
 export { WebhooksHandlers } from "./handlers/Webhooks.js"
 
@@ -39,6 +40,7 @@ export { layerApiRoutes, layerApiServer } from "./server/ApiServer.js"
 export { layerClientRateLimit, layerRestRequestValid } from "./server/BundledGuards.js"
 export { ErrorEnvelopeLive } from "./server/ErrorEnvelope.js"
 export { FastPath, type FastPathService } from "./server/FastPath.js"
+export { IdempotencyLive, replayedHeader } from "./server/Idempotency.js"
 export { type GuardedRequest, ipAllowListGuard, type RestRequestGuard, RestRequestValid, runGuards } from "./server/Guards.js"
 export { layerMiddlewares, layerRoutes, layerServer, openApiDocument, type RequestCounter } from "./server/Http.js"
 export { rateLimitApiKeyGuard, rateLimitClientGuard } from "./server/RateLimits.js"
@@ -53,13 +55,18 @@ export {
   type RequestEnvelopeOptions,
   type RouteTable
 } from "./server/Routing.js"
+export { makeRequestMetrics } from "./server/RequestMetrics.js"
 export {
   type AnsweredRequest,
+  layerRequestObservers,
   makeRequestSteps,
   type RequestFrame,
   requestIdFor,
   RequestObserver,
+  type RequestObserverMaker,
   type RequestSteps,
+  type RouteOf,
+  unmatchedRoute,
   type Transport
 } from "./server/RequestSteps.js"
 export {

@@ -35,14 +35,23 @@ describe("the request steps", () => {
     }
     await eventually(() => expect(reportOf("steps-stack")).toHaveLength(1))
     expect(reportOf("steps-fast")).toEqual([
-      expect.objectContaining({ transport: "fast-path", method: "POST", path: "/api/lm/v1/validate", status: 404 })
+      expect.objectContaining({ transport: "fast-path", method: "POST", path: "/api/lm/v1/validate", route: "/api/lm/v1/validate", status: 404 })
     ])
     expect(reportOf("steps-stack")).toEqual([
-      expect.objectContaining({ transport: "effect", method: "POST", path: "/api/lm/v1/validate", status: 404 })
+      expect.objectContaining({ transport: "effect", method: "POST", path: "/api/lm/v1/validate", route: "/api/lm/v1/validate", status: 404 })
     ])
     for (const report of [...reportOf("steps-fast"), ...reportOf("steps-stack")]) {
       expect(report.durationMillis).toBeGreaterThanOrEqual(0)
     }
+  })
+
+  it("name the route template that answered, not the path", async () => {
+    const license = await fetch(`${app.apiBase}/licenses/ZZZZ-ZZZZ-ZZZZ-ZZZZ`, { headers: { "x-request-id": "steps-template" } })
+    expect(license.status).toBe(401)
+    await eventually(() => expect(reportOf("steps-template")).toHaveLength(1))
+    expect(reportOf("steps-template")).toEqual([
+      expect.objectContaining({ path: "/api/lm/v1/licenses/ZZZZ-ZZZZ-ZZZZ-ZZZZ", route: "/api/lm/v1/licenses/:key", status: 401 })
+    ])
   })
 
   it("report every answer of the Effect stack, unknown routes and refusals included, without the query", async () => {
@@ -52,7 +61,7 @@ describe("the request steps", () => {
     expect([health.status, noRoute.status]).toEqual([200, 404])
     await eventually(() => expect(reportOf("steps-check")).toHaveLength(1))
     expect(reportOf("steps-health")).toEqual([expect.objectContaining({ transport: "effect", method: "GET", path: "/api/lm/v1/health", status: 200 })])
-    expect(reportOf("steps-404")).toEqual([expect.objectContaining({ status: 404 })])
+    expect(reportOf("steps-404")).toEqual([expect.objectContaining({ route: "unmatched", status: 404 })])
     expect(reportOf("steps-check")).toEqual([
       expect.objectContaining({ method: "GET", path: "/api/lm/v1/updates/check", status: check.status })
     ])

@@ -114,6 +114,14 @@ const kinds: ReadonlyArray<readonly [string, string, (app: TestApp) => Promise<R
     }), 201)
     return { release_id: release.id, product_id: product, version: "2.1.0", channel: "beta" }
   }],
+  ["release.deleted", "DELETE /releases/{id}", async (app) => {
+    const product = 900_000 + Math.floor(Math.random() * 99_999)
+    const release = expectOk(await app.call("POST", "/releases", {
+      body: { product_id: product, version: "2.2.0", artifact_url: "https://cdn.example.com/app-2.2.0.zip" }
+    }), 201)
+    expect(expectOk(await app.call("DELETE", `/releases/${release.id}`))).toEqual({ deleted: true, id: release.id })
+    return { release_id: release.id, product_id: product, version: "2.2.0", channel: "stable" }
+  }],
   // A webhook whose attempts have failed for a day (its receiver refuses connections) fails once more.
   ["webhook.disabled", "a day of failed deliveries", async (app) => {
     const dead = expectOk(await app.call("POST", "/webhooks", { body: { name: "dead", url: "http://127.0.0.1:1/hook", events: ["license.created"] } }), 201)

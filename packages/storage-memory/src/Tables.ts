@@ -18,6 +18,13 @@ export interface SubscriptionRow extends Model.Subscription {
   readonly dueAt: number | null
 }
 
+/** A consumer key an administrator deleted (the memory form of `lm_deleted_api_keys`). */
+export interface DeletedApiKeyRow {
+  readonly id: number
+  readonly consumerKeyHash: string
+  readonly deletedAt: number
+}
+
 /** An announced anomaly (the memory form of `lm_anomalies`). */
 export interface AnomalyRow extends Ports.AnomalyRecord {
   readonly id: number
@@ -62,6 +69,11 @@ export const makeTables = (db: Database) => {
   })
   const generators = db.table<Model.Generator>({ name: "generator", unique: {}, groups: {} })
   const apiKeys = db.table<Model.ApiKey>({ name: "api_key", unique: { hash: (key) => key.consumerKeyHash }, groups: {} })
+  const deletedApiKeys = db.table<DeletedApiKeyRow>({
+    name: "deleted_api_key",
+    unique: { hash: (row) => row.consumerKeyHash },
+    groups: {}
+  })
   const signingKeys = db.table<SigningKeyRow>({ name: "signing_key", unique: { kid: (key) => key.kid }, groups: {} })
   const webhooks = db.table<Model.Webhook>({
     name: "webhook",
@@ -75,7 +87,7 @@ export const makeTables = (db: Database) => {
   })
   const subscriptions = db.table<SubscriptionRow>({
     name: "subscription",
-    unique: {},
+    unique: { external: (row) => (row.externalId === null ? null : `${row.billingProvider}\u0000${row.externalId}`) },
     groups: { due: (row) => (row.dueAt !== null ? 0 : null), license: (row) => row.licenseId }
   })
   const renewals = db.table<Model.RenewalRecord>({
@@ -83,6 +95,13 @@ export const makeTables = (db: Database) => {
     unique: {},
     groups: { subscription: (row) => row.subscriptionId }
   })
+  const billingEvents = db.table<Model.BillingEvent>({
+    name: "billing_event",
+    // the first receipt of a provider's event id claims it; later receipts (`duplicate`) are recorded beside it
+    unique: { claim: (e) => (e.outcome === "duplicate" ? null : `${e.provider}\u0000${e.eventId}`) },
+    groups: { subscription: (e) => e.subscriptionId }
+  })
+  const auditEntries = db.table<Model.AuditEntry>({ name: "audit_entry", unique: {}, groups: {} })
   const anomalies = db.table<AnomalyRow>({ name: "anomaly", unique: { kind: (a) => `${a.licenseId}\u0000${a.type}` }, groups: {} })
   const releases = db.table<Model.Release>({
     name: "release",
@@ -127,13 +146,16 @@ export const makeTables = (db: Database) => {
     machines,
     generators,
     apiKeys,
+    deletedApiKeys,
     signingKeys,
     webhooks,
     deliveries,
     subscriptions,
     renewals,
+    billingEvents,
     anomalies,
     releases,
+    auditEntries,
     read,
     lockName,
     lockRow,

@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { NotFound } from "../wire/ApiErrors.js"
@@ -60,6 +61,7 @@ export class MachinesGroup extends HttpApiGroup.make("machines")
         "listed on the CRL. Revoking works from any status; repeating it is a no-op 200."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Machines", description: "Machine management (API key required)." }))

@@ -317,6 +317,8 @@ export const parseIsoTime = (text: string): number | undefined => {
 }
 
 
+const isoTimeExpected = "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z"
+
 /**
  * An ISO 8601 date-time with an offset on input (body or query), epoch milliseconds inside; written back as ISO
  * with `Z`. `description` is what the OpenAPI document says of it.
@@ -325,8 +327,9 @@ export const timeInput = (
   description = "ISO 8601 date-time with an offset, e.g. `2027-01-31T00:00:00Z` or `2027-01-31T02:00:00+02:00`."
 ) =>
   Schema.String.annotate({ description }).check(
-    Schema.makeFilter((s: string) =>
-      parseIsoTime(s) !== undefined || "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z"
+    Schema.makeFilter(
+      (s: string) => parseIsoTime(s) !== undefined || isoTimeExpected,
+      { message: isoTimeExpected }
     )
   ).pipe(
     Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: (s: string) => parseIsoTime(s)!, encode: iso }))
@@ -447,6 +450,8 @@ export const SubscriptionWire = Schema.Struct({
   paused_at: Schema.NullOr(Time),
   cancelled_at: Schema.NullOr(Time),
   items: Schema.Array(ItemWire),
+  billing_provider: Schema.NullOr(Model.BillingProvider),
+  external_id: Schema.NullOr(Schema.String),
   created_at: Time,
   updated_at: Time
 })
@@ -473,8 +478,32 @@ export const subscriptionToWire = (s: Model.Subscription): SubscriptionWire => (
   paused_at: isoOrNull(s.pausedAt),
   cancelled_at: isoOrNull(s.cancelledAt),
   items: s.items.map((item) => ({ id: item.id, product_id: item.productId, quantity: item.quantity, amount: Money.formatAmount(item.amount, s.currency) })),
+  billing_provider: s.billingProvider,
+  external_id: s.externalId,
   created_at: iso(s.createdAt),
   updated_at: iso(s.updatedAt)
+})
+
+/** A received billing provider event on the wire (CONTRACT §20). */
+export const BillingEventWire = Schema.Struct({
+  id: Schema.String.annotate({ description: "The provider's event id (Lemon Squeezy: the SHA-256 of the body)." }),
+  provider: Model.BillingProvider,
+  type: Schema.String,
+  external_id: Schema.NullOr(Schema.String),
+  subscription_id: Schema.NullOr(Schema.Int),
+  outcome: Model.BillingEventOutcome,
+  received_at: Time
+})
+export type BillingEventWire = typeof BillingEventWire.Type
+
+export const billingEventToWire = (e: Model.BillingEvent): BillingEventWire => ({
+  id: e.eventId,
+  provider: e.provider,
+  type: e.type,
+  external_id: e.externalId,
+  subscription_id: e.subscriptionId,
+  outcome: e.outcome,
+  received_at: iso(e.receivedAt)
 })
 
 const PlanWire = Schema.Struct({ amount: Schema.String, billing_period: Model.BillingPeriod, billing_interval: Schema.Int, product_id: Schema.NullOr(Schema.Int) })

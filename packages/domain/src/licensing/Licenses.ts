@@ -16,7 +16,7 @@ import {
   licenseNotFound,
   type LicenseTerminated
 } from "./errors.js"
-import { defaultKeyFormat, mintKey, normalizeKey, parseKey } from "./keys.js"
+import { defaultKeyFormat, mintKey, parseKey, parseKeyPrefix } from "./keys.js"
 import {
   applyLicenseAction,
   checkLicenseSettings,
@@ -96,7 +96,8 @@ export class Licenses extends Context.Service<Licenses, {
     input: CreateLicenseInput
   ) => Effect.Effect<LicenseView, InvalidParam | LicenseExists | GeneratorNotFound | StorageUnavailable>
   readonly get: (key: string) => Effect.Effect<LicenseDetail, InvalidParam | LicenseNotFound | StorageUnavailable>
-  readonly list: (input: ListLicensesInput) => Effect.Effect<Page<LicenseView>, StorageUnavailable>
+  /** The licenses that match; `search` with a non-ASCII character is `InvalidParam`. */
+  readonly list: (input: ListLicensesInput) => Effect.Effect<Page<LicenseView>, InvalidParam | StorageUnavailable>
   readonly update: (key: string, patch: Partial<LicenseSettings>) => Effect.Effect<LicenseView, InvalidParam | WriteError>
   readonly delete: (key: string) => Effect.Effect<{ readonly id: number }, InvalidParam | LicenseNotFound | StorageUnavailable>
   readonly renew: (key: string, renewal: Renewal) => Effect.Effect<LicenseView, InvalidParam | WriteError>
@@ -178,7 +179,7 @@ export class Licenses extends Context.Service<Licenses, {
           orderId: input.orderId,
           userId: input.userId,
           generatorId: input.generatorId,
-          keyPrefix: input.search === undefined ? undefined : normalizeKey(input.search),
+          keyPrefix: input.search === undefined ? undefined : yield* Effect.fromResult(parseKeyPrefix(input.search, "search")),
           expiresBefore: input.expiresBefore,
           expiresAfter: input.expiresAfter,
           orderBy: input.orderBy ?? "id",

@@ -11,6 +11,7 @@ import { Blacklist, type BlacklistSubject } from "../access/Blacklist.js"
 import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 import type { ActivityKind } from "../activity/model.js"
 import type { InvalidParam, StorageUnavailable } from "../shared/errors.js"
+import * as Metrics from "../shared/metrics.js"
 import { makeSeatBatches } from "./SeatBatches.js"
 import {
   type LicenseNotFound,
@@ -132,7 +133,8 @@ export class Licensing extends Context.Service<Licensing, {
               const code = failure?._tag === "Fail" ? (failure.error as { readonly code?: string }).code : undefined
               result = code ?? "internal_error"
             }
-            return recorder.record({
+            const counted = kind === "validate" ? Metrics.validations({ code: result }) : Metrics.seatChanges({ kind, result })
+            return Effect.andThen(Metrics.increment(counted), recorder.record({
               kind,
               licenseId,
               licenseKey: normalizeKey(input.licenseKey),
@@ -143,7 +145,7 @@ export class Licensing extends Context.Service<Licensing, {
               result,
               at,
               productId
-            })
+            }))
           })
         )
       }

@@ -10,6 +10,7 @@ import { ApiKeys, Ports, type Services } from "@lm/domain"
 import { Api } from "@lm/api"
 import { AnalyticsHandlers } from "../handlers/Analytics.js"
 import { ApiKeysHandlers } from "../handlers/ApiKeys.js"
+import { BillingHandlers, BillingProvidersHandlers } from "../handlers/Billing.js"
 import { ClientHandlers } from "../handlers/Client.js"
 import { GeneratorsHandlers } from "../handlers/Generators.js"
 import { LicensesHandlers } from "../handlers/Licenses.js"
@@ -18,6 +19,7 @@ import { ReleasesHandlers, UpdatesHandlers } from "../handlers/Releases.js"
 import { SubscriptionsHandlers } from "../handlers/Subscriptions.js"
 import { StorageHealth, SystemHandlers } from "../handlers/System.js"
 import { WebhooksHandlers } from "../handlers/Webhooks.js"
+import { AuditLogHandlers } from "../handlers/AuditLog.js"
 import { ApiKeyAuthenticator } from "./Authentication.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer, type RequestCounter } from "./Http.js"
@@ -59,9 +61,12 @@ export const layerApiRoutes = (storage: string) => {
     ApiKeysHandlers,
     WebhooksHandlers,
     SubscriptionsHandlers,
+    BillingHandlers,
+    BillingProvidersHandlers,
     AnalyticsHandlers,
     ReleasesHandlers,
-    UpdatesHandlers
+    UpdatesHandlers,
+    AuditLogHandlers
   ).pipe(
     Layer.provide(ReleaseRoutes.layer),
     Layer.provide(layerMiddlewares),

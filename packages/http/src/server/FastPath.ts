@@ -130,7 +130,7 @@ const routesOf = (): ReadonlyMap<string, Route> => {
 
 const make = Effect.gen(function*() {
   const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
-  const steps = yield* makeRequestSteps
+  const steps = yield* makeRequestSteps()
   const pipeline = yield* makeClientPipeline
   const routes = new Map<string, Route>()
   for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, route)
@@ -184,7 +184,15 @@ const make = Effect.gen(function*() {
   }
 
   const serve = (route: Route, request: IncomingMessage, response: ServerResponse, url: string) => {
-    const frame = steps.begin("fast-path", "POST", url, header(request, "x-request-id"), header(request, "origin"))
+    const frame = steps.begin(
+      "fast-path",
+      "POST",
+      url,
+      header(request, "x-request-id"),
+      header(request, "origin"),
+      request.socket.remoteAddress,
+      header(request, "x-forwarded-for")
+    )
     const chunks: Array<Buffer> = []
     let failed = false
     request.on("data", (chunk: Buffer) => chunks.push(chunk))

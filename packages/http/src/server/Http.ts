@@ -23,6 +23,7 @@ import { openApiPath } from "@lm/api"
 import { AuthenticationLive } from "./Authentication.js"
 import { makeBodyDeadlines } from "./BodyTimeout.js"
 import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
+import { IdempotencyLive } from "./Idempotency.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
 import { layerRestRequestValid } from "./BundledGuards.js"
 import { forwardedHttps } from "./ClientIp.js"
@@ -59,7 +60,7 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
     return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, extraRoutes, requestEnvelope({
       table,
       maxBodyBytes,
-      steps: yield* makeRequestSteps
+      steps: yield* makeRequestSteps(table.routeOf)
     })).pipe(
       Layer.provide(mountAt(restRoot, table))
     )
@@ -191,10 +192,11 @@ const refuseHttp = (request: IncomingMessage, response: ServerResponse) => {
 }
 
 /**
- * The middlewares every API needs: the error envelope, and authentication with the bundled guard chain
- * (IP allow-list). Needs an `ApiKeyAuthenticator` and `HttpSettings`.
+ * The middlewares every API needs: the error envelope, authentication with the bundled guard chain
+ * (IP allow-list), and idempotent management writes. Needs an `ApiKeyAuthenticator`, `HttpSettings` and the
+ * domain's `Idempotency`.
  */
-export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, AuthenticationLive).pipe(
+export const layerMiddlewares = Layer.mergeAll(ErrorEnvelopeLive, AuthenticationLive, IdempotencyLive).pipe(
   Layer.provide(layerRestRequestValid())
 )
 

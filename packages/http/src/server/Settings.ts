@@ -5,6 +5,7 @@
 import * as tls from "node:tls"
 import { Context, Data, Effect, Layer } from "effect"
 import { apiPath, version } from "@lm/api"
+import type { Model } from "@lm/domain"
 import type { IpAllowList } from "./ClientIp.js"
 
 /** The settings the routes and middlewares read. */
@@ -61,6 +62,12 @@ export interface Settings {
    * whose body is not bound by `maxBodyBytes` (it streams to the artifact store).
    */
   readonly maxArtifactBytes: number
+  /**
+   * The webhook signing secret of each billing provider whose events `POST {api_base}/billing/{provider}/events`
+   * takes (`LM_STRIPE_WEBHOOK_SECRET`, `LM_PADDLE_WEBHOOK_SECRET`, `LM_LEMONSQUEEZY_WEBHOOK_SECRET`); a provider
+   * without one is off (404 `rest_no_route`).
+   */
+  readonly billingSecrets: Readonly<Partial<Record<Model.BillingProvider, string>>>
 }
 
 /** Where the server listens. */
@@ -125,6 +132,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     forceHttps: false,
     corsOrigins: undefined,
     maxArtifactBytes: defaultMaxArtifactBytes,
+    billingSecrets: {},
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
