@@ -4,6 +4,8 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Config, Data, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
+import { layerLogging } from "./Logging.js"
+import { logSettingsFromEnv } from "./settings/Logging.js"
 
 /** Exit 0 when the server was stopped by a signal, as a process manager expects. */
 export const teardown: Runtime.Teardown = (exit, onExit) =>
@@ -43,9 +45,15 @@ const refuseStart = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | StartRe
   )
 }
 
-/** Runs `server` (e.g. from `layerServer`) until interrupted; a refused start is one line on stderr. */
-export const launchServer = <A, E>(server: Layer.Layer<A, E>): Effect.Effect<void, E | StartRefused> =>
-  Layer.launch(server).pipe(Effect.asVoid, Effect.catchCause(refuseStart))
+/** The loggers of `LM_LOG_FORMAT` and `LM_LOG_LEVEL` (`Logging.ts`). */
+export const layerLoggingFromEnv = Layer.unwrap(Effect.map(logSettingsFromEnv(), layerLogging))
+
+/**
+ * Runs `server` (e.g. from `layerServer`) until interrupted, with the operator's log format and level; a refused
+ * start is one line on stderr.
+ */
+export const launchServer = <A, E>(server: Layer.Layer<A, E>) =>
+  Layer.launch(server.pipe(Layer.provide(layerLoggingFromEnv))).pipe(Effect.asVoid, Effect.catchCause(refuseStart))
 
 /** Launches `server` (e.g. from `layerServer`) until SIGTERM/SIGINT. */
 export const runServer = <A, E>(server: Layer.Layer<A, E>): void => NodeRuntime.runMain(launchServer(server), { teardown })

@@ -56,13 +56,15 @@ export {
   type RequestEnvelopeOptions,
   type RouteTable
 } from "./server/Routing.js"
-export { layerRequestMetrics, makeRequestMetrics } from "./server/RequestMetrics.js"
+export { makeRequestMetrics } from "./server/RequestMetrics.js"
 export {
   type AnsweredRequest,
+  layerRequestObservers,
   makeRequestSteps,
   type RequestFrame,
   requestIdFor,
   RequestObserver,
+  type RequestObserverMaker,
   type RequestSteps,
   type RouteOf,
   unmatchedRoute,

@@ -184,7 +184,15 @@ const make = Effect.gen(function*() {
   }
 
   const serve = (route: Route, request: IncomingMessage, response: ServerResponse, url: string) => {
-    const frame = steps.begin("fast-path", "POST", url, header(request, "x-request-id"), header(request, "origin"))
+    const frame = steps.begin(
+      "fast-path",
+      "POST",
+      url,
+      header(request, "x-request-id"),
+      header(request, "origin"),
+      request.socket.remoteAddress,
+      header(request, "x-forwarded-for")
+    )
     const chunks: Array<Buffer> = []
     let failed = false
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
