@@ -38,7 +38,10 @@ const defaults = {
   source: "api",
   generator_id: null,
   subscription_id: null,
-  meta: {}
+  meta: {},
+  policy_id: null,
+  entitlements: [],
+  effective_entitlements: []
 }
 
 for (const store of ["memory", "pglite"] as const) {

@@ -107,6 +107,20 @@ const kinds: ReadonlyArray<readonly [string, string, (app: TestApp) => Promise<R
     expect((await app.call("POST", `/generators/${generator.id}/generate`, { body: { count: 2 } })).status).toBe(201)
     return { generator_id: generator.id, count: 2 }
   }],
+  ["policy.created", "POST /policies", async (app) => {
+    const policy = expectOk(await app.call("POST", "/policies", { body: { name: "kinds", entitlements: ["export"] } }), 201)
+    return { policy_id: policy.id, name: "kinds", entitlements: ["export"] }
+  }],
+  ["policy.updated", "PUT /policies/{id}", async (app) => {
+    const policy = expectOk(await app.call("POST", "/policies", { body: { name: "kinds-up" } }), 201)
+    expectOk(await app.call("PUT", `/policies/${policy.id}`, { body: { entitlements: ["sync"] } }))
+    return { policy_id: policy.id, entitlements: ["sync"] }
+  }],
+  ["policy.deleted", "DELETE /policies/{id}", async (app) => {
+    const policy = expectOk(await app.call("POST", "/policies", { body: { name: "kinds-del" } }), 201)
+    expectOk(await app.call("DELETE", `/policies/${policy.id}`))
+    return { policy_id: policy.id, name: "kinds-del" }
+  }],
   ["release.published", "POST /releases", async (app) => {
     const product = 900_000 + Math.floor(Math.random() * 99_999)
     const release = expectOk(await app.call("POST", "/releases", {
