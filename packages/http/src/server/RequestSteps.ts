@@ -54,15 +54,19 @@ export type RequestObserverMaker = Effect.Effect<(request: AnsweredRequest) => v
 
 /**
  * The {@link RequestObserver} telling each of `observers` (per-request metrics, the access log) of every answered
- * request; none when the list is empty. Provide it below the server.
+ * request, after the observer already provided, if any (an embedder's); none when there is none at all. Provide
+ * it below the server.
  */
 export const layerRequestObservers = (observers: ReadonlyArray<RequestObserverMaker>) =>
   Layer.effect(
     RequestObserver,
-    Effect.map(Effect.all(observers), (made): ((request: AnsweredRequest) => void) | undefined => {
-      if (made.length <= 1) return made[0]
-      return (request) => {
-        for (const observe of made) observe(request)
+    Effect.gen(function*() {
+      const outer = yield* RequestObserver
+      const made = yield* Effect.all(observers)
+      const all = outer === undefined ? made : [outer, ...made]
+      if (all.length <= 1) return all[0]
+      return (request: AnsweredRequest) => {
+        for (const observe of all) observe(request)
       }
     })
   )
