@@ -6,14 +6,14 @@
  * processes in `test/http/idempotency-two-servers.test.ts`.)
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 import { basic, expectError, expectInvalid, expectOk, unique } from "./support/Management.js"
 
 for (const store of ["memory", "pglite"] as const) {
   describe(`Idempotency-Key on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
     })
     afterAll(() => app?.close())
 

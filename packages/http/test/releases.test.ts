@@ -31,6 +31,7 @@ import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js
 import { admin } from "./support/Admin.js"
 import { adminAuth, startApp, type TestApp, type TestStore } from "./support/App.js"
 import { withMultipartUploadListing } from "./support/S3rverUploads.js"
+import { serviceUrl } from "../../../test/support/services.js"
 
 /** Deterministic bytes. */
 const bytesOf = (size: number, seed = 1): Buffer => {
@@ -93,7 +94,7 @@ const filePartHead = `--${cutBoundary}\r\ncontent-disposition: form-data; name="
 const formTail = `\r\n--${cutBoundary}--\r\n`
 
 /** PostgreSQL joins the stores when DATABASE_URL names a server (CI sets it), on a database of its own. */
-const postgresUrl = process.env.DATABASE_URL ?? ""
+const postgresUrl = serviceUrl("DATABASE_URL")
 const stores: Array<TestStore | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
 
 for (const store of stores) {
@@ -104,7 +105,7 @@ for (const store of stores) {
       store === "postgres"
         ? freshPostgresStore(postgresUrl)
         : store === "pglite"
-        ? layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))
+        ? layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporaryMigrated))
         : MemoryStore.layer
     )
 
