@@ -417,7 +417,7 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
     const facts = await page.locator(".facts").textContent()
     expect(facts).toContain("export")
     expect(facts).not.toContain("sync")
-    expect(facts).toContain("3 of")
+    expect(facts).toContain("0 of 3")
     await open(page, "/policies")
     await page.getByRole("link", { name: "Pro plan" }).waitFor()
     await shoot(page, "policies")
