@@ -54,6 +54,7 @@ export {
   payloadTooLarge,
   requestEnvelope,
   type RequestEnvelopeOptions,
+  requestIdOfContext,
   type RouteTable
 } from "./server/Routing.js"
 export { makeRequestMetrics } from "./server/RequestMetrics.js"
