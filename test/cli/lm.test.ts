@@ -63,17 +63,18 @@ describe("lm", { timeout: 240_000 }, () => {
     readKey = { key: key!, secret: secret! }
     const listed = lm("api-keys", "list")
     expect(listed.code).toBe(0)
-    expect(listed.out).toContain(`read\t\u2026${key!.slice(-7)}\treporting`)
+    expect(listed.out).toMatch(new RegExp(`\\s+read\\s+\u2026${key!.slice(-7)}\\s+reporting\\s`))
     expect(listed.out).not.toContain(secret!)
   })
 
-  it("refuses an unknown scope or command with a usage message and a non-zero exit", () => {
+  it("refuses an unknown scope or command with a usage message and exit code 2", () => {
     const bad = lm("api-keys", "create", "--scope", "admin")
-    expect(bad.code).not.toBe(0)
-    expect(bad.err).toContain("--scope must be")
+    expect(bad.code).toBe(2)
+    expect(bad.err).toContain('Invalid value for flag --scope: "admin". Expected: "read" | "write" | "read_write"')
     const unknown = lm("frobnicate")
-    expect(unknown.code).not.toBe(0)
-    expect(unknown.err).toContain("usage:")
+    expect(unknown.code).toBe(2)
+    expect(unknown.err).toContain('Unknown subcommand "frobnicate" for "lm"')
+    expect(unknown.out).toContain("USAGE")
   })
 
   it("rotates signing keys; lm serve then publishes every key, the newest current", async () => {
@@ -101,7 +102,8 @@ describe("lm", { timeout: 240_000 }, () => {
     const before = await listed()
     const old = before.keys.find((k: any) => !k.current).kid
     const current = lm("signing-keys", "retire", before.kid)
-    expect(current.code).not.toBe(0)
+    expect(current.code).toBe(1)
+    expect(current.err.trim().split("\n")).toHaveLength(1)
     expect(current.err).toContain("rotate first")
     const retired = lm("signing-keys", "retire", old)
     expect(retired.code).toBe(0)

@@ -26,5 +26,24 @@ export const apiKeyCases = (test: ContractTest): void => {
         assert.isUndefined(yield* keys.findByConsumerKeyHash("ck-hash-1"))
         assert.strictEqual(yield* keys.count, 1)
       }))
+
+    test("API keys: a key deleted with deleteRemembered is remembered by its consumer key hash, a plain delete is not", () =>
+      Effect.gen(function*() {
+        const keys = yield* Ports.ApiKeyRepository
+        const k1 = yield* keys.insert(apiKeyDraft(1))
+        const k2 = yield* keys.insert(apiKeyDraft(2))
+        assert.isFalse(yield* keys.wasDeleted("ck-hash-1"))
+        assert.isTrue(yield* keys.deleteRemembered(k1.id, T0))
+        assert.isFalse(yield* keys.deleteRemembered(k1.id, T0))
+        assert.isTrue(yield* keys.delete(k2.id))
+        assert.deepStrictEqual(
+          [yield* keys.wasDeleted("ck-hash-1"), yield* keys.wasDeleted("ck-hash-2"), yield* keys.count],
+          [true, false, 0]
+        )
+        // The same consumer key inserted and deleted again stays remembered once.
+        const again = yield* keys.insert(apiKeyDraft(1))
+        assert.isTrue(yield* keys.deleteRemembered(again.id, T0 + 1))
+        assert.isTrue(yield* keys.wasDeleted("ck-hash-1"))
+      }))
   })
 }

@@ -16,12 +16,16 @@ import { TestClock } from "effect/testing"
 import { activityLogCases } from "./activity.js"
 import { analyticsCases } from "./analytics.js"
 import { apiKeyCases } from "./apiKeys.js"
+import { auditCases } from "./audit.js"
+import { billingCases } from "./billingEvents.js"
 import { deliveryCases } from "./deliveries.js"
 import { T0 } from "./fixtures.js"
 import { generatorCases } from "./generators.js"
+import { idempotencyCases } from "./idempotency.js"
 import { licenseCases } from "./licenses.js"
 import { machineCases } from "./machines.js"
 import { outboxCases } from "./outbox.js"
+import { policyCases } from "./policies.js"
 import { releaseCases } from "./releases.js"
 import { signingKeyCases } from "./signingKeys.js"
 import { storeCases } from "./store.js"
@@ -46,14 +50,18 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     machineCases(test)
     releaseCases(test)
     generatorCases(test)
+    policyCases(test)
     apiKeyCases(test)
+    auditCases(test)
     signingKeyCases(test)
     outboxCases(test)
     activityLogCases(test)
     analyticsCases(test)
     storeCases(test)
     subscriptionCases(test)
+    billingCases(test)
     webhookCases(test)
     deliveryCases(test)
+    idempotencyCases(test)
   })
 }

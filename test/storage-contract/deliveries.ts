@@ -75,6 +75,8 @@ export const deliveryCases = (test: ContractTest): void => {
         }))
         const listed = yield* queue.list(on.id, { page: 1, perPage: 10 })
         assert.deepStrictEqual(listed.items.map((d) => d.eventId), [e3, e2, e1])
+        // The backlog: every pending delivery, of active webhooks or not, due or not.
+        assert.strictEqual(yield* queue.countPending, 3)
         const claimed = yield* queue.claimDue(T0, T0 + MINUTE, 10)
         assert.deepStrictEqual(claimed.map((d) => [d.webhookId, d.eventId, d.lockedUntil]), [[on.id, e1, T0 + MINUTE]])
         assert.deepStrictEqual(yield* queue.claimDue(T0 + 1, T0 + MINUTE, 10), [])
@@ -84,6 +86,7 @@ export const deliveryCases = (test: ContractTest): void => {
         const done = yield* queue.update({ ...later[0]!, status: "delivered", attempts: 1, responseStatus: 204, responseExcerpt: "", lastAttemptAt: T0 + MINUTE, nextAttemptAt: null, lockedUntil: null })
         assert.deepStrictEqual(yield* queue.findById(on.id, done.id), done)
         assert.isUndefined(yield* queue.findById(off.id, done.id))
+        assert.strictEqual(yield* queue.countPending, 2)
         assert.deepStrictEqual(yield* queue.claimDue(T0 + 10 * MINUTE, T0 + 11 * MINUTE, 10).pipe(Effect.map((ds) => ds.map((d) => d.eventId))), [e2])
         assert.deepStrictEqual(yield* outbox.readAfter(0, 10).pipe(Effect.map((es) => es.length)), 3)
       }))

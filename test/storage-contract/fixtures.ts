@@ -41,6 +41,8 @@ export const fullLicenseDraft = (generatorId: number): Model.LicenseDraft => ({
   expiresAt: T0 + 30 * DAY,
   graceDays: 3,
   meta: { plan: "pro", seats: 3, ratio: 0.5, flags: [true, false], nested: { list: [1, "two", null], empty: {} }, nothing: null },
+  policyId: null,
+  entitlements: ["export", "sync"],
   activatedAt: T0 + 5,
   source: "generator",
   generatorId,
@@ -142,7 +144,9 @@ export const activity = (licenseId: number | null, result = "valid"): Model.Acti
   at: T0
 })
 
-/** A subscription on `licenseId` with every field set (overrides apply on top). */
+let externalIds = 0
+
+/** A subscription on `licenseId` with every field set (overrides apply on top; each its own `externalId`). */
 export const subscriptionDraft = (licenseId: number, overrides: Partial<Model.SubscriptionDraft> = {}): Model.SubscriptionDraft => ({
   status: "active",
   userId: 7,
@@ -164,6 +168,8 @@ export const subscriptionDraft = (licenseId: number, overrides: Partial<Model.Su
   pausedAt: T0 + 1,
   cancelledAt: T0 + 2,
   items: [{ id: 1, productId: 3, quantity: 2, amount: 1500 }],
+  billingProvider: "stripe",
+  externalId: `sub_${++externalIds}`,
   createdAt: T0,
   updatedAt: T0 + 3,
   ...overrides
@@ -182,6 +188,8 @@ export const bareSubscriptionDraft = (licenseId: number, overrides: Partial<Mode
     pausedAt: null,
     cancelledAt: null,
     items: [],
+    billingProvider: null,
+    externalId: null,
     ...overrides
   })
 

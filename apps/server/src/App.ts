@@ -1,7 +1,7 @@
 /**
  * The composition root of the bundled server: the domain's engine (`Engine.layer`) on a store (`Store.ts`), the
- * lm/v1 API served on it (`@lm/http`) with the browser console beside it, the bootstrap key, the artifact store
- * and the webhook sender. The store
+ * lm/v1 API served on it (`@lm/http`) with the browser console beside it, the bootstrap key, the artifact store,
+ * the webhook sender and, with `LM_METRICS_PORT`, the metrics listener (`MetricsListener.ts`). The store
  * opens (and migrates) before the port listens; on SIGTERM the server stops accepting, finishes requests in
  * flight, flushes the event log and closes the store, in that order (`Shutdown.ts`).
  */
@@ -10,11 +10,16 @@ import * as path from "node:path"
 import { Effect, Layer, type Redacted } from "effect"
 // `Ports` and `Services` name the engine's services in the declarations of the layers below.
 import { Engine, type Ports, type Services } from "@lm/domain"
-import { layerApiServer, type Listen, type RequestCounter } from "@lm/http"
+import { layerApiServer, layerRequestObservers, type Listen, makeRequestMetrics, type RequestCounter } from "@lm/http"
 import { artifactStoreLayer } from "./ArtifactStore.js"
 import { bootstrapKeyLayer } from "./BootstrapKey.js"
+import { makeAccessLog } from "./Logging.js"
+import { type Draining, layerDrainingMark, layerMetricsListener } from "./MetricsListener.js"
 import { layerRedisRateLimits } from "./RedisRateLimits.js"
 import { consoleDirFromEnv } from "./settings/Console.js"
+import { logSettingsFromEnv } from "./settings/Logging.js"
+import { metricsListenFromEnv } from "./settings/Metrics.js"
+import { otlpSettingsFromEnv } from "./settings/Tracing.js"
 import { closingWithin, engineCloseTimeoutMillis } from "./Shutdown.js"
 import { describeStore, type StoreChoice, storeLayer, storeName } from "./Store.js"
 import * as WebhookSender from "./WebhookSender.js"
@@ -59,7 +64,24 @@ export const serverLayerOn = <E, R>(
     // Batched background jobs yield to the requests this server receives (`RequestLoad`).
     const requests: RequestCounter = { started: 0 }
     const withLoad: Engine.Options = { requestsStarted: () => requests.started, ...engineOptions }
-    return layerApiServer({ storage: names.storage, listen, logExtra: `store: ${names.description}`, requests, consoleDir }).pipe(
+    const api = layerApiServer({ storage: names.storage, listen, logExtra: `store: ${names.description}`, requests, consoleDir })
+    const metrics = yield* metricsListenFromEnv
+    const { accessLog } = yield* logSettingsFromEnv()
+    const exported = (yield* otlpSettingsFromEnv) !== undefined
+    // Both transports report each request to the observers: per-request metrics when they are read (by the
+    // metrics listener or the OTLP exporter), the access log with `LM_ACCESS_LOG`.
+    const observed = api.pipe(Layer.provide(layerRequestObservers([
+      ...(metrics === undefined && !exported ? [] : [makeRequestMetrics]),
+      ...(accessLog ? [makeAccessLog] : [])
+    ])))
+    // The metrics listener opens before the API's and closes after it; the drain mark, built last, closes first:
+    // `/health/ready` is 503 while the API drains.
+    const draining: Draining = { draining: false }
+    const served = metrics === undefined ? observed : layerDrainingMark(draining).pipe(
+      Layer.provideMerge(observed),
+      Layer.provideMerge(layerMetricsListener(metrics, draining))
+    )
+    return served.pipe(
       Layer.provideMerge(bootstrapKeyLayer),
       Layer.provideMerge(artifactStoreLayer),
       Layer.provideMerge(closingWithin(Engine.layer(store, withLoad), engineCloseTimeoutMillis))

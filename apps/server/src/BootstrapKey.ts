@@ -1,6 +1,6 @@
 /**
- * The bootstrap API key of CONTRACT §2: `LM_BOOTSTRAP_CONSUMER_*` ensured by the domain's rule (not restored once
- * an administrator deleted it and other read_write keys exist), or one printed when the store has none.
+ * The bootstrap API key of CONTRACT §2: `LM_BOOTSTRAP_CONSUMER_*` ensured by the domain's rule whatever other keys
+ * exist (never restored once an administrator deleted it), or one printed when the store has none.
  */
 import { Config, Effect, Layer, Option, Redacted } from "effect"
 import { ApiKeys, Services } from "@lm/domain"
@@ -43,9 +43,7 @@ export const bootstrapKeyLayer = Layer.effectDiscard(
         description: "bootstrap"
       })
       if (ensured.action === "withhold") {
-        yield* Effect.logWarning(
-          "bootstrap key not restored: the LM_BOOTSTRAP_CONSUMER_KEY key was deleted and other read_write keys exist"
-        )
+        yield* Effect.logWarning(`bootstrap key not restored: ${Services.truncateConsumerKey(key.value)} was deleted`)
       }
       return
     }

@@ -9,14 +9,18 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { version } from "./version.js"
+import { finishOpenApi } from "./OpenApiDocument.js"
 import { AnalyticsGroup } from "./groups/Analytics.js"
+import { BillingGroup, BillingProvidersGroup } from "./groups/Billing.js"
 import { ErrorEnvelope } from "./middleware/ErrorEnvelope.js"
 import { ApiKeysGroup } from "./groups/ApiKeys.js"
+import { AuditLogGroup } from "./groups/AuditLog.js"
 import { ClientGroup } from "./groups/Client.js"
 import { GeneratorsGroup } from "./groups/Generators.js"
 import { LicensesGroup } from "./groups/Licenses.js"
 import { MachinesGroup } from "./groups/Machines.js"
 import { parseOptions } from "./ParseOptions.js"
+import { PoliciesGroup } from "./groups/Policies.js"
 import { SubscriptionsGroup } from "./groups/Subscriptions.js"
 import { ReleasesGroup, UpdatesGroup } from "./groups/Releases.js"
 import { SystemGroup } from "./groups/System.js"
@@ -37,18 +41,24 @@ export class Api extends HttpApi.make("lm")
   .add(LicensesGroup)
   .add(MachinesGroup)
   .add(GeneratorsGroup)
+  .add(PoliciesGroup)
   .add(ApiKeysGroup)
   .add(WebhooksGroup)
   .add(SubscriptionsGroup)
+  .add(BillingGroup)
+  .add(BillingProvidersGroup)
   .add(AnalyticsGroup)
   .add(ReleasesGroup)
   .add(UpdatesGroup)
+  .add(AuditLogGroup)
   .prefix(apiPath)
   .middleware(ErrorEnvelope)
   .annotate(HttpApi.ParseOptions, parseOptions)
   .annotateMerge(OpenApi.annotations({
     title: "Licensing Service lm/v1",
     version,
-    description: "License keys, device seats, floating leases, heartbeats and Ed25519-signed offline verification."
+    description: "License keys, device seats, floating leases, heartbeats and Ed25519-signed offline verification.",
+    license: { name: "MIT", url: "https://opensource.org/license/mit" },
+    transform: finishOpenApi
   }))
 {}

@@ -15,8 +15,13 @@ import { pipe } from "effect/Function"
 import * as Access from "./access/feature.js"
 import * as Activity from "./activity/feature.js"
 import * as Analytics from "./analytics/feature.js"
+import { layerAuditedStore } from "./audit/AuditLog.js"
+import * as Audit from "./audit/feature.js"
+import * as Billing from "./billing/feature.js"
 import * as Generators from "./generators/feature.js"
+import * as Idempotency from "./idempotency/feature.js"
 import * as Licensing from "./licensing/feature.js"
+import * as Policies from "./policies/feature.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./licensing/ValidationCache.js"
 import type * as Ports from "./ports.js"
 import * as Releases from "./releases/feature.js"
@@ -67,20 +72,25 @@ const features = <A, E, R>(signing: Feature<A, E, R, never>, options: Options) =
   pipe(
     signing,
     addFeature(Activity.feature(options)),
+    addFeature(Audit.feature(options)),
     addFeature(Access.feature(options)),
     addFeature(Generators.feature),
     addFeature(Licensing.feature(options)),
+    addFeature(Policies.feature),
     addFeature(Subscriptions.feature(options)),
+    addFeature(Billing.feature),
     addFeature(Analytics.feature(options)),
     addFeature(Releases.feature(options)),
-    addFeature(Webhooks.feature(options))
+    addFeature(Webhooks.feature(options)),
+    addFeature(Idempotency.feature)
   )
 
 /**
  * The domain's services on the ports, without stored signing keys (a `Signer` with a fresh key of its own), the
  * validation cache or background jobs: what a test on a throw-away store needs. Needs the ports and `Random`.
  */
-export const services = (options: Options = {}) => features(Signing.ephemeral, options).services
+export const services = (options: Options = {}) =>
+  features(Signing.ephemeral, options).services.pipe(Layer.provideMerge(layerAuditedStore))
 
 /**
  * The whole engine on `store`: every feature's services, stored signing keys (sealed with the master key) with a
@@ -100,7 +110,10 @@ export const layer = <E, R>(store: Layer.Layer<StorePorts, E, R>, options: Optio
   )
   // Validation reads go through an in-memory cache kept coherent with every write (and, on PostgreSQL, with
   // other processes' writes through LISTEN/NOTIFY), so the validate hot path needs no store round trip.
-  const cachedStore = layerValidationCache(options.validationCache).pipe(Layer.provideMerge(store))
+  // Management writes append their audit entry in their own transaction (see `AuditLog`).
+  const cachedStore = layerAuditedStore.pipe(
+    Layer.provideMerge(layerValidationCache(options.validationCache).pipe(Layer.provideMerge(store)))
+  )
   return engine.background.pipe(
     Layer.provideMerge(engine.services),
     Layer.provideMerge(base),

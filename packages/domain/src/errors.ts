@@ -13,6 +13,8 @@ import type {
   MachineInactive,
   MachineLimitExceeded,
   MachineNotFound,
+  PolicyInUse,
+  PolicyNotFound,
   Refused
 } from "./licensing/errors.js"
 import type {
@@ -23,16 +25,20 @@ import type {
   ReleaseExists,
   ReleaseNotFound
 } from "./releases/errors.js"
+import type { IdempotencyKeyInUse, IdempotencyKeyReused } from "./idempotency/errors.js"
 import type { InvalidParam, InvalidTransition, StorageUnavailable } from "./shared/errors.js"
-import type { SubscriptionNotFound } from "./subscriptions/errors.js"
+import type { BillingSignatureInvalid } from "./billing/errors.js"
+import type { SubscriptionExists, SubscriptionNotFound } from "./subscriptions/errors.js"
 import type { WebhookNotFound } from "./webhooks/errors.js"
 
 export * from "./shared/errors.js"
 export * from "./access/errors.js"
 export * from "./licensing/errors.js"
 export * from "./subscriptions/errors.js"
+export * from "./billing/errors.js"
 export * from "./releases/errors.js"
 export * from "./webhooks/errors.js"
+export * from "./idempotency/errors.js"
 
 /** Every error the domain's services can fail with. */
 export type DomainError =
@@ -40,8 +46,12 @@ export type DomainError =
   | LicenseNotFound
   | MachineNotFound
   | GeneratorNotFound
+  | PolicyNotFound
+  | PolicyInUse
   | ApiKeyNotFound
   | SubscriptionNotFound
+  | SubscriptionExists
+  | BillingSignatureInvalid
   | WebhookNotFound
   | ReleaseNotFound
   | ReleaseExists
@@ -60,3 +70,5 @@ export type DomainError =
   | Forbidden
   | StorageUnavailable
   | RateLimited
+  | IdempotencyKeyInUse
+  | IdempotencyKeyReused

@@ -5,9 +5,12 @@
  */
 import type { ApiKeyRepository } from "./access/ports.js"
 import type { ActivityLog } from "./activity/ports.js"
+import type { AuditLogRepository } from "./audit/ports.js"
 import type { AnalyticsRepository } from "./analytics/ports.js"
+import type { BillingEventRepository } from "./billing/ports.js"
 import type { GeneratorRepository } from "./generators/ports.js"
-import type { LicenseRepository, MachineRepository } from "./licensing/ports.js"
+import type { IdempotencyRepository } from "./idempotency/ports.js"
+import type { LicenseRepository, MachineRepository, PolicyRepository } from "./licensing/ports.js"
 import type { ReleaseRepository } from "./releases/ports.js"
 import type { EventOutbox, Store } from "./shared/ports.js"
 import type { SigningKeyRepository } from "./signing/ports.js"
@@ -16,14 +19,17 @@ import type { WebhookDeliveryQueue, WebhookRepository } from "./webhooks/ports.j
 
 export * from "./shared/ports.js"
 export * from "./activity/ports.js"
+export * from "./audit/ports.js"
 export * from "./access/ports.js"
 export * from "./signing/ports.js"
 export * from "./licensing/ports.js"
 export * from "./generators/ports.js"
 export * from "./subscriptions/ports.js"
+export * from "./billing/ports.js"
 export * from "./analytics/ports.js"
 export * from "./releases/ports.js"
 export * from "./webhooks/ports.js"
+export * from "./idempotency/ports.js"
 
 /**
  * Every port a store layer provides (`@lm/storage-memory`, `@lm/storage-pg`); `LicenseChangeFeed` is optional (it
@@ -34,12 +40,16 @@ export type StorePorts =
   | LicenseRepository
   | MachineRepository
   | GeneratorRepository
+  | PolicyRepository
   | ApiKeyRepository
   | SigningKeyRepository
   | EventOutbox
   | ActivityLog
+  | AuditLogRepository
   | AnalyticsRepository
   | WebhookRepository
   | WebhookDeliveryQueue
   | SubscriptionRepository
+  | BillingEventRepository
   | ReleaseRepository
+  | IdempotencyRepository

@@ -137,7 +137,7 @@ describe("ApiKeys", () => {
     expect(grants).toEqual([["read", []], ["write", []], ["read_write", ["read", "write", "read_write"]]])
   })
 
-  it("restores a missing bootstrap key only while the store has no read_write key", () => {
+  it("creates a missing bootstrap key whatever other keys exist, unless an administrator deleted it", () => {
     const cases = [
       ["same", false, "keep"],
       ["same", true, "keep"],
@@ -146,8 +146,8 @@ describe("ApiKeys", () => {
       ["missing", false, "create"],
       ["missing", true, "withhold"]
     ] as const
-    for (const [stored, readWriteKeyExists, action] of cases) {
-      expect([stored, readWriteKeyExists, Services.bootstrapAction(stored, readWriteKeyExists)]).toEqual([stored, readWriteKeyExists, action])
+    for (const [stored, deleted, action] of cases) {
+      expect([stored, deleted, Services.bootstrapAction(stored, deleted)]).toEqual([stored, deleted, action])
     }
   })
 
@@ -188,25 +188,23 @@ describe("ApiKeys", () => {
       }
     })))
 
-  it.effect("does not restore a bootstrap key an administrator deleted once another read_write key exists", () =>
+  it.effect("ensures a bootstrap key beside other keys, and never restores one an administrator deleted", () =>
     onEngine(Effect.gen(function*() {
       const apiKeys = yield* ApiKeys
+      const admin = yield* apiKeys.create(operator, { description: "admin", scope: "read_write" })
       const boot = { consumerKey: `ck_${"c".repeat(40)}`, consumerSecret: `cs_${"d".repeat(40)}`, scope: "read_write", description: "bootstrap" } as const
+      const other = { ...boot, consumerKey: `ck_${"e".repeat(40)}` }
       expect((yield* apiKeys.ensure(boot)).action).toBe("create")
-      const [created] = (yield* stored).items
+      expect((yield* apiKeys.ensure(other)).action).toBe("create")
+      const created = (yield* stored).items.find((k) => k.truncatedKey === Services.truncateConsumerKey(boot.consumerKey))
       expect(yield* apiKeys.ensure(boot)).toMatchObject({ action: "keep", apiKey: { id: created!.id } })
 
-      const admin = yield* apiKeys.create(Services.ApiKeyActor.key("read_write"), { description: "admin", scope: "read_write" })
       yield* apiKeys.delete(Services.ApiKeyActor.key("read_write"), created!.id)
       expect(yield* apiKeys.ensure(boot)).toEqual({ action: "withhold" })
       expect(yield* Effect.flip(apiKeys.authenticate(boot.consumerKey, boot.consumerSecret))).toMatchObject({ _tag: "Unauthorized" })
-      expect((yield* stored).items.map((k) => k.id)).toEqual([admin.apiKey.id])
-
-      // Without a read_write key (only read and write ones left) the bootstrap key comes back: the store stays usable.
-      yield* apiKeys.create(operator, { description: "reports", scope: "read" })
-      yield* apiKeys.create(operator, { description: "ci", scope: "write" })
-      yield* apiKeys.delete(operator, admin.apiKey.id)
-      expect((yield* apiKeys.ensure(boot)).action).toBe("create")
-      expect((yield* apiKeys.authenticate(boot.consumerKey, boot.consumerSecret)).scope).toBe("read_write")
+      // Withheld even when no other key is left: a deleted credential never comes back.
+      for (const key of (yield* stored).items) yield* apiKeys.delete(operator, key.id)
+      expect(yield* apiKeys.ensure(boot)).toEqual({ action: "withhold" })
+      expect(admin.apiKey.scope).toBe("read_write")
     })))
 })

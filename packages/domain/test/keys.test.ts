@@ -31,6 +31,16 @@ describe("key normalisation", () => {
     expect(Keys.normalizeKey(" \tabcd-2345-efgh-6789\n")).toBe("ABCD-2345-EFGH-6789")
   })
 
+  it("trims only ASCII whitespace and upper-cases only ASCII letters, so every language computes the same key", () => {
+    expect(normaliseLicenseKey("\u017Fsss-\uFB01-\u00E9a")).toBe("\u017FSSS-\uFB01-\u00E9A")
+    expect(normaliseLicenseKey("\uFEFF\u00A0abcd-2345\u2003")).toBe("\uFEFF\u00A0ABCD-2345\u2003")
+    expect(normaliseLicenseKey("\v\f abcd \r")).toBe("ABCD")
+    for (const bad of ["\u017Fsss-aaaa-bbbb-cccc", "SSSS-\uFB01-BBBB-CCCC", "\uFEFFAAAA-BBBB-CCCC-DDDD", "AAAA-BBBB-CCCC-DDDD\u00A0"]) {
+      const error = failureOf(Keys.parseKey(bad))
+      expect(error.params).toEqual({ license_key: "must contain only ASCII characters (A-Z, 0-9 and dashes)" })
+    }
+  })
+
   it("applies wherever a key is read: CRL hashes and the blacklist", () => {
     const sha = (text: string) => createHash("sha256").update(text).digest("hex")
     expect(Token.licenseKeyHash("  wxyz-2345-6789-abcd ")).toBe(sha("WXYZ-2345-6789-ABCD"))

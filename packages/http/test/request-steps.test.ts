@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AnsweredRequest } from "../src/server/RequestSteps.js"
 import { startApp, type TestApp } from "./support/App.js"
+import { type CapturedLog, startEchoServer } from "./support/TestServer.js"
 import { rawPost } from "./support/RawPost.js"
 import { eventually } from "../../../test/support/eventually.js"
 
@@ -35,14 +36,23 @@ describe("the request steps", () => {
     }
     await eventually(() => expect(reportOf("steps-stack")).toHaveLength(1))
     expect(reportOf("steps-fast")).toEqual([
-      expect.objectContaining({ transport: "fast-path", method: "POST", path: "/api/lm/v1/validate", status: 404 })
+      expect.objectContaining({ transport: "fast-path", method: "POST", path: "/api/lm/v1/validate", route: "/api/lm/v1/validate", status: 404 })
     ])
     expect(reportOf("steps-stack")).toEqual([
-      expect.objectContaining({ transport: "effect", method: "POST", path: "/api/lm/v1/validate", status: 404 })
+      expect.objectContaining({ transport: "effect", method: "POST", path: "/api/lm/v1/validate", route: "/api/lm/v1/validate", status: 404 })
     ])
     for (const report of [...reportOf("steps-fast"), ...reportOf("steps-stack")]) {
       expect(report.durationMillis).toBeGreaterThanOrEqual(0)
     }
+  })
+
+  it("name the route template that answered, not the path", async () => {
+    const license = await fetch(`${app.apiBase}/licenses/ZZZZ-ZZZZ-ZZZZ-ZZZZ`, { headers: { "x-request-id": "steps-template" } })
+    expect(license.status).toBe(401)
+    await eventually(() => expect(reportOf("steps-template")).toHaveLength(1))
+    expect(reportOf("steps-template")).toEqual([
+      expect.objectContaining({ path: "/api/lm/v1/licenses/ZZZZ-ZZZZ-ZZZZ-ZZZZ", route: "/api/lm/v1/licenses/:key", status: 401 })
+    ])
   })
 
   it("report every answer of the Effect stack, unknown routes and refusals included, without the query", async () => {
@@ -52,9 +62,26 @@ describe("the request steps", () => {
     expect([health.status, noRoute.status]).toEqual([200, 404])
     await eventually(() => expect(reportOf("steps-check")).toHaveLength(1))
     expect(reportOf("steps-health")).toEqual([expect.objectContaining({ transport: "effect", method: "GET", path: "/api/lm/v1/health", status: 200 })])
-    expect(reportOf("steps-404")).toEqual([expect.objectContaining({ status: 404 })])
+    expect(reportOf("steps-404")).toEqual([expect.objectContaining({ route: "unmatched", status: 404 })])
     expect(reportOf("steps-check")).toEqual([
       expect.objectContaining({ method: "GET", path: "/api/lm/v1/updates/check", status: check.status })
     ])
+  })
+})
+
+describe("a log line written while a request is served on the Effect stack", () => {
+  it("finds that request's id from the fiber (requestIdOfContext), without an annotation per request", async () => {
+    const logs: Array<CapturedLog> = []
+    const server = await startEchoServer({ logs })
+    try {
+      const response = await fetch(`${server.apiBase}/echo/slow?ms=1`, { headers: { "x-request-id": "logged-in-request" } })
+      expect(response.status).toBe(200)
+      await eventually(() =>
+        expect(logs.find((line) => line.message === "slow request started")?.requestId).toBe("logged-in-request")
+      )
+      expect(logs.filter((line) => line.message.startsWith("Listening")).map((line) => line.requestId)).toEqual([undefined])
+    } finally {
+      await server.close()
+    }
   })
 })

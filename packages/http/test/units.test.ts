@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { ApiErrors } from "@lm/api"
-import { InvalidParams } from "@lm/api"
+import { CreateLicenseBody, InvalidParams } from "@lm/api"
 import { Services } from "@lm/domain"
 import { InvalidIpRange, makeIpAllowList, normalizeIp, parseIpAllowList } from "../src/server/ClientIp.js"
 import { normalizeRestRoot } from "../src/server/Settings.js"
@@ -68,8 +68,33 @@ describe("InvalidParams.fromSchemaError", () => {
     expect(paramsOf({ name: "long", components: [{ kind: "cpu" }, { kind: "tpu" }], extra: true })).toEqual({
       license_key: "is required",
       name: "must be a value with a length of at most 3",
-      "components[1].kind": `must be "cpu" | "gpu"`,
+      "components[1].kind": "must be one of cpu, gpu",
       extra: "is not allowed"
+    })
+  })
+
+  it("says what the contract expects of a value of the wrong type, read from the field's schema", () => {
+    const decode = (input: unknown) => {
+      const exit = Schema.decodeUnknownExit(CreateLicenseBody)(input, { errors: "all", onExcessProperty: "error" })
+      if (exit._tag !== "Failure" || exit.cause.reasons[0]?._tag !== "Fail") throw new Error("expected a schema error")
+      return InvalidParams.fromSchemaError(exit.cause.reasons[0].error, "body")
+    }
+    expect(decode({
+      max_activations: "3",
+      product_id: "x",
+      lease_duration: 1.5,
+      is_floating: "yes",
+      overage_strategy: "some",
+      expires_at: 5,
+      meta: []
+    })).toEqual({
+      max_activations: "must be an integer from 0 to 2147483647, or null",
+      product_id: "must be a positive integer, or null",
+      lease_duration: "must be an integer",
+      is_floating: "must be true or false, or null",
+      overage_strategy: "must be one of deny, allow_1_25x, allow_1_5x, allow_2x",
+      expires_at: "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z, or null",
+      meta: "must be an object, or null"
     })
   })
 

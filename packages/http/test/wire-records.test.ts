@@ -26,6 +26,8 @@ const license: Model.License = {
   expiresAt: t0 + 86_400_000,
   graceDays: 0,
   meta: { plan: "pro" },
+  policyId: null,
+  entitlements: ["export"],
   activatedAt: t0,
   source: "api",
   generatorId: null,
@@ -58,13 +60,13 @@ const machine: Model.Machine = {
 }
 
 describe("records on the wire", () => {
-  it("a license is written with its status now, its seats held and its fields in the contract's order", () => {
+  it("a license is written with its status now, its seats held, its entitlements and its fields in the contract's order", () => {
     expect(JSON.stringify(licenseToWire({ license, status: "active", activationCount: 1 }))).toBe(
       `{"id":7,"license_key":"ABCD-EFGH","status":"active","product_id":3,"order_id":null,"user_id":11,` +
         `"max_activations":2,"activation_count":1,"overage_strategy":"deny","is_floating":false,"lease_duration":600,` +
         `"require_heartbeat":false,"heartbeat_interval":600,"valid_for_days":null,"expires_at":"2026-02-01T12:00:00.000Z",` +
         `"grace_days":0,"activated_at":"2026-01-31T12:00:00.000Z","source":"api","generator_id":null,"subscription_id":null,` +
-        `"meta":{"plan":"pro"},"created_at":"2026-01-31T12:00:00.000Z","updated_at":"2026-01-31T12:00:00.000Z"}`
+        `"meta":{"plan":"pro"},"policy_id":null,"entitlements":["export"],"effective_entitlements":["export"],"created_at":"2026-01-31T12:00:00.000Z","updated_at":"2026-01-31T12:00:00.000Z"}`
     )
   })
 

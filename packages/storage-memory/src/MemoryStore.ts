@@ -29,13 +29,17 @@ import { Ports } from "@lm/domain"
 import { Context, Layer } from "effect"
 import * as ActivityLog from "./activity.js"
 import * as AnalyticsRepository from "./analytics.js"
+import * as AuditLogRepository from "./audit.js"
 import * as ApiKeyRepository from "./apiKeys.js"
+import * as BillingEventRepository from "./billingEvents.js"
 import { Database } from "./Database.js"
 import * as WebhookDeliveryQueue from "./deliveries.js"
 import * as GeneratorRepository from "./generators.js"
+import * as IdempotencyRepository from "./idempotency.js"
 import * as LicenseRepository from "./licenses.js"
 import * as MachineRepository from "./machines.js"
 import * as EventOutbox from "./outbox.js"
+import * as PolicyRepository from "./policies.js"
 import * as ReleaseRepository from "./releases.js"
 import * as SigningKeyRepository from "./signingKeys.js"
 import * as Store from "./store.js"
@@ -74,10 +78,12 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     Context.add(Ports.LicenseRepository, LicenseRepository.make(tables)),
     Context.add(Ports.MachineRepository, MachineRepository.make(tables, outbox.eventOutbox)),
     Context.add(Ports.GeneratorRepository, GeneratorRepository.make(tables)),
+    Context.add(Ports.PolicyRepository, PolicyRepository.make(tables)),
     Context.add(Ports.ApiKeyRepository, ApiKeyRepository.make(tables)),
     Context.add(Ports.SigningKeyRepository, SigningKeyRepository.make(tables)),
     Context.add(Ports.EventOutbox, outbox.eventOutbox),
     Context.add(Ports.ActivityLog, eventLog.activityLog),
+    Context.add(Ports.AuditLogRepository, AuditLogRepository.make(tables)),
     Context.add(Ports.AnalyticsRepository, AnalyticsRepository.make(tables, eventLog)),
     Context.add(Ports.WebhookRepository, WebhookRepository.make(tables, outbox)),
     Context.add(
@@ -85,7 +91,9 @@ export const make = (options: Options = {}): Context.Context<Services> => {
       WebhookDeliveryQueue.make(tables, outbox, Math.max(1_000, options.deliveryWindow ?? defaultDeliveryWindow))
     ),
     Context.add(Ports.SubscriptionRepository, SubscriptionRepository.make(tables)),
-    Context.add(Ports.ReleaseRepository, ReleaseRepository.make(tables))
+    Context.add(Ports.BillingEventRepository, BillingEventRepository.make(tables)),
+    Context.add(Ports.ReleaseRepository, ReleaseRepository.make(tables)),
+    Context.add(Ports.IdempotencyRepository, IdempotencyRepository.make())
   )
 }
 

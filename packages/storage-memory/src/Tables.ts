@@ -18,6 +18,13 @@ export interface SubscriptionRow extends Model.Subscription {
   readonly dueAt: number | null
 }
 
+/** A consumer key an administrator deleted (the memory form of `lm_deleted_api_keys`). */
+export interface DeletedApiKeyRow {
+  readonly id: number
+  readonly consumerKeyHash: string
+  readonly deletedAt: number
+}
+
 /** An announced anomaly (the memory form of `lm_anomalies`). */
 export interface AnomalyRow extends Ports.AnomalyRecord {
   readonly id: number
@@ -49,7 +56,10 @@ export const makeTables = (db: Database) => {
   const licenses = db.table<Model.License>({
     name: "license",
     unique: { key: (license) => license.key },
-    groups: { pool: (license) => (license.state === "pending" ? license.generatorId : null) }
+    groups: {
+      pool: (license) => (license.state === "pending" ? license.generatorId : null),
+      policy: (license) => license.policyId
+    }
   })
   const machines = db.table<Model.Machine>({
     name: "machine",
@@ -61,7 +71,13 @@ export const makeTables = (db: Database) => {
     }
   })
   const generators = db.table<Model.Generator>({ name: "generator", unique: {}, groups: {} })
+  const policies = db.table<Model.Policy>({ name: "policy", unique: {}, groups: {} })
   const apiKeys = db.table<Model.ApiKey>({ name: "api_key", unique: { hash: (key) => key.consumerKeyHash }, groups: {} })
+  const deletedApiKeys = db.table<DeletedApiKeyRow>({
+    name: "deleted_api_key",
+    unique: { hash: (row) => row.consumerKeyHash },
+    groups: {}
+  })
   const signingKeys = db.table<SigningKeyRow>({ name: "signing_key", unique: { kid: (key) => key.kid }, groups: {} })
   const webhooks = db.table<Model.Webhook>({
     name: "webhook",
@@ -75,7 +91,7 @@ export const makeTables = (db: Database) => {
   })
   const subscriptions = db.table<SubscriptionRow>({
     name: "subscription",
-    unique: {},
+    unique: { external: (row) => (row.externalId === null ? null : `${row.billingProvider}\u0000${row.externalId}`) },
     groups: { due: (row) => (row.dueAt !== null ? 0 : null), license: (row) => row.licenseId }
   })
   const renewals = db.table<Model.RenewalRecord>({
@@ -83,6 +99,13 @@ export const makeTables = (db: Database) => {
     unique: {},
     groups: { subscription: (row) => row.subscriptionId }
   })
+  const billingEvents = db.table<Model.BillingEvent>({
+    name: "billing_event",
+    // the first receipt of a provider's event id claims it; later receipts (`duplicate`) are recorded beside it
+    unique: { claim: (e) => (e.outcome === "duplicate" ? null : `${e.provider}\u0000${e.eventId}`) },
+    groups: { subscription: (e) => e.subscriptionId }
+  })
+  const auditEntries = db.table<Model.AuditEntry>({ name: "audit_entry", unique: {}, groups: {} })
   const anomalies = db.table<AnomalyRow>({ name: "anomaly", unique: { kind: (a) => `${a.licenseId}\u0000${a.type}` }, groups: {} })
   const releases = db.table<Model.Release>({
     name: "release",
@@ -126,14 +149,18 @@ export const makeTables = (db: Database) => {
     licenses,
     machines,
     generators,
+    policies,
     apiKeys,
+    deletedApiKeys,
     signingKeys,
     webhooks,
     deliveries,
     subscriptions,
     renewals,
+    billingEvents,
     anomalies,
     releases,
+    auditEntries,
     read,
     lockName,
     lockRow,

@@ -102,6 +102,11 @@ export const make = (t: Tables, outbox: Outbox, deliveryWindow: number): Ports.W
         const found = deliveries.get(db.overlayOf(tx, deliveries), id)
         return found?.webhookId === webhookId ? found : undefined
       }),
+    countPending: read((tx) => {
+      let count = 0
+      for (const _ of deliveries.inGroup(db.overlayOf(tx, deliveries), "pending", 0)) count++
+      return count
+    }),
     list: (webhookId, page) =>
       read((tx) => pageOf([...deliveries.inGroup(db.overlayOf(tx, deliveries), "webhook", webhookId)].sort((a, b) => b.id - a.id), page))
   })

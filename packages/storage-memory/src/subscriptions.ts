@@ -1,5 +1,5 @@
 /** The domain's `SubscriptionRepository` in memory: subscriptions (with the time of their next move) and renewal records. */
-import { type Model, Ports } from "@lm/domain"
+import { Errors, type Model, Ports } from "@lm/domain"
 import { Effect } from "effect"
 import { byId, frozen, notInTransaction, pageOf, type SubscriptionRow, type Tables } from "./Tables.js"
 
@@ -10,17 +10,20 @@ const subscriptionOf = (row: SubscriptionRow | undefined): Model.Subscription | 
 }
 
 export const make = (t: Tables): Ports.SubscriptionRepository["Service"] => {
-  const { db, insertRows, lockName, lockRow, read, renewals, replace, subscriptions } = t
+  const { db, insertRows, lockName, lockRow, read, renewals, subscriptions } = t
 
   return Ports.SubscriptionRepository.of({
     insert: (draft, dueAt) =>
       db.inTransaction((tx) =>
         Effect.suspend(() => {
           const row = frozen<SubscriptionRow>({ ...draft, id: subscriptions.nextId(), revision: 1, dueAt })
-          return Effect.map(insertRows(tx, subscriptions, [row]), () => subscriptionOf(row)!)
+          return Effect.flatMap(db.putUnique(tx, subscriptions, [row]), (written) =>
+            written ? Effect.succeed(subscriptionOf(row)!) : Effect.fail(Errors.subscriptionExists()))
         })
       ),
     findById: (id) => read((tx) => subscriptionOf(subscriptions.get(db.overlayOf(tx, subscriptions), id))),
+    findByExternalId: (provider, externalId) =>
+      read((tx) => subscriptionOf(subscriptions.findUnique(db.overlayOf(tx, subscriptions), "external", `${provider}\u0000${externalId}`))),
     lockById: (id) =>
       db.inTransaction((tx) => Effect.map(lockRow(tx, subscriptions, id), subscriptionOf)),
     list: (query) =>
@@ -38,7 +41,13 @@ export const make = (t: Tables): Ports.SubscriptionRepository["Service"] => {
         )
       ),
     update: (subscription, dueAt) =>
-      db.inTransaction((tx) => Effect.map(replace(tx, subscriptions, { ...subscription, dueAt }), (row) => subscriptionOf(row)!)),
+      db.inTransaction((tx) =>
+        Effect.flatMap(lockRow(tx, subscriptions, subscription.id), (current) => {
+          if (current === undefined) return Effect.die(new Error(`no subscription with id ${subscription.id} to update`))
+          const next = frozen<SubscriptionRow>({ ...subscription, dueAt })
+          return Effect.flatMap(db.putUnique(tx, subscriptions, [next]), (written) =>
+            written ? Effect.succeed(subscriptionOf(next)!) : Effect.fail(Errors.subscriptionExists()))
+        })),
     totals: read((tx) => {
       const groups = new Map<string, { -readonly [K in keyof Ports.SubscriptionTotal]: Ports.SubscriptionTotal[K] }>()
       for (const s of subscriptions.all(db.overlayOf(tx, subscriptions))) {

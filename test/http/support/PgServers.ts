@@ -36,13 +36,14 @@ export interface PgServers {
 
 /**
  * Starts one server per name on a fresh database made from `url` (named after `prefix`), one after the other (the
- * first migrates it), each with `env` on top of the defaults (port 0 on 127.0.0.1, sweeper off, the admin key).
+ * first migrates it), each with `env` (or `env(name)`) on top of the defaults (port 0 on 127.0.0.1, sweeper off,
+ * the admin key).
  */
 export const startPgServers = async (
   url: string,
   prefix: string,
   names: ReadonlyArray<string>,
-  env: Readonly<Record<string, string>> = {}
+  env: Readonly<Record<string, string>> | ((name: string) => Readonly<Record<string, string>>) = {}
 ): Promise<PgServers> => {
   const scope = Effect.runSync(Scope.make())
   const servers: Array<Server> = []
@@ -63,7 +64,7 @@ export const startPgServers = async (
         LM_SWEEP_INTERVAL: "0",
         LM_BOOTSTRAP_CONSUMER_KEY: adminKey.consumerKey,
         LM_BOOTSTRAP_CONSUMER_SECRET: adminKey.consumerSecret,
-        ...env
+        ...(typeof env === "function" ? env(name) : env)
       })
       servers.push({ name, process: child, base: "" })
       const [, base] = await waitForOutput(child, /Listening on (http:\/\/\S+)/)

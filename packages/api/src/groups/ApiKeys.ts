@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { ApiKeyScope, Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { NotFound } from "../wire/ApiErrors.js"
@@ -64,6 +65,7 @@ export class ApiKeysGroup extends HttpApiGroup.make("api-keys")
         "`lm api-keys create` or the bootstrap settings make a new one). Unknown id: 404 `api_key_not_found`."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({

@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { Conflict, NotFound } from "../wire/ApiErrors.js"
@@ -92,7 +93,10 @@ export class GeneratorsGroup extends HttpApiGroup.make("generators")
       params: idParam,
       success: Success(GeneratorWire),
       error: NotFound
-    }).annotateMerge(OpenApi.annotations({ summary: "Get a generator with its pool size" })),
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Get a generator with its pool size",
+      description: "The generator's settings and `pool_size`, the number of its `pending` keys. Unknown id: 404 `generator_not_found`."
+    })),
     HttpApiEndpoint.put("update", "/generators/:id", {
       params: idParam,
       payload: UpdateGeneratorBody,
@@ -127,6 +131,7 @@ export class GeneratorsGroup extends HttpApiGroup.make("generators")
         "to null (or its default) whatever the generator says. A pool key is issued by POST /licenses with `generator_id` (it becomes `source: pool`)."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Generators", description: "Key generators (API key required)." }))

@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { License, Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { Conflict, NotFound } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
@@ -202,6 +203,7 @@ export class LicensesGroup extends HttpApiGroup.make("licenses")
         "deactivated (reason `license_terminated`). Repeating it is a no-op 200."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Licenses", description: "License management (API key required)." }))

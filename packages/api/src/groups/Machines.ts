@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { NotFound } from "../wire/ApiErrors.js"
@@ -38,7 +39,10 @@ export class MachinesGroup extends HttpApiGroup.make("machines")
       params: idParam,
       success: Success(MachineWire),
       error: NotFound
-    }).annotateMerge(OpenApi.annotations({ summary: "Get a machine with its components" })),
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Get a machine with its components",
+      description: "The machine with its hardware `components`. Unknown id: 404 `machine_not_found`."
+    })),
     HttpApiEndpoint.delete("deactivate", "/machines/:id", {
       params: idParam,
       payload: NoFields,
@@ -60,6 +64,7 @@ export class MachinesGroup extends HttpApiGroup.make("machines")
         "listed on the CRL. Revoking works from any status; repeating it is a no-op 200."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Machines", description: "Machine management (API key required)." }))

@@ -8,6 +8,7 @@ import { Schema } from "effect"
 import { Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { CreateLicenseBody, NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { Conflict, NotFound } from "../wire/ApiErrors.js"
@@ -45,6 +46,15 @@ const planFields = {
   billing_interval: IntBetween(1, 365).annotate({ description: "Units per period (1-365)." })
 }
 
+const billingLink = {
+  billing_provider: Schema.optionalKey(Schema.NullOr(Model.BillingProvider).annotate({
+    description: "The billing provider whose webhook events drive it (CONTRACT §20); null: none."
+  })),
+  external_id: Schema.optionalKey(Schema.NullOr(Schema.String).annotate({
+    description: "Its subscription's id at that provider (one per provider: 409 `subscription_exists`)."
+  }))
+}
+
 /** POST /subscriptions body. */
 export const CreateSubscriptionBody = Schema.Struct({
   user_id: Id,
@@ -59,7 +69,8 @@ export const CreateSubscriptionBody = Schema.Struct({
   trial_days: Schema.optionalKey(IntBetween(0, 3650).annotate({ description: "A trial of this many days first (status `trial`)." })),
   start_date: Schema.optionalKey(TimeInput.annotate({ description: "When the first period starts (default now; past or future)." })),
   end_date: Schema.optionalKey(Schema.NullOr(TimeInput).annotate({ description: "When the subscription ends as `expired`." })),
-  items: Schema.optionalKey(Schema.Array(ItemInput))
+  items: Schema.optionalKey(Schema.Array(ItemInput)),
+  ...billingLink
 })
 
 /** PUT /subscriptions/{id} body. */
@@ -70,7 +81,8 @@ export const UpdateSubscriptionBody = Schema.Struct({
   payment_method: Schema.optionalKey(Schema.NullOr(ShortText)),
   next_payment_at: Schema.optionalKey(Schema.NullOr(TimeInput)),
   end_date: Schema.optionalKey(Schema.NullOr(TimeInput)),
-  items: Schema.optionalKey(Schema.Array(ItemInput))
+  items: Schema.optionalKey(Schema.Array(ItemInput)),
+  ...billingLink
 })
 
 /** POST /subscriptions/{id}/cancel body. */
@@ -186,6 +198,7 @@ export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
       error: NotFound
     }).annotateMerge(OpenApi.annotations({ summary: "Renewal history", description: "Signup, renewals, early renewals and switches, oldest first." }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Subscriptions", description: "Recurring billing bound to licenses (API key required)." }))

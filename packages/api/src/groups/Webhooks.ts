@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { NoFields } from "./Licenses.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { NotFound } from "../wire/ApiErrors.js"
@@ -126,6 +127,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
         "`webhook_not_found`."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Webhooks", description: "Signed event deliveries (API key required)." }))

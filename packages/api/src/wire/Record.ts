@@ -46,6 +46,8 @@ export interface WireShape<F extends Schema.Struct.Fields, O extends keyof F, R,
   readonly supplied?: S
   /** Wire fields placed right after another (by wire name), in the order given. */
   readonly after?: { readonly [name: string]: string }
+  /** What the API document says of a field derived from the record (by wire name). */
+  readonly describe?: { readonly [name: string]: string }
 }
 
 interface Entry {
@@ -82,9 +84,11 @@ export const wireRecord = <
     }
     const { kind, nullable } = Model.fieldKind(schema)
     const plain = kind === "time" ? Time : kind === "id" ? Schema.Int : undefined
+    const derived = plain === undefined ? schema : nullable ? Schema.NullOr(plain) : plain
+    const description = shape.describe?.[wire]
     entries.push({
       wire,
-      schema: plain === undefined ? schema : nullable ? Schema.NullOr(plain) : plain,
+      schema: description === undefined ? derived : (derived as Schema.Top).annotate({ description }),
       field,
       time: kind === "time"
     })

@@ -16,6 +16,16 @@ const Json = Model.Meta
 /** A short text field as a body sends it: at most 255 characters. */
 export const ShortText = Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" }))
 
+/** An entitlement code (CONTRACT §15): a lower-case letter or digit, then up to 63 of `a-z0-9_.:-`. */
+export const EntitlementCode = Schema.String.check(
+  Schema.isPattern(Model.entitlementCodePattern, { message: `must match ${Model.entitlementCodePattern.source}` })
+).annotate({ description: "An entitlement code: `^[a-z0-9][a-z0-9_.:-]{0,63}$`." })
+
+/** A list of entitlement codes as a body sends it: at most 64 (repeats are dropped, the list is sorted). */
+export const EntitlementCodes = Schema.Array(EntitlementCode).check(
+  Schema.isMaxLength(Model.MAX_ENTITLEMENTS, { message: `must hold at most ${Model.MAX_ENTITLEMENTS} codes` })
+)
+
 /** Epoch milliseconds as ISO 8601 with `Z` (the domain's formatter, which keeps the times in use). */
 export const iso = isoTime
 /** The current time as ISO 8601 with `Z`: never the same twice, so not kept. */
@@ -43,8 +53,25 @@ export const machineToWire = (m: Model.Machine): MachineWire =>
 export const LicenseWire = wireRecord(Model.License, {
   omit: ["state", "suspendedBy", "revision"],
   rename: { key: "license_key" },
-  supplied: { status: Model.LicenseStatus, activation_count: Schema.Int },
-  after: { status: "license_key", activation_count: "max_activations", meta: "subscription_id" }
+  supplied: {
+    status: Model.LicenseStatus,
+    activation_count: Schema.Int,
+    effective_entitlements: Schema.Array(Schema.String).annotate({
+      description: "Read-only: the sorted union of the license's own codes and its policy's (live from the policy)."
+    })
+  },
+  after: {
+    status: "license_key",
+    activation_count: "max_activations",
+    meta: "subscription_id",
+    policy_id: "meta",
+    entitlements: "policy_id",
+    effective_entitlements: "entitlements"
+  },
+  describe: {
+    policy_id: "The policy (plan) the license was made from or moved to, or null.",
+    entitlements: "The license's own entitlement codes, sorted."
+  }
 })
 export type LicenseWire = typeof LicenseWire.Type
 
@@ -53,8 +80,12 @@ export const LicenseDetailWire = Schema.Struct({ ...LicenseWire.fields, machines
 export type LicenseDetailWire = typeof LicenseDetailWire.Type
 
 /** A license as it reports itself now. */
-export const licenseToWire = ({ license, status, activationCount }: Machine.LicenseView): LicenseWire =>
-  LicenseWire.from(license, { status, activation_count: activationCount })
+export const licenseToWire = ({ license, status, activationCount, effectiveEntitlements }: Machine.LicenseView): LicenseWire =>
+  LicenseWire.from(license, {
+    status,
+    activation_count: activationCount,
+    effective_entitlements: effectiveEntitlements ?? license.entitlements
+  })
 
 /** A license with its machines on the wire (what `Licenses.get` answers). */
 export const licenseDetailToWire = (
@@ -62,6 +93,44 @@ export const licenseDetailToWire = (
 ): LicenseDetailWire => ({
   ...licenseToWire(detail),
   machines: detail.machines.map(machineToWire)
+})
+
+/** A policy on the wire (CONTRACT §15). */
+export const PolicyWire = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  product_id: NullableInt,
+  entitlements: Schema.Array(Schema.String),
+  max_activations: NullableInt,
+  overage_strategy: Model.OverageStrategy,
+  is_floating: Schema.Boolean,
+  lease_duration: Schema.Int,
+  require_heartbeat: Schema.Boolean,
+  heartbeat_interval: Schema.Int,
+  valid_for_days: NullableInt,
+  grace_days: Schema.Int,
+  license_count: Schema.Int.annotate({ description: "Read-only: how many licenses refer to the policy." }),
+  created_at: Time,
+  updated_at: Time
+})
+export type PolicyWire = typeof PolicyWire.Type
+
+export const policyToWire = ({ licenseCount, policy: p }: { readonly policy: Model.Policy; readonly licenseCount: number }): PolicyWire => ({
+  id: p.id,
+  name: p.name,
+  product_id: p.productId,
+  entitlements: p.entitlements,
+  max_activations: p.maxActivations,
+  overage_strategy: p.overageStrategy,
+  is_floating: p.isFloating,
+  lease_duration: p.leaseDuration,
+  require_heartbeat: p.requireHeartbeat,
+  heartbeat_interval: p.heartbeatInterval,
+  valid_for_days: p.validForDays,
+  grace_days: p.graceDays,
+  license_count: licenseCount,
+  created_at: iso(p.createdAt),
+  updated_at: iso(p.updatedAt)
 })
 
 /** A generator on the wire, with the number of keys waiting in its pool. */
@@ -170,6 +239,8 @@ export const parseIsoTime = (text: string): number | undefined => {
 }
 
 
+const isoTimeExpected = "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z"
+
 /**
  * An ISO 8601 date-time with an offset on input (body or query), epoch milliseconds inside; written back as ISO
  * with `Z`. `description` is what the OpenAPI document says of it.
@@ -178,8 +249,9 @@ export const timeInput = (
   description = "ISO 8601 date-time with an offset, e.g. `2027-01-31T00:00:00Z` or `2027-01-31T02:00:00+02:00`."
 ) =>
   Schema.String.annotate({ description }).check(
-    Schema.makeFilter((s: string) =>
-      parseIsoTime(s) !== undefined || "must be an ISO 8601 date-time with an offset, e.g. 2027-01-31T00:00:00Z"
+    Schema.makeFilter(
+      (s: string) => parseIsoTime(s) !== undefined || isoTimeExpected,
+      { message: isoTimeExpected }
     )
   ).pipe(
     Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: (s: string) => parseIsoTime(s)!, encode: iso }))
@@ -236,6 +308,14 @@ export const LicenseSettingsInput = {
   })),
   meta: Schema.optionalKey(Schema.NullOr(MetaInput).annotate({
     description: "Free JSON object of at most 16 KiB (its JSON text in UTF-8); null is {}."
+  })),
+  policy_id: Schema.optionalKey(Schema.NullOr(Id).annotate({
+    description: "A policy (plan): its settings are defaults copied into the license when it is created with it or " +
+      "moved to it (the body's fields win); its entitlements are live. Null detaches the license from its policy. " +
+      "An unknown id is 404 `policy_not_found`."
+  })),
+  entitlements: Schema.optionalKey(Schema.NullOr(EntitlementCodes).annotate({
+    description: "The license's own entitlement codes (at most 64); null is none."
   }))
 }
 
@@ -255,7 +335,9 @@ const settingNames = {
   valid_for_days: "validForDays",
   expires_at: "expiresAt",
   grace_days: "graceDays",
-  meta: "meta"
+  meta: "meta",
+  policy_id: "policyId",
+  entitlements: "entitlements"
 } as const satisfies Record<keyof LicenseSettingsBody, keyof Model.LicenseSettings>
 
 /**
@@ -300,6 +382,8 @@ export const SubscriptionWire = Schema.Struct({
   paused_at: Schema.NullOr(Time),
   cancelled_at: Schema.NullOr(Time),
   items: Schema.Array(ItemWire),
+  billing_provider: Schema.NullOr(Model.BillingProvider),
+  external_id: Schema.NullOr(Schema.String),
   created_at: Time,
   updated_at: Time
 })
@@ -326,8 +410,32 @@ export const subscriptionToWire = (s: Model.Subscription): SubscriptionWire => (
   paused_at: isoOrNull(s.pausedAt),
   cancelled_at: isoOrNull(s.cancelledAt),
   items: s.items.map((item) => ({ id: item.id, product_id: item.productId, quantity: item.quantity, amount: Money.formatAmount(item.amount, s.currency) })),
+  billing_provider: s.billingProvider,
+  external_id: s.externalId,
   created_at: iso(s.createdAt),
   updated_at: iso(s.updatedAt)
+})
+
+/** A received billing provider event on the wire (CONTRACT §20). */
+export const BillingEventWire = Schema.Struct({
+  id: Schema.String.annotate({ description: "The provider's event id (Lemon Squeezy: the SHA-256 of the body)." }),
+  provider: Model.BillingProvider,
+  type: Schema.String,
+  external_id: Schema.NullOr(Schema.String),
+  subscription_id: Schema.NullOr(Schema.Int),
+  outcome: Model.BillingEventOutcome,
+  received_at: Time
+})
+export type BillingEventWire = typeof BillingEventWire.Type
+
+export const billingEventToWire = (e: Model.BillingEvent): BillingEventWire => ({
+  id: e.eventId,
+  provider: e.provider,
+  type: e.type,
+  external_id: e.externalId,
+  subscription_id: e.subscriptionId,
+  outcome: e.outcome,
+  received_at: iso(e.receivedAt)
 })
 
 const PlanWire = Schema.Struct({ amount: Schema.String, billing_period: Model.BillingPeriod, billing_interval: Schema.Int, product_id: Schema.NullOr(Schema.Int) })
@@ -369,7 +477,11 @@ export const renewalToWire = (r: Model.RenewalRecord): RenewalWire => {
   }
 }
 /** A release on the wire (CONTRACT §9): never where the store keeps its artifact, nor its sort key. */
-export const ReleaseWire = wireRecord(Model.Release, { omit: ["versionKey", "artifactKey"] })
+export const ReleaseWire = wireRecord(Model.Release, {
+  omit: ["versionKey", "artifactKey"],
+  after: { entitlements: "min_app_version" },
+  describe: { entitlements: "Codes a license must hold to be offered and download it." }
+})
 export type ReleaseWire = typeof ReleaseWire.Type
 
 export const releaseToWire = (r: Model.Release): ReleaseWire => ReleaseWire.from(r)

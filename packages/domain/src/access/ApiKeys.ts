@@ -64,13 +64,14 @@ export const mayGrant = (granter: ApiKeyScope, scope: ApiKeyScope): boolean =>
 export type BootstrapAction = "keep" | "replace" | "create" | "withhold"
 
 /**
- * The bootstrap rule. A key with exactly these credentials and scope is kept; a key with the same consumer key
- * but another secret or scope is replaced (the operator changed the setting). A missing key is created only
- * while the store has no `read_write` key: once an administrator has their own `read_write` key and has deleted
- * the bootstrap key, it is withheld at every later start, so a leaked bootstrap credential stays revoked.
+ * The bootstrap rule (CONTRACT §2). A key with exactly these credentials and scope is kept; a key with the same
+ * consumer key but another secret or scope is replaced (the operator changed the setting). A missing key is
+ * created whatever other keys exist (a new bootstrap key on an existing store, several servers with different
+ * ones on one store), unless an administrator deleted that consumer key: then it is withheld at every later
+ * start, so a leaked bootstrap credential stays revoked.
  */
-export const bootstrapAction = (stored: "same" | "changed" | "missing", readWriteKeyExists: boolean): BootstrapAction =>
-  stored === "same" ? "keep" : stored === "changed" ? "replace" : readWriteKeyExists ? "withhold" : "create"
+export const bootstrapAction = (stored: "same" | "changed" | "missing", deletedByAdministrator: boolean): BootstrapAction =>
+  stored === "same" ? "keep" : stored === "changed" ? "replace" : deletedByAdministrator ? "withhold" : "create"
 
 /** Whether a pair of strings has the shape of API credentials. */
 export const isCredentialShape = (consumerKey: string, consumerSecret: string): boolean =>
@@ -101,7 +102,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
   ) => Effect.Effect<IssuedApiKey, Forbidden | StorageUnavailable>
   /**
    * Applies {@link bootstrapAction} to the bootstrap key of `LM_BOOTSTRAP_*`: keeps, replaces or creates a key
-   * with exactly these credentials and scope, or withholds it (it was deleted and a `read_write` key exists).
+   * with exactly these credentials and scope, or withholds it (an administrator deleted it).
    * Fails with `Unauthorized` when the credentials are not of the `ck_`/`cs_` shape.
    */
   readonly ensure: (input: {
@@ -166,15 +167,6 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         return yield* issue(input)
       })
 
-      /** Whether any key has scope `read_write` (keys are few: paged through in the order stored). */
-      const readWriteKeyExists = Effect.fnUntraced(function*() {
-        for (let page = 1;; page++) {
-          const { items, total } = yield* repo.list({ page, perPage: 100 })
-          if (items.some((key) => key.scope === "read_write")) return true
-          if (items.length === 0 || page * 100 >= total) return false
-        }
-      })
-
       const ensure = Effect.fn("ApiKeys.ensure")(function*(input: {
         readonly consumerKey: string
         readonly consumerSecret: string
@@ -188,7 +180,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           : existing.consumerSecretHash === sha256Hex(input.consumerSecret) && existing.scope === input.scope
           ? "same"
           : "changed"
-        const action = bootstrapAction(stored, stored === "missing" && (yield* readWriteKeyExists()))
+        const action = bootstrapAction(stored, stored === "missing" && (yield* repo.wasDeleted(sha256Hex(input.consumerKey))))
         if (action === "keep") return { action, apiKey: existing! }
         if (action === "withhold") return { action }
         if (action === "replace") yield* repo.delete(existing!.id)
@@ -204,7 +196,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const remove = Effect.fn("ApiKeys.delete")(function*(actor: ApiKeyActor, id: number) {
         yield* mayManage(actor)
-        if (!(yield* repo.delete(id))) return yield* new ApiKeyNotFound({ message: "No API key has that id." })
+        // Remembered, so the bootstrap rule never restores a deleted (perhaps leaked) credential.
+        if (!(yield* repo.deleteRemembered(id, yield* Clock.currentTimeMillis))) return yield* new ApiKeyNotFound({ message: "No API key has that id." })
       })
 
       const authenticate = Effect.fnUntraced(function*(consumerKey: string, consumerSecret: string) {

@@ -18,6 +18,8 @@ import { Clock, Context, Effect, Layer, Schedule, Semaphore } from "effect"
 import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 import type { ActivityKind } from "../activity/model.js"
 import { activityKinds } from "../activity/model.js"
+import * as Metrics from "../shared/metrics.js"
+import { normaliseLicenseKey } from "../verify/licenseKey.js"
 import { type RateLimited, rateLimited } from "./errors.js"
 import { SharedRateLimits } from "./ports.js"
 import {
@@ -60,6 +62,10 @@ const localCleanEveryMillis = 10_000
 /** Longest license key kept in a bucket's name: longer text is no key, and must not grow the buckets' memory. */
 const maxKeyLength = 64
 
+/** A refusal by the limit `limit` (`lm_rate_limited_total{limit}`), waiting `seconds`. */
+const refusedBy = (limit: string, seconds: number): Effect.Effect<never, RateLimited> =>
+  Effect.andThen(Metrics.increment(Metrics.rateLimited({ limit })), Effect.fail(rateLimited(seconds)))
+
 const isActivityKind = (endpoint: string): endpoint is ActivityKind =>
   (activityKinds as ReadonlyArray<string>).includes(endpoint)
 
@@ -101,17 +107,23 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           }
         }
 
+        /** Which bucket refused the last refusal of {@link takeAll}: its first (`name`) or the `other`. */
+        let refusedOther = false
+
         /**
          * Takes a token from bucket `name`, and from `other` when given, or from neither (the longer wait wins);
-         * undefined when allowed, else the wait in seconds. On the path of every request: one map lookup per
-         * bucket and no allocation but a new bucket's.
+         * undefined when allowed, else the wait in seconds (and {@link refusedOther} says which refused). On the
+         * path of every request: one map lookup per bucket and no allocation but a new bucket's.
          */
         const takeAll = (name: string, limit: RateLimit, other: string | undefined, otherLimit: RateLimit, now: number) => {
           const local = buckets.get(name)
           const otherLocal = other === undefined ? undefined : buckets.get(other)
           const wait = waitMillis(local?.tat, limit, now)
           const otherWait = other === undefined ? 0 : waitMillis(otherLocal?.tat, otherLimit, now)
-          if (!holdsToken(wait) || !holdsToken(otherWait)) return retryAfterSeconds(Math.max(wait, otherWait))
+          if (!holdsToken(wait) || !holdsToken(otherWait)) {
+            refusedOther = holdsToken(wait)
+            return retryAfterSeconds(Math.max(wait, otherWait))
+          }
           takeOne(name, local, limit, now)
           if (other !== undefined) takeOne(other, otherLocal, otherLimit, now)
           return undefined
@@ -121,7 +133,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           Effect.suspend(() => {
             const now = clock.currentTimeMillisUnsafe()
             const ip = request.ip ?? "unix"
-            const key = request.licenseKey?.trim().toUpperCase().slice(0, maxKeyLength)
+            const key = (request.licenseKey === undefined ? undefined : normaliseLicenseKey(request.licenseKey).slice(0, maxKeyLength))
             const wait = takeAll(
               bucketName("ip", ip),
               settings.perIp,
@@ -130,7 +142,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
               now
             )
             if (wait === undefined) return Effect.void
-            const refusal = Effect.fail(rateLimited(wait))
+            const refusal = refusedBy(refusedOther ? "key" : "ip", wait)
             if (!isActivityKind(request.endpoint)) return refusal
             return Effect.andThen(
               recorder.record({
@@ -152,7 +164,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           Effect.suspend(() => {
             const now = clock.currentTimeMillisUnsafe()
             const wait = takeAll(bucketName("api_key", apiKeyId), settings.perApiKey, undefined, settings.perApiKey, now)
-            return wait === undefined ? Effect.void : Effect.fail(rateLimited(wait))
+            return wait === undefined ? Effect.void : refusedBy("api_key", wait)
           })
 
         /** The failed-login bucket of a client IP. */
@@ -161,7 +173,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         const admitLogin = (ip: string | undefined): Effect.Effect<void, RateLimited> =>
           Effect.suspend(() => {
             const wait = waitMillis(buckets.get(loginBucket(ip))?.tat, settings.authFailures, clock.currentTimeMillisUnsafe())
-            return holdsToken(wait) ? Effect.void : Effect.fail(rateLimited(retryAfterSeconds(wait)))
+            return holdsToken(wait) ? Effect.void : refusedBy("auth_failures", retryAfterSeconds(wait))
           })
 
         // Taken even past the limit (logins checked at once may all fail): the debt is a longer wait.

@@ -7,8 +7,15 @@ export class ApiKeyRepository extends Context.Service<ApiKeyRepository, {
   readonly insert: (draft: ApiKeyDraft) => Op<ApiKey>
   readonly findByConsumerKeyHash: (hash: string) => Op<ApiKey | undefined>
   readonly list: (page: PageRequest) => Op<Page<ApiKey>>
-  /** Returns whether a key was deleted. */
+  /** Returns whether a key was deleted (the bootstrap rule's replacement of a changed key: nothing remembered). */
   readonly delete: (id: number) => Op<boolean>
+  /**
+   * Deletes a key and, in the same transaction, remembers its consumer key hash as deleted by an administrator
+   * (see {@link wasDeleted}); returns whether a key was deleted.
+   */
+  readonly deleteRemembered: (id: number, at: number) => Op<boolean>
+  /** Whether a key with this consumer key hash was deleted through {@link deleteRemembered}. */
+  readonly wasDeleted: (consumerKeyHash: string) => Op<boolean>
   readonly count: Op<number>
   readonly touch: (id: number, at: number) => Op<void>
 }>()("@lm/domain/ApiKeyRepository") {}

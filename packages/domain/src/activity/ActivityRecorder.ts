@@ -8,7 +8,8 @@
  * logged once when writes start failing (with what is kept) and once when one succeeds again (with the count of
  * failed attempts), however many attempts fail in between.
  */
-import { Cause, Clock, Context, Effect, Layer, Schedule, Semaphore } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Metric, Schedule, Semaphore } from "effect"
+import * as Metrics from "../shared/metrics.js"
 import type { ActivityEntry } from "./model.js"
 import { ActivityLog } from "./ports.js"
 
@@ -66,9 +67,13 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
           droppedTotal += excess
           const first = droppedUnreported === 0
           droppedUnreported += excess
+          const counted = Metric.update(Metrics.eventLogDropped, excess)
           return first
-            ? Effect.logWarning(`event log buffer full (${maxBuffered} entries): dropping the oldest until the store takes them again`)
-            : Effect.void
+            ? Effect.andThen(
+              counted,
+              Effect.logWarning(`event log buffer full (${maxBuffered} entries): dropping the oldest until the store takes them again`)
+            )
+            : counted
         }
         /** One line with the count of an outage's drops, once a write succeeded again (or on close). */
         const reportDropped = Effect.suspend(() => {
@@ -139,6 +144,8 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
         )
 
         yield* flush.pipe(
+          // What is left unwritten after each round (entries kept through a store outage): `lm_event_log_buffered`.
+          Effect.andThen(Effect.suspend(() => Metric.update(Metrics.eventLogBuffered, pending()))),
           Effect.repeat(Schedule.spaced(`${flushEveryMillis} millis`)),
           Effect.forkScoped
         )

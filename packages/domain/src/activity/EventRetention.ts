@@ -1,7 +1,7 @@
 /**
- * Retention of the event log: entries older than the retention window are deleted in the background, in small
- * batches (one short statement each, with a pause between them), so the log stops growing once it spans the
- * window and pruning never holds up requests for long.
+ * Retention of the event log (and of the audit log, which follows the same window): entries older than the
+ * retention window are deleted in the background, in small batches (one short statement each, with a pause between
+ * them), so the log stops growing once it spans the window and pruning never holds up requests for long.
  *
  * Only raw event-log entries are deleted. No rollups exist yet (analytics is not built): when analytics adds
  * them, it rolls entries up before this deletes them and keeps its rollups in tables of their own, which this
@@ -32,28 +32,42 @@ export interface EventRetentionOptions {
 export const defaultEvery = (days: number): Duration.Duration =>
   Duration.millis(Math.min(3_600_000, Math.max(1_000, Math.round((days * DAY_MILLIS) / 10))))
 
-/** Deletes every entry older than `days` before now, batch by batch; returns how many. */
-export const pruneOnce = (options: EventRetentionOptions): Effect.Effect<number, StorageUnavailable, ActivityLog> =>
+/** A log's `prune`: deletes at most `limit` entries older than `olderThan`, answers how many. */
+export type Prune = (olderThan: number, limit: number) => Effect.Effect<number, StorageUnavailable>
+
+/** Deletes every entry of a log older than `days` before now, batch by batch with `prune`; returns how many. */
+export const pruneLog = (prune: Prune, options: EventRetentionOptions): Effect.Effect<number, StorageUnavailable> =>
   Effect.gen(function*() {
-    const log = yield* ActivityLog
     const batch = Math.max(1, options.batch ?? 1_000)
     const olderThan = (yield* Clock.currentTimeMillis) - options.days * DAY_MILLIS
     let total = 0
     while (true) {
-      const deleted = yield* log.prune(olderThan, batch)
+      const deleted = yield* prune(olderThan, batch)
       total += deleted
       if (deleted < batch) return total
       yield* Effect.sleep(options.pause ?? "100 millis")
     }
-  }).pipe(Effect.withSpan("EventRetention.pruneOnce"))
+  })
 
-/** Runs {@link pruneOnce} in the background for as long as the layer lives; failures are logged and retried next run. */
-export const layerBackground = (options: EventRetentionOptions): Layer.Layer<never, never, ActivityLog> =>
+/** Deletes every event-log entry older than `days` before now, batch by batch; returns how many. */
+export const pruneOnce = (options: EventRetentionOptions): Effect.Effect<number, StorageUnavailable, ActivityLog> =>
+  Effect.flatMap(ActivityLog, (log) => pruneLog(log.prune, options)).pipe(Effect.withSpan("EventRetention.pruneOnce"))
+
+/** Runs `prune` on a log every run for as long as the layer lives; failures are logged and retried next run. */
+export const layerPruning = <R>(
+  what: string,
+  prune: Effect.Effect<number, StorageUnavailable, R>,
+  options: EventRetentionOptions
+): Layer.Layer<never, never, R> =>
   Layer.effectDiscard(
-    pruneOnce(options).pipe(
-      Effect.tap((n) => (n > 0 ? Effect.logInfo(`event log retention deleted ${n} entries older than ${options.days} days`) : Effect.void)),
-      Effect.catchCause(logRoundFailure("event log retention failed")),
+    prune.pipe(
+      Effect.tap((n) => (n > 0 ? Effect.logInfo(`${what} retention deleted ${n} entries older than ${options.days} days`) : Effect.void)),
+      Effect.catchCause(logRoundFailure(`${what} retention failed`)),
       Effect.repeat(Schedule.spaced(options.every ?? defaultEvery(options.days))),
       Effect.forkScoped
     )
   )
+
+/** Runs {@link pruneOnce} in the background for as long as the layer lives; failures are logged and retried next run. */
+export const layerBackground = (options: EventRetentionOptions): Layer.Layer<never, never, ActivityLog> =>
+  layerPruning("event log", pruneOnce(options), options)

@@ -6,11 +6,12 @@
  * here (`Tokens`): validate's license token or refusal token, the machine certificate of activate and heartbeat,
  * so an embedder gets the same signed answer as the server sends.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Tracer } from "effect"
 import { Blacklist, type BlacklistSubject } from "../access/Blacklist.js"
 import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 import type { ActivityKind } from "../activity/model.js"
 import type { InvalidParam, StorageUnavailable } from "../shared/errors.js"
+import * as Metrics from "../shared/metrics.js"
 import { makeSeatBatches } from "./SeatBatches.js"
 import {
   type LicenseNotFound,
@@ -20,11 +21,12 @@ import {
   type MachineNotFound,
   type Refused
 } from "./errors.js"
+import { effectiveEntitlements } from "./entitlements.js"
 import { normalizeKey, parseKey } from "./keys.js"
 import type { License, Machine, MachineFacts } from "./model.js"
-import { LicenseRepository, MachineRepository } from "./ports.js"
+import { LicenseRepository, MachineRepository, PolicyRepository } from "./ports.js"
 import type { ActivateResult as SeatTaken, DeactivateResult, HeartbeatResult as Beaten } from "./seatChanges.js"
-import { Tokens, type Validated } from "./Tokens.js"
+import { type TokenDialect, Tokens, type Validated } from "./Tokens.js"
 import { validateLicense } from "./validation.js"
 
 export type { DeactivateResult } from "./seatChanges.js"
@@ -40,6 +42,10 @@ export interface ValidateInput extends ClientContext {
   readonly appVersion?: string | null | undefined
   /** The client's nonce, repeated in the signed answer. */
   readonly nonce?: string | number | null | undefined
+  /** Entitlement codes the client needs: one the license does not hold answers `entitlements_missing`. */
+  readonly entitlements?: ReadonlyArray<string> | undefined
+  /** Whose client reads the signed answer (`Tokens`): lm/v1's (default) or the WPLM libraries' (CONTRACT §17). */
+  readonly dialect?: TokenDialect | undefined
 }
 
 /**
@@ -100,6 +106,7 @@ export class Licensing extends Context.Service<Licensing, {
     Effect.gen(function*() {
       const licenses = yield* LicenseRepository
       const machines = yield* MachineRepository
+      const policies = yield* PolicyRepository
       const recorder = yield* ActivityRecorder
       const tokens = yield* Tokens
       const batches = yield* makeSeatBatches
@@ -132,7 +139,8 @@ export class Licensing extends Context.Service<Licensing, {
               const code = failure?._tag === "Fail" ? (failure.error as { readonly code?: string }).code : undefined
               result = code ?? "internal_error"
             }
-            return recorder.record({
+            const counted = kind === "validate" ? Metrics.validations({ code: result }) : Metrics.seatChanges({ kind, result })
+            return Effect.andThen(Metrics.increment(counted), recorder.record({
               kind,
               licenseId,
               licenseKey: normalizeKey(input.licenseKey),
@@ -143,7 +151,7 @@ export class Licensing extends Context.Service<Licensing, {
               result,
               at,
               productId
-            })
+            }))
           })
         )
       }
@@ -161,13 +169,17 @@ export class Licensing extends Context.Service<Licensing, {
         seen.productId = license.productId
         const fingerprint = input.fingerprint ?? null
         const list = yield* machines.listForValidation(license.id, fingerprint)
+        // The policy's codes are live: read through the validation cache like the license, no extra round trip.
+        const policy = license.policyId === null ? undefined : yield* policies.findById(license.policyId)
         const now = yield* Clock.currentTimeMillis
         const validation = validateLicense({
           license,
           machines: list,
           fingerprint,
           now,
-          blacklisted: yield* blacklisted({ licenseKey: key, fingerprint, ipAddress: input.ipAddress })
+          blacklisted: yield* blacklisted({ licenseKey: key, fingerprint, ipAddress: input.ipAddress }),
+          entitlements: effectiveEntitlements(license.entitlements, policy?.entitlements),
+          required: input.entitlements
         })
         return { license, validation, now }
       })
@@ -210,32 +222,43 @@ export class Licensing extends Context.Service<Licensing, {
       const certified = <A extends { readonly license: License; readonly machine: Machine; readonly now: number }>(result: A) =>
         Effect.map(tokens.machineCertificate(result.license, result.machine, result.now), (certificate) => ({ ...result, certificate }))
 
+      // Each call is a span when a tracer is installed (OTLP, `apps/server`), as an `Effect.fn` would be; without one
+      // the hot path makes none.
+      const tracing = (yield* Tracer.Tracer) !== Tracer.nativeTracer
+      const spanned = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) => (tracing ? Effect.withSpan(effect, name) : effect)
+
       return Licensing.of({
         validate: (input) =>
-          logged("validate", input, (seen) => validate(input, seen), (r) => ({
+          spanned("Licensing.validate", logged("validate", input, (seen) => validate(input, seen), (r) => ({
             license: r.license,
             machineId: r.validation.machine?.id ?? null,
             result: r.validation.code
           })).pipe(
             Effect.flatMap((result) =>
               Effect.map(
-                tokens.validationTokens(result, { fingerprint: input.fingerprint ?? null, nonce: input.nonce ?? null }),
+                tokens.validationTokens(result, { fingerprint: input.fingerprint ?? null, nonce: input.nonce ?? null }, input.dialect),
                 (signed) => ({ ...result, ...signed })
               )
             )
-          ),
+          )),
         activate: (input) =>
-          logged(
+          spanned("Licensing.activate", logged(
             "activate",
             { ...input, fingerprint: input.facts.fingerprint, appVersion: input.facts.appVersion },
             (seen) => activate(input, seen),
             (r) => ({ license: r.license, machineId: r.machine.id, result: r.created ? "activated" : "already_active" })
-          ).pipe(Effect.flatMap(certified)),
+          ).pipe(Effect.flatMap(certified))),
         deactivate: (input) =>
-          logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "deactivated" })),
+          spanned(
+            "Licensing.deactivate",
+            logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "deactivated" }))
+          ),
         heartbeat: (input) =>
-          logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "ok" })).pipe(
-            Effect.flatMap(certified)
+          spanned(
+            "Licensing.heartbeat",
+            logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "ok" })).pipe(
+              Effect.flatMap(certified)
+            )
           )
       })
     })

@@ -5,27 +5,48 @@
 import { Effect, Result } from "effect"
 import { invalidParam, type InvalidParam } from "../shared/errors.js"
 import { Random } from "../shared/random.js"
-import { normaliseLicenseKey } from "../verify/licenseKey.js"
+import { hasNonAscii, normaliseLicenseKey } from "../verify/licenseKey.js"
 import { DEFAULT_CHARSET } from "./model.js"
 
+/** One group of a key: A-Z and 0-9, at most 24 characters (prefix 8 + chunk 16). */
+const KEY_GROUP = "[A-Z0-9]{1,24}"
+
 /** Four dash-separated groups of A-Z and 0-9, each at most 24 characters (prefix 8 + chunk 16). */
-const KEY_PATTERN = /^[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}$/
+const KEY_PATTERN = new RegExp(`^${KEY_GROUP}-${KEY_GROUP}-${KEY_GROUP}-${KEY_GROUP}$`)
 
 /**
- * Trims and upper-cases a key as every input path does: the verify module's {@link normaliseLicenseKey} (client
- * software checks CRLs with it), so server and clients cannot disagree.
+ * Keys in the key format within a text (global: for `replace`), not part of a longer dash-separated run; what
+ * logs redact (a key is a secret: it activates seats).
+ */
+export const keysInText = new RegExp(`(?<![A-Za-z0-9-])${KEY_GROUP}(?:-${KEY_GROUP}){3}(?![A-Za-z0-9-])`, "gi")
+
+/**
+ * Trims ASCII whitespace and upper-cases ASCII letters, as every input path does: the verify module's
+ * {@link normaliseLicenseKey} (client software checks CRLs with it), so server and clients cannot disagree.
  */
 export const normalizeKey: (input: string) => string = normaliseLicenseKey
 
 /** Whether an already normalised key is in the key format. */
 export const isKeyFormat = (key: string): boolean => KEY_PATTERN.test(key)
 
-/** Normalises a key and checks its format; a malformed key is a `rest_invalid_param` on `license_key`. */
+/** Why a key with a character outside ASCII is refused (CONTRACT §3: no Unicode case folding or trimming). */
+const NON_ASCII_KEY = "must contain only ASCII characters (A-Z, 0-9 and dashes)"
+
+/**
+ * Normalises a key and checks its format; a malformed key, or one with any non-ASCII character, is a
+ * `rest_invalid_param` on `license_key`.
+ */
 export const parseKey = (input: string): Result.Result<string, InvalidParam> => {
   const key = normalizeKey(input)
   return isKeyFormat(key)
     ? Result.succeed(key)
-    : Result.fail(invalidParam("license_key", "must be four dash-separated groups of A-Z and 0-9"))
+    : Result.fail(invalidParam("license_key", hasNonAscii(key) ? NON_ASCII_KEY : "must be four dash-separated groups of A-Z and 0-9"))
+}
+
+/** Normalises the start of a key (a list's `search`); one with a non-ASCII character is a `rest_invalid_param` on `field`. */
+export const parseKeyPrefix = (input: string, field: string): Result.Result<string, InvalidParam> => {
+  const prefix = normalizeKey(input)
+  return hasNonAscii(prefix) ? Result.fail(invalidParam(field, NON_ASCII_KEY)) : Result.succeed(prefix)
 }
 
 /** How keys are minted: the alphabet, the length of each group and a prefix glued to the first group. */

@@ -1,5 +1,6 @@
 /** The releases feature's records: releases of a product and their channels, and the event publishing one causes. */
 import { Schema } from "effect"
+import { Entitlements } from "../licensing/model.js"
 import { Id, Millis } from "../shared/model.js"
 
 /**
@@ -34,11 +35,13 @@ export const Release = Schema.Struct({
   /** The artifact store's key of an uploaded artifact; null for an external one. */
   artifactKey: Schema.NullOr(Schema.String),
   releasedAt: Millis,
-  createdAt: Millis
+  createdAt: Millis,
+  /** Entitlement codes a license must hold to be offered it and to download it (CONTRACT §15), sorted. */
+  entitlements: Entitlements
 })
 export type Release = typeof Release.Type
 export type ReleaseDraft = Omit<Release, "id">
 
 /** Names of the release events of CONTRACT §11. */
-export const releaseEventTypes = ["release.published"] as const
+export const releaseEventTypes = ["release.published", "release.deleted"] as const
 export type ReleaseEventType = (typeof releaseEventTypes)[number]

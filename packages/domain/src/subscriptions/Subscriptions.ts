@@ -9,6 +9,7 @@ import { Clock, Context, Duration, Effect, Layer, Result, Schedule } from "effec
 import { type CreateLicenseInput, Licenses } from "../licensing/Licenses.js"
 import {
   type GeneratorNotFound,
+  type PolicyNotFound,
   type LicenseExists,
   type LicenseNotFound,
   licenseNotFound
@@ -18,9 +19,10 @@ import { type LicenseView, viewLicense } from "../licensing/machine.js"
 import type { License } from "../licensing/model.js"
 import { LicenseRepository, MachineRepository } from "../licensing/ports.js"
 import { yieldingToRequests } from "../shared/background.js"
+import * as Metrics from "../shared/metrics.js"
 import { invalidParam, type InvalidParam, type InvalidTransition, type StorageUnavailable } from "../shared/errors.js"
 import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
-import { type SubscriptionNotFound, subscriptionNotFound } from "./errors.js"
+import { type SubscriptionExists, type SubscriptionNotFound, subscriptionNotFound } from "./errors.js"
 import type { RenewalRecord, Subscription as SubscriptionRecord } from "./model.js"
 import { PaymentGateway, type SubscriptionQuery, SubscriptionRepository } from "./ports.js"
 import {
@@ -71,17 +73,27 @@ export interface SwitchInput extends PlanSwitch {
 
 type Errors = SubscriptionNotFound | InvalidTransition | InvalidParam | StorageUnavailable
 
+/** Notes in `moves` the status `after` moved to, when it differs from `before`'s. */
+const noteMove = (moves: Array<string>, before: SubscriptionRecord, after: SubscriptionRecord): void => {
+  if (after.status !== before.status) moves.push(after.status)
+}
+
+/** Counts committed status changes (`lm_subscription_moves_total{to}`). */
+const countMoves = (moves: ReadonlyArray<string>) =>
+  Effect.forEach(moves, (to) => Metrics.increment(Metrics.subscriptionMoves({ to })), { discard: true })
+
 /** Subscriptions moved by the clock per transaction. */
 const BATCH = 200
 
 export class Subscriptions extends Context.Service<Subscriptions, {
   readonly create: (input: CreateSubscriptionInput) => Effect.Effect<
     SubscriptionDetail,
-    InvalidParam | LicenseNotFound | LicenseExists | GeneratorNotFound | StorageUnavailable
+    InvalidParam | LicenseNotFound | LicenseExists | GeneratorNotFound | PolicyNotFound | SubscriptionExists | StorageUnavailable
   >
   readonly get: (id: number) => Effect.Effect<SubscriptionDetail, SubscriptionNotFound | StorageUnavailable>
   readonly list: (query: SubscriptionQuery) => Effect.Effect<Page<SubscriptionRecord>, StorageUnavailable>
-  readonly update: (id: number, patch: SubscriptionUpdate) => Effect.Effect<SubscriptionDetail, Errors>
+  /** Fails with `SubscriptionExists` when the new `externalId` is another subscription's at that provider. */
+  readonly update: (id: number, patch: SubscriptionUpdate) => Effect.Effect<SubscriptionDetail, Errors | SubscriptionExists>
   readonly pause: (id: number) => Effect.Effect<SubscriptionDetail, Errors>
   readonly resume: (id: number) => Effect.Effect<SubscriptionDetail, Errors>
   readonly cancel: (id: number, atPeriodEnd: boolean) => Effect.Effect<SubscriptionDetail, Errors>
@@ -89,6 +101,12 @@ export class Subscriptions extends Context.Service<Subscriptions, {
   readonly renew: (id: number, transactionId: string | null) => Effect.Effect<SubscriptionDetail, Errors>
   readonly switchPlan: (id: number, input: SwitchInput) => Effect.Effect<SubscriptionDetail, Errors>
   readonly renewals: (id: number, page: PageRequest) => Effect.Effect<Page<RenewalRecord>, SubscriptionNotFound | StorageUnavailable>
+  /**
+   * Writes a change another feature computed on a subscription it locked (`SubscriptionRepository.lockById`),
+   * inside that feature's transaction: the license follows, and both's events go to the outbox (billing's
+   * provider events).
+   */
+  readonly persistChange: (change: SubscriptionChange, now: number) => Effect.Effect<SubscriptionDetail, SubscriptionExists | StorageUnavailable>
   /** Makes every move the clock has due now (trial end, period end, payment failed, end date); returns how many. */
   readonly runDue: Effect.Effect<number, StorageUnavailable>
 }>()("@lm/domain/Subscriptions") {
@@ -130,21 +148,36 @@ export class Subscriptions extends Context.Service<Subscriptions, {
       const persist = (change: SubscriptionChange, now: number, licensePatch: Partial<License> = {}) =>
         Effect.flatMap(persistRows(change, now, licensePatch), ({ license, saved }) => detail(saved, license, now))
 
-      /** Runs a pure change on the locked subscription and persists it. */
-      const write = <E>(
+      /** Runs a pure change on the locked subscription and persists it; a change of status is counted once committed. */
+      const writeAny = <E>(
         id: number,
         change: (subscription: SubscriptionRecord, now: number) => Result.Result<SubscriptionChange, E>,
         licensePatch: Partial<License> = {}
-      ) =>
-        store.transaction(
+      ) => {
+        const moves: Array<string> = []
+        return store.transaction(
           Effect.gen(function*() {
+            // A transaction run again (after a deadlock) notes its moves again.
+            moves.length = 0
             const subscription = yield* subscriptions.lockById(id)
             if (subscription === undefined) return yield* subscriptionNotFound()
             const now = yield* Clock.currentTimeMillis
             const result = yield* Effect.fromResult(change(subscription, now))
+            noteMove(moves, subscription, result.subscription)
             return yield* persist(result, now, licensePatch)
           })
-        )
+        ).pipe(Effect.tap(() => countMoves(moves)))
+      }
+
+      /**
+       * {@link writeAny} for a move that keeps the provider link (every one but `update`), so no `externalId` can
+       * clash.
+       */
+      const write = <E>(
+        id: number,
+        change: (subscription: SubscriptionRecord, now: number) => Result.Result<SubscriptionChange, E>,
+        licensePatch: Partial<License> = {}
+      ) => Effect.catchTag(writeAny(id, change, licensePatch), "SubscriptionExists", Effect.die)
 
       const create = Effect.fn("Subscriptions.create")(function*(input: CreateSubscriptionInput) {
         const now = yield* Clock.currentTimeMillis
@@ -193,9 +226,11 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         return yield* subscriptions.listRenewals(id, page)
       })
 
-      /** One batch of the clock's moves in one transaction: returns [claimed, moved]. */
-      const dueBatch = store.transaction(
-        Effect.gen(function*() {
+      /** One batch of the clock's moves in one transaction: returns [claimed, moved]; its moves counted once committed. */
+      const dueBatch = Effect.suspend(() => {
+        const moves: Array<string> = []
+        return store.transaction(Effect.gen(function*() {
+          moves.length = 0
           const now = yield* Clock.currentTimeMillis
           const grace = yield* settings()
           const claimed = yield* subscriptions.claimDue(now, BATCH)
@@ -204,20 +239,22 @@ export class Subscriptions extends Context.Service<Subscriptions, {
             const due = dueMove(subscription, now, grace)
             if (due === null) {
               // The stored due time was stale (the grace setting changed): store the true one.
-              yield* subscriptions.update(subscription, nextDueAt(subscription, grace))
+              yield* Effect.catchTag(subscriptions.update(subscription, nextDueAt(subscription, grace)), "SubscriptionExists", Effect.die)
               continue
             }
             const change = applyDue(subscription, due, now)
             if (Result.isFailure(change)) continue
-            yield* persistRows(change.success, now)
+            noteMove(moves, subscription, change.success.subscription)
+            // the clock never changes a provider link, so no external id can clash here
+            yield* Effect.catchTag(persistRows(change.success, now), "SubscriptionExists", Effect.die)
             moved++
             // Lets the event loop answer requests between moves: on PGlite a statement inside a transaction holds
             // this thread until it is answered, so a batch would otherwise hold it from its first move to its last.
             yield* Effect.yieldNow
           }
           return [claimed.length, moved] as const
-        })
-      )
+        })).pipe(Effect.tap(() => countMoves(moves)))
+      })
 
       // The job yields to the requests the process serves (`yieldingToRequests`): under saturation moves lag and
       // catch up when the load drops. A subscription may have several moves due (a trial that ended and a payment
@@ -230,7 +267,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         create,
         get,
         list: (query) => subscriptions.list(query),
-        update: (id, patch) => write(id, (s, now) => update(s, patch, now)),
+        update: (id, patch) => writeAny(id, (s, now) => update(s, patch, now)),
         pause: (id) => write(id, pause),
         resume: (id) => write(id, resume),
         cancel: (id, atPeriodEnd) => write(id, (s, now) => cancel(s, atPeriodEnd, now)),
@@ -247,6 +284,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         switchPlan: (id, input) =>
           write(id, (s, now) => switchPlan(s, input, now), input.maxActivations === undefined ? {} : { maxActivations: input.maxActivations }),
         renewals,
+        persistChange: persist,
         runDue
       })
     })

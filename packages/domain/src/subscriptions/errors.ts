@@ -8,3 +8,13 @@ export class SubscriptionNotFound extends Schema.TaggedError<SubscriptionNotFoun
   readonly status = 404
 }
 export const subscriptionNotFound = () => new SubscriptionNotFound({ message: "No subscription has that id." })
+
+/** Another subscription already has this `external_id` at this billing provider (CONTRACT §20). */
+export class SubscriptionExists extends Schema.TaggedError<SubscriptionExists>()("SubscriptionExists", {
+  message: Schema.String
+}) {
+  readonly code = "subscription_exists"
+  readonly status = 409
+}
+export const subscriptionExists = () =>
+  new SubscriptionExists({ message: "Another subscription has that external_id at that billing provider." })

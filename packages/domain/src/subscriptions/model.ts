@@ -23,6 +23,11 @@ export const subscriptionStatuses = ["pending", "trial", "active", "on-hold", "p
 export const SubscriptionStatus = Schema.Literals(subscriptionStatuses)
 export type SubscriptionStatus = typeof SubscriptionStatus.Type
 
+/** The billing providers whose webhook events can drive a subscription (CONTRACT §20). */
+export const billingProviders = ["stripe", "paddle", "lemonsqueezy"] as const
+export const BillingProvider = Schema.Literals(billingProviders)
+export type BillingProvider = typeof BillingProvider.Type
+
 /** The unit of a billing period; a period is `billing_interval` of them. */
 export const billingPeriods = ["day", "week", "month", "year"] as const
 export const BillingPeriod = Schema.Literals(billingPeriods)
@@ -94,6 +99,10 @@ export interface Subscription {
   readonly pausedAt: number | null
   readonly cancelledAt: number | null
   readonly items: ReadonlyArray<SubscriptionItem>
+  /** The billing provider that drives it (null: none; CONTRACT §20). */
+  readonly billingProvider: BillingProvider | null
+  /** Its subscription's id at that provider: unique per provider. */
+  readonly externalId: string | null
   readonly createdAt: number
   readonly updatedAt: number
   readonly revision: number

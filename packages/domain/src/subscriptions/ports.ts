@@ -1,8 +1,10 @@
 /** What the subscriptions feature needs: subscriptions and their renewal records (a store), and a payment gateway. */
 import { Context, Effect } from "effect"
 import type { Op, Page, PageRequest } from "../shared/ports.js"
+import type { SubscriptionExists } from "./errors.js"
 import type {
   BillingPeriod,
+  BillingProvider,
   RenewalDraft,
   RenewalRecord,
   RenewalStatus,
@@ -24,14 +26,20 @@ export interface SubscriptionQuery extends PageRequest {
  * stores keep it indexed so the period-end job finds due work without a scan.
  */
 export class SubscriptionRepository extends Context.Service<SubscriptionRepository, {
-  readonly insert: (draft: SubscriptionDraft, dueAt: number | null) => Op<Subscription>
+  /** Fails with `SubscriptionExists` when another subscription has its `externalId` at its provider. */
+  readonly insert: (draft: SubscriptionDraft, dueAt: number | null) => Op<Subscription, SubscriptionExists>
   readonly findById: (id: number) => Op<Subscription | undefined>
+  /** The subscription with this `externalId` at this billing provider. */
+  readonly findByExternalId: (provider: BillingProvider, externalId: string) => Op<Subscription | undefined>
   /** Loads a subscription and holds its lock until the transaction ends (FOR UPDATE). */
   readonly lockById: (id: number) => Op<Subscription | undefined>
   /** Oldest first. */
   readonly list: (query: SubscriptionQuery) => Op<Page<Subscription>>
-  /** Writes every field of the subscription (its revision already advanced by the domain). */
-  readonly update: (subscription: Subscription, dueAt: number | null) => Op<Subscription>
+  /**
+   * Writes every field of the subscription (its revision already advanced by the domain); fails with
+   * `SubscriptionExists` when another subscription has its `externalId` at its provider.
+   */
+  readonly update: (subscription: Subscription, dueAt: number | null) => Op<Subscription, SubscriptionExists>
   /**
    * Claims up to `limit` subscriptions whose `dueAt` is at or before `now`, earliest first, skipping rows other
    * transactions hold (FOR UPDATE SKIP LOCKED), so that several processes share the job and none makes a move

@@ -12,6 +12,7 @@ import { checkCurrency, maxMinorUnits } from "../shared/money.js"
 import { addPeriods, anchorDayOf, maxBillingInterval, prorate } from "./billing.js"
 import type {
   BillingPeriod,
+  BillingProvider,
   Plan,
   RenewalDraft,
   Subscription,
@@ -102,6 +103,24 @@ export const checkInterval = (interval: number): Result.Result<number, InvalidPa
 export const checkAmount = (field: string, amount: number): Result.Result<number, InvalidParam> =>
   intIn(amount, 0, maxMinorUnits) ? Result.succeed(amount) : Result.fail(invalidParam(field, "must be a non-negative amount"))
 
+/** The longest `external_id` (a provider's subscription id: Stripe's `sub_…`, Paddle's `sub_…`, a Lemon Squeezy number). */
+export const maxExternalIdLength = 255
+
+/**
+ * Checks a subscription's link to its billing provider (CONTRACT §20): an `external_id` needs a provider, and is
+ * 1 to 255 characters.
+ */
+export const checkBillingLink = (
+  provider: BillingProvider | null,
+  externalId: string | null
+): Result.Result<void, InvalidParam> => {
+  if (externalId === null) return Result.void
+  if (externalId.length === 0 || externalId.length > maxExternalIdLength) {
+    return Result.fail(invalidParam("external_id", `must be 1 to ${maxExternalIdLength} characters`))
+  }
+  return provider === null ? Result.fail(invalidParam("billing_provider", "must be given with external_id")) : Result.void
+}
+
 /** Checks items: positive integer quantities and amounts in range. */
 export const checkItems = (items: ReadonlyArray<SubscriptionItem>): Result.Result<ReadonlyArray<SubscriptionItem>, InvalidParam> => {
   for (const item of items) {
@@ -126,6 +145,9 @@ export interface NewSubscription {
   readonly startDate: number | null
   readonly endDate: number | null
   readonly items: ReadonlyArray<SubscriptionItem>
+  /** The billing provider that drives it and its id there (CONTRACT §20); default none. */
+  readonly billingProvider?: BillingProvider | null | undefined
+  readonly externalId?: string | null | undefined
 }
 
 /** A new subscription and its signup record. Its events are made once the store gave it an id ({@link created}). */
@@ -144,7 +166,8 @@ export const signup = (input: NewSubscription, now: number): Result.Result<Signu
     checkInterval(input.billingInterval),
     checkAmount("amount", input.amount),
     checkCurrency("currency", input.currency),
-    checkItems(input.items)
+    checkItems(input.items),
+    checkBillingLink(input.billingProvider ?? null, input.externalId ?? null)
   ]
   for (const check of checks) if (Result.isFailure(check)) return Result.fail(check.failure)
   if (!intIn(input.trialDays, 0, maxTrialDays)) return Result.fail(invalidParam("trial_days", `must be an integer from 0 to ${maxTrialDays}`))
@@ -174,6 +197,8 @@ export const signup = (input: NewSubscription, now: number): Result.Result<Signu
     pausedAt: null,
     cancelledAt: null,
     items: input.items,
+    billingProvider: input.billingProvider ?? null,
+    externalId: input.externalId ?? null,
     createdAt: now,
     updatedAt: now
   }
@@ -314,6 +339,94 @@ export const paymentDeclined = (subscription: Subscription, now: number, transac
   })
 }
 
+/** A period a billing provider was paid for (CONTRACT §20): its bounds, and what it collected. */
+export interface PaidPeriod {
+  readonly periodStart: number
+  /** Null: one period of the subscription's calendar from the start. */
+  readonly periodEnd: number | null
+  /** In the subscription's currency's minor units; the subscription's amount when the provider does not say. */
+  readonly amount: number | null
+  readonly transactionId: string | null
+}
+
+/**
+ * A payment a billing provider collected for a period: a paid `renewal` whose period is the provider's (the
+ * license then expires at its end); from trial or on-hold it also makes the subscription active (the `renew`
+ * move). A period that ends before the current one adds nothing the subscription has not got.
+ */
+export const paidPeriod = (subscription: Subscription, paid: PaidPeriod, now: number): Result.Result<SubscriptionChange, InvalidTransition | InvalidParam> => {
+  const periodEnd = paid.periodEnd ?? periodAfter(subscription, paid.periodStart)
+  if (!(periodEnd > paid.periodStart)) return Result.fail(invalidParam("period", "must end after it starts"))
+  if (paid.amount !== null) {
+    const amount = checkAmount("amount", paid.amount)
+    if (Result.isFailure(amount)) return Result.fail(amount.failure)
+  }
+  return move(subscription, "renew", now, () => ({
+    patch: {
+      currentPeriodStart: paid.periodStart,
+      currentPeriodEnd: periodEnd,
+      nextPaymentAt: periodEnd,
+      lastPaymentAt: now,
+      pausedAt: null
+    },
+    type: "subscription.renewed",
+    data: { renewal_type: "renewal", period_end: periodEnd },
+    renewal: {
+      type: "renewal",
+      amount: paid.amount ?? subscription.amount,
+      currency: subscription.currency,
+      status: "paid",
+      periodStart: paid.periodStart,
+      periodEnd,
+      proration: null,
+      from: null,
+      to: planOf(subscription),
+      transactionId: paid.transactionId,
+      createdAt: now
+    }
+  }))
+}
+
+/**
+ * A plan or price change a billing provider made (CONTRACT §20): the `switch` move with the provider's amounts.
+ * The provider prorated (or not) on its side, so nothing is prorated here: the record carries the plans `from`
+ * and `to` with no proration, and the period stays as the provider's last paid one.
+ */
+export const providerSwitch = (subscription: Subscription, to: PlanSwitch, now: number): Result.Result<SubscriptionChange, InvalidTransition | InvalidParam> => {
+  const amount = checkAmount("amount", to.amount)
+  if (Result.isFailure(amount)) return Result.fail(amount.failure)
+  if (to.billingInterval !== undefined) {
+    const interval = checkInterval(to.billingInterval)
+    if (Result.isFailure(interval)) return Result.fail(interval.failure)
+  }
+  return move(subscription, "switch", now, () => {
+    const patch: Partial<Subscription> = {
+      amount: to.amount,
+      ...(to.billingPeriod !== undefined ? { billingPeriod: to.billingPeriod } : {}),
+      ...(to.billingInterval !== undefined ? { billingInterval: to.billingInterval } : {}),
+      ...(to.productId !== undefined ? { productId: to.productId } : {})
+    }
+    return {
+      patch,
+      type: "subscription.switched",
+      data: { proration: null },
+      renewal: {
+        type: "switch",
+        amount: 0,
+        currency: subscription.currency,
+        status: "paid",
+        periodStart: subscription.currentPeriodStart,
+        periodEnd: subscription.currentPeriodEnd,
+        proration: null,
+        from: planOf(subscription),
+        to: planOf({ ...subscription, ...patch }),
+        transactionId: null,
+        createdAt: now
+      }
+    }
+  })
+}
+
 /** A switch of plan: a new amount, and optionally a new period length or product. */
 export interface PlanSwitch {
   readonly amount: number
@@ -384,6 +497,8 @@ export interface SubscriptionUpdate {
   readonly nextPaymentAt?: number | null | undefined
   readonly endDate?: number | null | undefined
   readonly items?: ReadonlyArray<SubscriptionItem> | undefined
+  readonly billingProvider?: BillingProvider | null | undefined
+  readonly externalId?: string | null | undefined
 }
 
 /** PUT: changes the writable fields of a subscription that is not final. */
@@ -399,6 +514,13 @@ export const update = (subscription: Subscription, patch: SubscriptionUpdate, no
   if (patch.items !== undefined) {
     const items = checkItems(patch.items)
     if (Result.isFailure(items)) return Result.fail(items.failure)
+  }
+  if (patch.billingProvider !== undefined || patch.externalId !== undefined) {
+    const link = checkBillingLink(
+      patch.billingProvider === undefined ? subscription.billingProvider : patch.billingProvider,
+      patch.externalId === undefined ? subscription.externalId : patch.externalId
+    )
+    if (Result.isFailure(link)) return Result.fail(link.failure)
   }
   if (patch.endDate != null && patch.endDate <= subscription.currentPeriodStart) {
     return Result.fail(invalidParam("end_date", "must be after the current period's start"))
@@ -422,11 +544,17 @@ export interface DueMove {
 /**
  * The move the clock makes on a subscription at `now`, if any, in order: the end date expires it; a trial
  * ends; a pending cancel becomes final at the period end; an unpaid payment puts it on hold `graceDays` after
- * it was due.
+ * it was due. A subscription its billing provider drives is moved by the provider's events, so the clock only
+ * applies the grace rule to it (CONTRACT §20).
  */
 export const dueMove = (subscription: Subscription, now: number, graceDays: number): DueMove | null => {
   const { status } = subscription
   if (isFinal(status)) return null
+  if (subscription.billingProvider !== null) {
+    if (status !== "active" || subscription.nextPaymentAt === null) return null
+    const dueAt = subscription.nextPaymentAt + graceDays * DAY_MS
+    return dueAt <= now ? { action: "payment_failed", dueAt } : null
+  }
   if (subscription.endDate !== null && subscription.endDate <= now) return { action: "end_date", dueAt: subscription.endDate }
   if (status === "trial" && subscription.trialEnd !== null && subscription.trialEnd <= now) return { action: "trial_end", dueAt: subscription.trialEnd }
   if (status === "pending-cancel" && subscription.currentPeriodEnd <= now) return { action: "period_end", dueAt: subscription.currentPeriodEnd }
@@ -443,6 +571,9 @@ export const dueMove = (subscription: Subscription, now: number, graceDays: numb
  */
 export const nextDueAt = (subscription: Subscription, graceDays: number): number | null => {
   if (isFinal(subscription.status)) return null
+  if (subscription.billingProvider !== null) {
+    return subscription.status === "active" && subscription.nextPaymentAt !== null ? subscription.nextPaymentAt + graceDays * DAY_MS : null
+  }
   const candidates = [
     subscription.endDate,
     subscription.status === "trial" ? subscription.trialEnd : null,

@@ -5,9 +5,10 @@
  * bundled server's runs on undici and refuses forbidden addresses at connect time).
  */
 import { KeyObject } from "node:crypto"
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Schedule } from "effect"
 import { logRoundFailure, yieldingToRequests } from "../shared/background.js"
 import { invalidParam, type InvalidParam, type StorageUnavailable } from "../shared/errors.js"
+import * as Metrics from "../shared/metrics.js"
 import type { StoredEvent } from "../shared/model.js"
 import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
 import { Random } from "../shared/random.js"
@@ -335,6 +336,9 @@ export class Webhooks extends Context.Service<Webhooks, {
           )
           const now = yield* Clock.currentTimeMillis
           yield* queue.recordAttempts(claimed.map((delivery, i) => afterAttempt(delivery, outcomes[i]!, now, retrySchedule)))
+          for (const outcome of outcomes) {
+            yield* Metrics.increment(Metrics.webhookDeliveries({ result: delivered(outcome) ? "delivered" : "failed" }))
+          }
           for (const [i, delivery] of claimed.entries()) {
             yield* followStreak(delivery, webhooks.get(delivery.webhookId), delivered(outcomes[i]!), now)
           }
@@ -357,7 +361,11 @@ export class Webhooks extends Context.Service<Webhooks, {
         const dispatched = yield* dispatchBatch
         const attempted = yield* deliveryBatch
         return { done: attempted.done, more: dispatched.more || attempted.more }
-      })).pipe(Effect.withSpan("Webhooks.run"))
+      })).pipe(
+        // What is left for later rounds (retries not due yet, or more than this round could take).
+        Effect.tap(() => Effect.flatMap(queue.countPending, (n) => Metric.update(Metrics.webhookBacklog, n))),
+        Effect.withSpan("Webhooks.run")
+      )
 
       return Webhooks.of({
         create,

@@ -50,6 +50,8 @@ export class WebhookDeliveryQueue extends Context.Service<WebhookDeliveryQueue, 
    */
   readonly recordAttempts: (deliveries: ReadonlyArray<WebhookDelivery>) => Op<void>
   readonly findById: (webhookId: number, id: number) => Op<WebhookDelivery | undefined>
+  /** How many deliveries are `pending` (waiting for an attempt, of any webhook): the backlog. */
+  readonly countPending: Op<number>
   /** A webhook's deliveries, newest first. */
   readonly list: (webhookId: number, page: PageRequest) => Op<Page<WebhookDelivery>>
 }>()("@lm/domain/WebhookDeliveryQueue") {}

@@ -59,7 +59,9 @@ export const SubscriptionsHandlers = group(Api, "subscriptions", (handlers) =>
               trialDays: payload.trial_days ?? 0,
               startDate: payload.start_date ?? null,
               endDate: payload.end_date ?? null,
-              items
+              items,
+              billingProvider: payload.billing_provider,
+              externalId: payload.external_id
             },
             licenseKey: payload.license_key,
             license: payload.generator_id === undefined ? license : { ...license, generatorId: payload.generator_id }
@@ -76,7 +78,9 @@ export const SubscriptionsHandlers = group(Api, "subscriptions", (handlers) =>
             paymentMethod: payload.payment_method,
             nextPaymentAt: payload.next_payment_at,
             endDate: payload.end_date,
-            items: payload.items === undefined ? undefined : yield* itemsOf(payload.items, currency)
+            items: payload.items === undefined ? undefined : yield* itemsOf(payload.items, currency),
+            billingProvider: payload.billing_provider,
+            externalId: payload.external_id
           }
           return yield* subscriptions.update(params.id, patch)
         }).pipe(Effect.map(detailToWire)),

@@ -10,14 +10,17 @@ import { ApiKeys, Ports, type Services } from "@lm/domain"
 import { Api } from "@lm/api"
 import { AnalyticsHandlers } from "../handlers/Analytics.js"
 import { ApiKeysHandlers } from "../handlers/ApiKeys.js"
+import { BillingHandlers, BillingProvidersHandlers } from "../handlers/Billing.js"
 import { ClientHandlers } from "../handlers/Client.js"
 import { GeneratorsHandlers } from "../handlers/Generators.js"
+import { PoliciesHandlers } from "../handlers/Policies.js"
 import { LicensesHandlers } from "../handlers/Licenses.js"
 import { MachinesHandlers } from "../handlers/Machines.js"
 import { ReleasesHandlers, UpdatesHandlers } from "../handlers/Releases.js"
 import { SubscriptionsHandlers } from "../handlers/Subscriptions.js"
 import { StorageHealth, SystemHandlers } from "../handlers/System.js"
 import { WebhooksHandlers } from "../handlers/Webhooks.js"
+import { AuditLogHandlers } from "../handlers/AuditLog.js"
 import { ApiKeyAuthenticator } from "./Authentication.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer, type RequestCounter } from "./Http.js"
@@ -25,6 +28,7 @@ import { layerClientRateLimit } from "./BundledGuards.js"
 import { layerConsoleRoutes } from "./Console.js"
 import { ReleaseRoutes } from "./ReleaseRoutes.js"
 import { HttpSettings, type Listen } from "./Settings.js"
+import { layerWplmRoutes } from "./WplmRoutes.js"
 
 /** API credentials checked against the domain's API keys. */
 const authenticatorLayer = Layer.effect(
@@ -56,19 +60,23 @@ export const layerApiRoutes = (storage: string) => {
     LicensesHandlers,
     MachinesHandlers,
     GeneratorsHandlers,
+    PoliciesHandlers,
     ApiKeysHandlers,
     WebhooksHandlers,
     SubscriptionsHandlers,
+    BillingHandlers,
+    BillingProvidersHandlers,
     AnalyticsHandlers,
     ReleasesHandlers,
-    UpdatesHandlers
+    UpdatesHandlers,
+    AuditLogHandlers
   ).pipe(
     Layer.provide(ReleaseRoutes.layer),
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),
     Layer.provide(storageHealthLayer(storage))
   )
-  return layerRoutes(Api).pipe(
+  return layerRoutes(Api, layerWplmRoutes).pipe(
     Layer.provide(handlers),
     Layer.provide(authenticatorLayer),
     Layer.provide(storageHealthLayer(storage))

@@ -4,13 +4,15 @@
  * The credential shape and the scope rule are the domain's (`@lm/domain` ApiKeys), used as they are.
  * Public routes do not carry the middleware and pay nothing for it.
  */
-import { Errors, RateLimiter, Services } from "@lm/domain"
+import { AuditLog, Errors, RateLimiter, Services } from "@lm/domain"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { type ApiKeyScope, type AuthenticatedKey, Authentication, CurrentApiKey } from "@lm/api"
 import { ApiErrors } from "@lm/api"
+import { auditedWriteOf, isWriteMethod, outcomeOf } from "./Audit.js"
 import { clientIp } from "./ClientIp.js"
 import { RestRequestValid, runGuards } from "./Guards.js"
+import { currentRequestId } from "./Routing.js"
 import { HttpSettings } from "./Settings.js"
 
 /**
@@ -48,11 +50,24 @@ const asDeclared = (error: ApiErrors.AnyError): Declared => ApiErrors.toApiError
  * request with credentials is refused (429) before they are checked; a request without any is not a login.
  */
 export const makeCheckCredentials = Effect.gen(function*() {
+  const { authenticate, authorize } = yield* makeCredentialSteps
+  return Effect.fnUntraced(function*(request: HttpServerRequest, consumerKey: string, consumerSecret: string) {
+    const key = yield* authenticate(request, consumerKey, consumerSecret)
+    yield* authorize(request, key)
+    return key
+  })
+})
+
+/**
+ * {@link makeCheckCredentials} in its two steps: `authenticate` (the credentials name a key: else 401, or 429
+ * after too many failed logins) and `authorize` (the key's scope allows the method and the guards pass: else 403).
+ */
+const makeCredentialSteps = Effect.gen(function*() {
   const authenticator = yield* ApiKeyAuthenticator
   const { guards } = yield* RestRequestValid
   const { trustProxyHops } = yield* HttpSettings
   const limiter = Option.getOrUndefined(Option.filter(yield* Effect.serviceOption(RateLimiter), (limiter) => limiter.settings.enabled))
-  return Effect.fnUntraced(function*(request: HttpServerRequest, consumerKey: string, consumerSecret: string) {
+  const authenticate = Effect.fnUntraced(function*(request: HttpServerRequest, consumerKey: string, consumerSecret: string) {
     const login = limiter !== undefined && (consumerKey !== "" || consumerSecret !== "")
       ? { limiter, ip: clientIp(request, trustProxyHops) }
       : undefined
@@ -61,13 +76,16 @@ export const makeCheckCredentials = Effect.gen(function*() {
     if (!Services.isCredentialShape(consumerKey, consumerSecret)) return yield* failed()
     const key = yield* Effect.mapError(authenticator.authenticate(consumerKey, consumerSecret), asDeclared)
     if (key === undefined) return yield* failed()
+    return key
+  })
+  const authorize = Effect.fnUntraced(function*(request: HttpServerRequest, key: AuthenticatedKey) {
     if (!Services.scopeAllows(key.scope, request.method)) return yield* forbiddenScope(key.scope)
     if (guards.length > 0) {
       const guarded = { http: request, clientIp: clientIp(request, trustProxyHops), apiKey: key }
       if (!(yield* Effect.mapError(runGuards(guards, guarded, key.scope), asDeclared))) return yield* forbiddenGuard()
     }
-    return key
   })
+  return { authenticate, authorize, trustProxyHops }
 })
 
 /** The Basic credentials of an `Authorization` header, or undefined. */
@@ -79,7 +97,12 @@ export const basicCredentials = (header: string | undefined): { readonly user: s
   return colon < 0 ? undefined : { user: text.slice(0, colon), password: text.slice(colon + 1) }
 }
 
-/** The layer implementing {@link Authentication}. */
+/**
+ * The layer implementing {@link Authentication}. A write (any method but GET, HEAD, OPTIONS) by an authenticated
+ * key is recorded in the audit log whatever its outcome, a refused scope or guard included (`Audit.ts`): with the
+ * engine's `AuditLog` in context, which the bundled server always has. Failed logins (401, 429) name no actor and
+ * are not recorded.
+ */
 export const AuthenticationLive: Layer.Layer<
   Authentication,
   never,
@@ -87,12 +110,24 @@ export const AuthenticationLive: Layer.Layer<
 > = Layer.effect(
   Authentication,
   Effect.gen(function*() {
-    const check = yield* makeCheckCredentials
+    const { authenticate, authorize, trustProxyHops } = yield* makeCredentialSteps
+    const auditLog = Option.getOrUndefined(yield* Effect.serviceOption(AuditLog))
     return Authentication.of({
-      basic: Effect.fnUntraced(function*(httpEffect, { credential }) {
+      basic: Effect.fnUntraced(function*(httpEffect, { credential, endpoint, group }) {
         const request = yield* HttpServerRequest
-        const key = yield* check(request, credential.username, Redacted.value(credential.password))
-        return yield* Effect.provideService(httpEffect, CurrentApiKey, key)
+        const consumerKey = credential.username
+        const key = yield* authenticate(request, consumerKey, Redacted.value(credential.password))
+        const handled = Effect.andThen(authorize(request, key), Effect.provideService(httpEffect, CurrentApiKey, key))
+        if (auditLog === undefined || !isWriteMethod(request.method)) return yield* handled
+        const write = auditedWriteOf({
+          endpoint,
+          group,
+          url: request.url,
+          key: { id: key.id, truncatedKey: Services.truncateConsumerKey(consumerKey) },
+          ip: clientIp(request, trustProxyHops),
+          requestId: yield* currentRequestId
+        })
+        return yield* auditLog.audited(write, handled, outcomeOf(write.target.type))
       })
     })
   })

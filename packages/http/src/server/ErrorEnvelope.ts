@@ -201,6 +201,25 @@ export const unsupportedCharset = (charset: string): HttpServerResponse.HttpServ
 const unsupportedMediaType = () =>
   envelope(415, "rest_unsupported_media_type", "The request body must be JSON (Content-Type: application/json).")
 
+/**
+ * An endpoint's effect with every failure the envelope knows written as its answer (envelope errors, domain errors,
+ * decode failures); other failures pass through, for the router to answer 500. The idempotency middleware
+ * (`Idempotency.ts`), inside this one, uses it to have the answer it keeps.
+ */
+export const answerOf = <E, R>(
+  effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  request: HttpServerRequest
+): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, R> =>
+  effect.pipe(
+    Effect.map((response) => response.status === 415 ? unsupportedMediaType() : response),
+    Effect.catch((error: unknown) => {
+      if (ApiErrors.isApiError(error)) return Effect.succeed(errorResponse(error))
+      if (HttpApiError.HttpApiSchemaError.is(error) && error.kind in slotName) return invalidRequest(error, request)
+      if (ApiErrors.isDomainErrorLike(error)) return Effect.succeed(errorResponse(error))
+      return Effect.fail(error)
+    })
+  )
+
 /** What the middleware lets through: failures it does not recognise, which the router turns into a 500. */
 type ErrorEnvelopeFailure = Parameters<ErrorEnvelope["Service"]>[0] extends Effect.Effect<any, infer E, any> ? E : never
 
@@ -239,15 +258,7 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
             }
           )
         }
-        return effect.pipe(
-          Effect.map((response) => response.status === 415 ? unsupportedMediaType() : response),
-          Effect.catch((error: unknown) => {
-            if (ApiErrors.isApiError(error)) return Effect.succeed(errorResponse(error))
-            if (HttpApiError.HttpApiSchemaError.is(error) && error.kind in slotName) return invalidRequest(error, request)
-            if (ApiErrors.isDomainErrorLike(error)) return Effect.succeed(errorResponse(error))
-            return Effect.fail(error)
-          })
-        ) as Effect.Effect<HttpServerResponse.HttpServerResponse, ErrorEnvelopeFailure>
+        return answerOf(effect, request) as Effect.Effect<HttpServerResponse.HttpServerResponse, ErrorEnvelopeFailure>
       })
     )
   })

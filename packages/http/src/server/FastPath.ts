@@ -29,17 +29,20 @@
  * `LM_HTTP_FAST_PATH=0` turns it off (`HttpSettings.fastPath`).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Cause, Context, Effect, Exit, Fiber, Layer, Result, Schema } from "effect"
-import type { HttpServerResponse } from "effect/http"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Option, Result, Schema, Tracer } from "effect"
+import { type Headers, HttpTraceContext, type HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { Api, ErrorEnvelope } from "@lm/api"
 import {
   type ClientEndpoint,
   type ClientInput,
+  type ClientPipeline,
   type ClientRequestFacts,
   factsOfNodeRequest,
-  makeClientPipeline
+  makeClientPipeline,
+  makeClientPipelineOf
 } from "./ClientPipeline.js"
+import { makeWplmAnswers, wplmRoutes } from "../handlers/WplmAnswers.js"
 import { foreignCharset, invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
 import { makeRequestSteps, type RequestFrame } from "./RequestSteps.js"
 import { internalError } from "./Routing.js"
@@ -69,7 +72,7 @@ export class FastPath extends Context.Service<FastPath, FastPathService>()("lm/h
 }
 
 /** One route of the fast path: its endpoint, its payload decoder. */
-interface Route {
+export interface Route {
   readonly name: FastPathEndpoint
   readonly decode: (input: unknown) => Result.Result<unknown, Schema.SchemaError>
 }
@@ -97,7 +100,7 @@ const textDecoder = new TextDecoder()
  * path could not answer like the Effect stack (another method, no JSON payload, a middleware other than the
  * error envelope), so that a change to the definition cannot silently bypass it.
  */
-const routesOf = (): ReadonlyMap<string, Route> => {
+export const routesOf = (): ReadonlyMap<string, Route> => {
   const routes = new Map<string, Route>()
   HttpApi.reflect(Api, {
     predicate: ({ endpoint, group }) =>
@@ -128,12 +131,39 @@ const routesOf = (): ReadonlyMap<string, Route> => {
   return routes
 }
 
+/** A route as the fast path serves it: with the pipeline of its namespace (lm/v1 or wplm/v1). */
+interface ServedRoute extends Route {
+  readonly pipeline: ClientPipeline
+}
+
+/**
+ * A client write's body decoded by its route's payload schema, or the 400 refusing it: refused text, not JSON,
+ * bad fields. Both transports of the WPLM namespace decode with it too (`WplmRoutes.ts`).
+ */
+export const decodeBody = (route: Route, text: string): Result.Result<unknown, HttpServerResponse.HttpServerResponse> => {
+  const refused = refuseBodyText(text)
+  if (refused !== undefined) return Result.fail(refused)
+  let input: unknown
+  try {
+    input = JSON.parse(text)
+  } catch {
+    return Result.fail(invalidJson())
+  }
+  const payload = route.decode(input)
+  return Result.isFailure(payload) ? Result.fail(invalidParams(payload.failure, "body")) : Result.succeed(payload.success)
+}
+
 const make = Effect.gen(function*() {
-  const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
-  const steps = yield* makeRequestSteps
+  const { maxBodyBytes, restRoot, trustProxyHops, wplmCompat } = yield* HttpSettings
+  const steps = yield* makeRequestSteps()
   const pipeline = yield* makeClientPipeline
-  const routes = new Map<string, Route>()
-  for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, route)
+  const routes = new Map<string, ServedRoute>()
+  for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, { ...route, pipeline })
+  // The WPLM compatibility namespace (CONTRACT §17) answers its writes on this path too.
+  if (wplmCompat) {
+    const wplm = yield* makeClientPipelineOf(makeWplmAnswers)
+    for (const route of routesOf().values()) routes.set(`${restRoot}${wplmRoutes[route.name]}`, { ...route, pipeline: wplm })
+  }
   const served: Record<FastPathEndpoint, number> = { validate: 0, activate: 0, deactivate: 0, heartbeat: 0 }
   const context = yield* Effect.context<never>()
   const run = Effect.runForkWith(context)
@@ -147,28 +177,46 @@ const make = Effect.gen(function*() {
   )
 
   /** The answer to a body: refused text, not JSON, bad fields, or the client pipeline's answer. */
-  const respondTo = (route: Route, text: string, facts: ClientRequestFacts) => {
-    const refused = refuseBodyText(text)
-    if (refused !== undefined) return Effect.succeed(refused)
-    let input: unknown
-    try {
-      input = JSON.parse(text)
-    } catch {
-      return Effect.succeed(invalidJson())
-    }
-    const payload = route.decode(input)
-    if (Result.isFailure(payload)) return Effect.succeed(invalidParams(payload.failure, "body"))
-    return pipeline(route.name, payload.success as ClientInput<FastPathEndpoint>, facts)
+  const respondTo = (route: ServedRoute, text: string, facts: ClientRequestFacts) => {
+    const payload = decodeBody(route, text)
+    if (!Result.isSuccess(payload)) return Effect.succeed(payload.failure)
+    return route.pipeline(route.name, payload.success as ClientInput<FastPathEndpoint>, facts)
   }
 
   /** {@link respondTo}, with defects (a throw included) answered 500 with the request id. */
-  const answer = (route: Route, text: string, facts: ClientRequestFacts, requestId: string, url: string) =>
+  const answer = (route: ServedRoute, text: string, facts: ClientRequestFacts, requestId: string, url: string) =>
     Effect.catchCause(
       Effect.suspend(() => respondTo(route, text, facts)),
       (cause) =>
         // An interrupted request (the client went away) holds no error to answer.
         Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : internalError(cause, requestId, "POST", url)
     )
+
+  // With a tracer installed (OTLP), each request is a server span as on the Effect stack (`HttpMiddleware.tracer`):
+  // the caller's `traceparent` honoured, the route and the status as attributes. Without one, nothing is made.
+  const tracing = Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
+  const traced = (
+    effect: Effect.Effect<HttpServerResponse.HttpServerResponse>,
+    request: IncomingMessage,
+    url: string,
+    facts: ClientRequestFacts
+  ) => {
+    const parent = Option.getOrUndefined(HttpTraceContext.fromHeaders(request.headers as Headers.Headers))
+    return Effect.withSpan(
+      Effect.tap(effect, (response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
+      "POST",
+      {
+        kind: "server",
+        ...(parent === undefined ? { root: true } : { parent }),
+        attributes: {
+          "http.request.method": "POST",
+          "http.route": url,
+          "url.path": url,
+          ...(facts.clientIp === undefined ? {} : { "client.address": facts.clientIp })
+        }
+      }
+    )
+  }
 
   /**
    * Writes a response as `NodeHttpServer` does, with the request id; but without `strictContentLength`, which
@@ -183,8 +231,16 @@ const make = Effect.gen(function*() {
     response.end(body._tag === "Uint8Array" ? body.text ?? body.body : undefined)
   }
 
-  const serve = (route: Route, request: IncomingMessage, response: ServerResponse, url: string) => {
-    const frame = steps.begin("fast-path", "POST", url, header(request, "x-request-id"), header(request, "origin"))
+  const serve = (route: ServedRoute, request: IncomingMessage, response: ServerResponse, url: string) => {
+    const frame = steps.begin(
+      "fast-path",
+      "POST",
+      url,
+      header(request, "x-request-id"),
+      header(request, "origin"),
+      request.socket.remoteAddress,
+      header(request, "x-forwarded-for")
+    )
     const chunks: Array<Buffer> = []
     let failed = false
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -193,7 +249,9 @@ const make = Effect.gen(function*() {
     request.on("end", () => {
       if (failed || response.destroyed) return
       const text = textDecoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
-      const fiber = run(answer(route, text, factsOfNodeRequest(request, trustProxyHops), frame.requestId, url))
+      const facts = factsOfNodeRequest(request, trustProxyHops)
+      const answered = answer(route, text, facts, frame.requestId, url)
+      const fiber = run(tracing ? traced(answered, request, url, facts) : answered)
       const done = fiber.pollUnsafe()
       if (done !== undefined) {
         if (Exit.isSuccess(done)) write(response, done.value, frame)

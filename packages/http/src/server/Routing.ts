@@ -4,7 +4,7 @@
  * `rest_method_not_allowed` with `Allow` (routing comes before auth); an oversized body is 413; and any
  * defect is 500 `internal_error` whose `data.request_id` finds the logged cause.
  */
-import { Cause, Context, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Layer, Option } from "effect"
 import type { Types } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
@@ -22,11 +22,13 @@ export interface RouteTable {
   readonly add: (method: string, path: HttpRouter.PathInput) => void
   /** The methods a path answers, for `Allow`; empty when the path is unknown. */
   readonly allowedMethods: (url: string) => ReadonlyArray<string>
+  /** The template of the route answering `method` on `path` (`/api/lm/v1/licenses/:id`), for metrics; undefined when none. */
+  readonly routeOf: (method: string, path: string) => string | undefined
 }
 
 /** An empty route table. */
 export const makeRouteTable = (): RouteTable => {
-  const router = FindMyWay.make<true>()
+  const router = FindMyWay.make<string>()
   const added = new Set<string>()
   return {
     add: (method, path) => {
@@ -35,10 +37,11 @@ export const makeRouteTable = (): RouteTable => {
         const key = `${m} ${path}`
         if (added.has(key)) continue
         added.add(key)
-        router.on(m, path, true)
+        router.on(m, path, path)
       }
     },
-    allowedMethods: (url) => methods.filter((method) => router.find(method, url) !== undefined)
+    allowedMethods: (url) => methods.filter((method) => router.find(method, url) !== undefined),
+    routeOf: (method, path) => router.find(method, path)?.handler
   }
 }
 
@@ -74,6 +77,15 @@ export const currentRequestId: Effect.Effect<string, never, HttpServerRequest> =
   Effect.service(HttpServerRequest),
   (request) => requestIds.get(request.source) ?? ""
 )
+
+/**
+ * The request id of the request a fiber serves on the Effect stack, from its context, or undefined (not a
+ * request's fiber): what a logger adds to each line, at no cost to requests that log nothing.
+ */
+export const requestIdOfContext = (context: Context.Context<never>): string | undefined => {
+  const request = Context.getOrUndefined(context, HttpServerRequest)
+  return request === undefined ? undefined : requestIds.get(request.source)
+}
 
 /** The `HttpServerError` a cause failed or died with, if any (no route, an unreadable or oversized body). */
 const serverError = (cause: Cause.Cause<unknown>): HttpServerError.HttpServerError | undefined => {
@@ -116,7 +128,7 @@ const failureResponse = (
   if (reason?._tag === "RouteNotFound") {
     const allowed = options.table.allowedMethods(request.url)
     if (allowed.length === 0) {
-      return Effect.succeed(envelope(404, "rest_no_route", "No route was found matching the URL and request method."))
+      return Effect.succeed(noRoute())
     }
     return Effect.succeed(envelope(
       405,
@@ -159,11 +171,20 @@ export const requestEnvelope = (options: RequestEnvelopeOptions) =>
     (httpEffect) =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest)
-        const frame = options.steps.begin("effect", request.method, request.url, request.headers["x-request-id"], request.headers.origin)
+        const frame = options.steps.begin(
+          "effect",
+          request.method,
+          request.url,
+          request.headers["x-request-id"],
+          request.headers.origin,
+          Option.getOrUndefined(request.remoteAddress),
+          request.headers["x-forwarded-for"]
+        )
         const requestId = frame.requestId
         requestIds.set(request.source, requestId)
         const preflight = options.steps.cors.preflight(request.method, request.url, request.headers, options.table.allowedMethods)
-        // No log annotation or service per request: they would cost more than the rest of this middleware.
+        // No log annotation or service per request: they would cost more than the rest of this middleware (loggers
+        // find the request id with `requestIdOfContext`).
         const handled = preflight === undefined
           ? Effect.catchCause(httpEffect, (cause) => failureResponse(cause, request, requestId, options))
           : Effect.succeed(preflight)
@@ -174,3 +195,6 @@ export const requestEnvelope = (options: RequestEnvelopeOptions) =>
       }),
     { global: true }
   )
+
+/** 404 `rest_no_route`: no route matches (also a route that is off, such as a billing provider without its secret). */
+export const noRoute = () => envelope(404, "rest_no_route", "No route was found matching the URL and request method.")

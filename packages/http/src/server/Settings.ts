@@ -5,6 +5,7 @@
 import * as tls from "node:tls"
 import { Context, Data, Effect, Layer } from "effect"
 import { apiPath, version } from "@lm/api"
+import type { Model } from "@lm/domain"
 import type { IpAllowList } from "./ClientIp.js"
 
 /** The settings the routes and middlewares read. */
@@ -61,6 +62,17 @@ export interface Settings {
    * whose body is not bound by `maxBodyBytes` (it streams to the artifact store).
    */
   readonly maxArtifactBytes: number
+  /**
+   * The webhook signing secret of each billing provider whose events `POST {api_base}/billing/{provider}/events`
+   * takes (`LM_STRIPE_WEBHOOK_SECRET`, `LM_PADDLE_WEBHOOK_SECRET`, `LM_LEMONSQUEEZY_WEBHOOK_SECRET`); a provider
+   * without one is off (404 `rest_no_route`).
+   */
+  readonly billingSecrets: Readonly<Partial<Record<Model.BillingProvider, string>>>
+  /**
+   * `LM_WPLM_COMPAT` (default off): the public client routes are also served at `{rest_root}/wplm/v1/` in the
+   * shapes the WPLM client libraries read (CONTRACT §17, `handlers/WplmAnswers.ts`).
+   */
+  readonly wplmCompat: boolean
 }
 
 /** Where the server listens. */
@@ -125,6 +137,8 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     forceHttps: false,
     corsOrigins: undefined,
     maxArtifactBytes: defaultMaxArtifactBytes,
+    billingSecrets: {},
+    wplmCompat: false,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })

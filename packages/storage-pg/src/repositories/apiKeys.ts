@@ -32,6 +32,21 @@ export const layer = Layer.effect(
           total: countAll
         }).pipe(orUnavailable),
       delete: (id) => sql`DELETE FROM lm_api_keys WHERE id = ${id} RETURNING id`.pipe(Effect.map((r) => r.length > 0), orUnavailable),
+      deleteRemembered: (id, at) =>
+        sql`
+          WITH gone AS (DELETE FROM lm_api_keys WHERE id = ${id} RETURNING consumer_key_hash),
+          remembered AS (
+            INSERT INTO lm_deleted_api_keys (consumer_key_hash, deleted_at)
+            SELECT consumer_key_hash, ${date(at)} FROM gone
+            ON CONFLICT (consumer_key_hash) DO NOTHING
+          )
+          SELECT count(*) AS n FROM gone`.pipe(Effect.flatMap(count), Effect.map((r) => r.n > 0), orUnavailable),
+      wasDeleted: (hash) =>
+        sql`SELECT count(*) AS n FROM lm_deleted_api_keys WHERE consumer_key_hash = ${hash}`.pipe(
+          Effect.flatMap(count),
+          Effect.map((r) => r.n > 0),
+          orUnavailable
+        ),
       count: countAll.pipe(orUnavailable),
       touch: (id, at) => sql`UPDATE lm_api_keys SET last_access_at = ${date(at)} WHERE id = ${id}`.pipe(Effect.asVoid, orUnavailable)
     })

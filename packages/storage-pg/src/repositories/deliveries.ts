@@ -84,6 +84,11 @@ export const layer = Layer.effect(
           Effect.flatMap(firstDelivery),
           orUnavailable
         ),
+      // Served by the partial index of pending deliveries (`lm_webhook_deliveries_due`).
+      countPending: sql<{ readonly n: string }>`SELECT count(*) AS n FROM lm_webhook_deliveries WHERE status = 'pending'`.pipe(
+        Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+        orUnavailable
+      ),
       list: (webhookId, page) =>
         Effect.all({
           items: sql`SELECT * FROM lm_webhook_deliveries WHERE webhook_id = ${webhookId}

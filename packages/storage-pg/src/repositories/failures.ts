@@ -2,12 +2,12 @@
  * SQL failures as the ports declare them: `StorageUnavailable` when the store cannot serve now (the verdicts of
  * `sqlState.ts`), a defect for anything else (a 500 with the cause logged, never a silently swallowed error).
  *
- * A store outage is logged here, once: a warning when it starts, again at most every {@link OUTAGE_LOG_INTERVAL}
+ * Every call failed so counts in `lm_store_unavailable_total`. A store outage is logged here, once: a warning when it starts, again at most every {@link OUTAGE_LOG_INTERVAL}
  * while calls keep failing, and a line when a call succeeds again; the requests it fails answer 503 without a log
  * line each. The state is the process's: a process serves one store.
  */
-import { Duration, Effect } from "effect"
-import { Errors } from "@lm/domain"
+import { Duration, Effect, Metric } from "effect"
+import { Errors, Metrics } from "@lm/domain"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { classify, describe, sqlStateOf } from "./sqlState.js"
 
@@ -48,7 +48,7 @@ const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
 
 /** Notes a failed call: logs the outage when it starts, and again once per interval while it lasts. */
 const noteOutage = (error: Errors.StorageUnavailable, detail = error.message): Effect.Effect<Errors.StorageUnavailable> =>
-  Effect.clockWith((clock) => {
+  Effect.andThen(Metric.update(Metrics.storeUnavailable, 1), Effect.clockWith((clock) => {
     const now = clock.currentTimeMillisUnsafe()
     if (outage === undefined) {
       outage = { since: now, loggedAt: now, failures: 1 }
@@ -59,7 +59,7 @@ const noteOutage = (error: Errors.StorageUnavailable, detail = error.message): E
     outage.loggedAt = now
     const line = `${detail} (for ${seconds(now - outage.since)}, ${outage.failures} calls failed)`
     return Effect.as(Effect.logWarning(line), error)
-  })
+  }))
 
 /** Notes a successful call: ends the outage, if any, with one line. */
 const noteAvailable: Effect.Effect<void> = Effect.suspend(() => {

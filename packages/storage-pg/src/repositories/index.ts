@@ -9,11 +9,15 @@ import { Ports } from "@lm/domain"
 import * as ActivityLog from "./activity.js"
 import * as Analytics from "./analytics.js"
 import * as ApiKeys from "./apiKeys.js"
+import * as AuditLog from "./audit.js"
+import * as BillingEvents from "./billingEvents.js"
 import * as Deliveries from "./deliveries.js"
 import * as Generators from "./generators.js"
+import * as Idempotency from "./idempotency.js"
 import * as Licenses from "./licenses.js"
 import * as Machines from "./machines.js"
 import * as Outbox from "./outbox.js"
+import * as Policies from "./policies.js"
 import * as Releases from "./releases.js"
 import * as SigningKeys from "./signingKeys.js"
 import * as Store from "./store.js"
@@ -30,13 +34,17 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   Licenses.layer,
   Machines.layer,
   Generators.layer,
+  Policies.layer,
   ApiKeys.layer,
   SigningKeys.layer,
   Outbox.layer,
   ActivityLog.layer,
+  AuditLog.layer,
   Analytics.layer,
   Webhooks.layer,
   Deliveries.layer,
   Subscriptions.layer,
-  Releases.layer
+  BillingEvents.layer,
+  Releases.layer,
+  Idempotency.layer
 )

@@ -32,7 +32,7 @@ export const layer = Layer.effect(
 
     /** A draft's columns as statement parameters (with the grace end the domain computes, for filtering). */
     const licenseColumns = (l: Model.LicenseDraft) => ({
-      ...licenses.columns(l, date, (meta) => sql.json(meta)),
+      ...licenses.columns(l, date, (json) => sql.json(json)),
       grace_ends_at: date(License.expiryWithGrace(l))
     })
 

@@ -4,7 +4,7 @@ import { PgClient } from "@effect/sql-pg/PgClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { Errors, Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
-import { Count, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
+import { Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /** `lm_releases` (an artifact's size is an `int8`). */
 const releases = tableOf(Model.Release, { generated: ["id"], read: { size: Schema.NullOr(Int8) } })
@@ -15,12 +15,13 @@ const firstRelease = firstOf(ReleaseRow, "lm_releases")
 const oneRelease = oneOf(ReleaseRow, "lm_releases")
 const count = oneOf(Count, "a count")
 
-const releaseColumns = (r: Model.ReleaseDraft) => releases.columns(r)
 
 export const layer = Layer.effect(
   Ports.ReleaseRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+
+    const releaseColumns = (r: Model.ReleaseDraft) => releases.columns(r, date, (json) => sql.json(json))
 
     const uniqueVersion = <A>(effect: Effect.Effect<A, SqlError>) =>
       Effect.catchIf(effect, (e) => e.reason._tag === "UniqueViolation", () => Effect.fail(Errors.releaseExists()))
@@ -41,6 +42,7 @@ export const layer = Layer.effect(
           orUnavailable
         ),
       findById: (id) => sql`SELECT * FROM lm_releases WHERE id = ${id}`.pipe(Effect.flatMap(firstRelease), orUnavailable),
+      delete: (id) => sql`DELETE FROM lm_releases WHERE id = ${id} RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), orUnavailable),
       findByVersion: (productId, version) =>
         sql`SELECT * FROM lm_releases WHERE product_id = ${productId} AND version = ${version}`.pipe(
           Effect.flatMap(firstRelease),

@@ -5,7 +5,8 @@
  */
 import { Effect, Layer, Schema, Struct } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
-import { Model, Ports } from "@lm/domain"
+import { Errors, Model, Ports } from "@lm/domain"
+import type { SqlError } from "effect/sql/SqlError"
 import { orUnavailable } from "./failures.js"
 import { Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
 
@@ -27,6 +28,8 @@ const subscriptionColumnNames = {
   cancelAtPeriodEnd: "cancel_at_period_end",
   pausedAt: "paused_at",
   cancelledAt: "cancelled_at",
+  billingProvider: "billing_provider",
+  externalId: "external_id",
   createdAt: "created_at",
   updatedAt: "updated_at"
 } as const
@@ -56,6 +59,8 @@ const SubscriptionRow = Schema.Struct({
   pausedAt: Schema.NullOr(Timestamp),
   cancelledAt: Schema.NullOr(Timestamp),
   items: Schema.Array(Item),
+  billingProvider: Schema.NullOr(Model.BillingProvider),
+  externalId: Schema.NullOr(Schema.String),
   createdAt: Timestamp,
   updatedAt: Timestamp,
   revision: Schema.Int
@@ -137,19 +142,31 @@ export const layer = Layer.effect(
         pausedAt: date(s.pausedAt),
         cancelledAt: date(s.cancelledAt),
         items: sql.json(s.items),
+        billingProvider: s.billingProvider,
+        externalId: s.externalId,
         createdAt: date(s.createdAt),
         updatedAt: date(s.updatedAt)
       }, subscriptionColumnNames),
       due_at: date(dueAt)
     })
 
+    /** The unique `(billing_provider, external_id)` taken by another subscription: 409 `subscription_exists`. */
+    const uniqueExternalId = <A, R>(effect: Effect.Effect<A, SqlError, R>) =>
+      Effect.catchIf(effect, (e) => e.reason._tag === "UniqueViolation", () => Effect.fail(Errors.subscriptionExists()))
+
     return Ports.SubscriptionRepository.of({
       insert: (draft, dueAt) =>
         sql`INSERT INTO lm_subscriptions ${sql.insert({ ...columns(draft, dueAt), revision: 1 })} RETURNING *`.pipe(
+          uniqueExternalId,
           Effect.flatMap(oneSubscription),
           orUnavailable
         ),
       findById: (id) => sql`SELECT * FROM lm_subscriptions WHERE id = ${id}`.pipe(Effect.flatMap(firstSubscription), orUnavailable),
+      findByExternalId: (provider, externalId) =>
+        sql`SELECT * FROM lm_subscriptions WHERE billing_provider = ${provider} AND external_id = ${externalId}`.pipe(
+          Effect.flatMap(firstSubscription),
+          orUnavailable
+        ),
       lockById: (id) =>
         sql`SELECT * FROM lm_subscriptions WHERE id = ${id} FOR UPDATE`.pipe(Effect.flatMap(firstSubscription), orUnavailable),
       list: (query) => {
@@ -167,6 +184,7 @@ export const layer = Layer.effect(
       },
       update: (s, dueAt) =>
         sql`UPDATE lm_subscriptions SET ${sql.update({ ...columns(s, dueAt), revision: s.revision })} WHERE id = ${s.id} RETURNING *`.pipe(
+          uniqueExternalId,
           Effect.flatMap(firstSubscription),
           Effect.flatMap((updated) => updated === undefined ? Effect.die(new Error(`no subscription with id ${s.id} to update`)) : Effect.succeed(updated)),
           orUnavailable

@@ -1,0 +1,103 @@
+/**
+ * The second listener of CONTRACT §18 (`LM_METRICS_PORT`): `GET /metrics` in Prometheus text (effect's
+ * `PrometheusMetrics` exporter over the metric registry; the series are the domain's `Metrics`), `GET /health/live`
+ * (200 while the process runs) and `GET /health/ready` (200 when the store answers and the server is not draining,
+ * else 503). Each scrape refreshes the process gauges: resident memory, heap in use, and the event-loop delay since
+ * the previous scrape.
+ *
+ * It opens before the API's listener and closes after it (it answers `ready: false` while the API drains); the
+ * drain is marked by {@link layerDrainingMark}, which the composition root builds after the API's listener.
+ */
+import { createServer } from "node:http"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer, Metric } from "effect"
+import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { PrometheusMetrics } from "effect/observability"
+import { Metrics, Ports } from "@lm/domain"
+import { InvalidSetting } from "@lm/http"
+import type { MetricsListen } from "./settings/Metrics.js"
+
+/** Whether the server is draining (SIGTERM): shared by the drain mark and the readiness route. */
+export interface Draining {
+  draining: boolean
+}
+
+/** Marks the drain when it closes: build it after (above) the API's listener, so that it closes first. */
+export const layerDrainingMark = (state: Draining) =>
+  Layer.effectDiscard(Effect.addFinalizer(() => Effect.sync(() => {
+    state.draining = true
+  })))
+
+/** How long the store may take to answer the readiness check. */
+export const readinessTimeoutMillis = 2000
+
+const json = (status: number, body: object) => HttpServerResponse.jsonUnsafe(body, { status })
+
+/** How often the event-loop delay is sampled, in milliseconds. */
+const delayResolutionMillis = 10
+
+/** The process gauges, refreshed at each scrape. */
+const processGauges = (delay: ReturnType<typeof monitorEventLoopDelay>) =>
+  Effect.gen(function*() {
+    const memory = process.memoryUsage()
+    yield* Metric.update(Metrics.processResidentMemory, memory.rss)
+    yield* Metric.update(Metrics.processHeapUsed, memory.heapUsed)
+    // Node's samples are the whole interval between its timer's runs: the delay is what exceeds the resolution.
+    // Nanoseconds to seconds, since the previous scrape (NaN before any sample: 0).
+    const seconds = (ns: number) => (Number.isFinite(ns) ? Math.max(0, ns / 1e6 - delayResolutionMillis) / 1e3 : 0)
+    yield* Metric.update(Metrics.eventLoopDelay({ quantile: "0.5" }), seconds(delay.percentile(50)))
+    yield* Metric.update(Metrics.eventLoopDelay({ quantile: "0.99" }), seconds(delay.percentile(99)))
+    yield* Metric.update(Metrics.eventLoopDelay({ quantile: "max" }), seconds(delay.max))
+    delay.reset()
+  })
+
+/** The routes of the metrics listener. */
+const routes = (state: Draining) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const router = yield* HttpRouter.HttpRouter
+    const store = yield* Ports.Store
+    const delay = monitorEventLoopDelay({ resolution: delayResolutionMillis })
+    // The series without labels are listed from the start, at 0.
+    yield* Metric.update(Metrics.storeUnavailable, 0)
+    yield* Metric.update(Metrics.eventLogDropped, 0)
+    delay.enable()
+    yield* Effect.addFinalizer(() => Effect.sync(() => delay.disable()))
+    yield* router.add("GET", "/metrics", Effect.andThen(processGauges(delay), Effect.map(PrometheusMetrics.format(), (text) =>
+      HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" }))))
+    yield* router.add("GET", "/health/live", Effect.succeed(json(200, { status: "live" })))
+    yield* router.add(
+      "GET",
+      "/health/ready",
+      Effect.suspend(() => {
+        if (state.draining) return Effect.succeed(json(503, { status: "draining" }))
+        return store.ping.pipe(
+          Effect.timeout(readinessTimeoutMillis),
+          Effect.match({
+            onFailure: () => json(503, { status: "store_unavailable" }),
+            onSuccess: () => json(200, { status: "ready" })
+          })
+        )
+      })
+    )
+  }))
+
+/** The metrics listener on `listen`, with the engine's store; logs its address once listening. */
+export const layerMetricsListener = (listen: MetricsListen, state: Draining) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const server = yield* HttpServer.HttpServer
+    yield* Effect.logInfo(`Metrics on ${HttpServer.formatAddress(server.address)}/metrics`)
+  })).pipe(
+    Layer.provideMerge(HttpRouter.serve(routes(state), { disableLogger: true, disableListenLog: true })),
+    Layer.provide(NodeHttpServer.layer(() => createServer(), { host: listen.host, port: listen.port })),
+    Layer.catchTag("ServeError", (error) =>
+      Layer.effectDiscard(Effect.fail(
+        new InvalidSetting({
+          name: "LM_METRICS_PORT",
+          message: `LM_METRICS_PORT, HOST: cannot listen on ${listen.host}:${listen.port} (${
+            (error.cause as NodeJS.ErrnoException | undefined)?.code ?? String(error.cause)
+          })`
+        })
+      ))
+    )
+  )

@@ -1,0 +1,59 @@
+/**
+ * The audit log's records (CONTRACT §18): who made which management write, from where, on what, and how it
+ * ended. Entries are kept like the event log (`LM_EVENT_RETENTION_DAYS`).
+ */
+import { Schema } from "effect"
+import { Millis } from "../shared/model.js"
+
+/** Who made a write: an API key over HTTP, the `lm` command line on the store, or the service itself. */
+export const auditActorTypes = ["api_key", "cli", "system"] as const
+export const AuditActorType = Schema.Literals(auditActorTypes)
+export type AuditActorType = typeof AuditActorType.Type
+
+/** The actor of an entry; `apiKeyId` and `truncatedKey` only for `api_key`. */
+export interface AuditActor {
+  readonly type: AuditActorType
+  readonly apiKeyId: number | null
+  readonly truncatedKey: string | null
+}
+
+/** What a write was made on: a resource type (`license`, `api_key`, ...) and its id as the API names it, when known. */
+export interface AuditTarget {
+  readonly type: string
+  readonly id: string | null
+}
+
+/** An entry of the audit log. `status` is the HTTP status the write was answered with (2xx done, else refused). */
+export interface AuditEntry {
+  readonly id: number
+  readonly at: typeof Millis.Type
+  readonly actor: AuditActor
+  readonly ip: string | null
+  /** `<target type>.<verb>`, e.g. `license.revoke`, `api_key.create`. */
+  readonly action: string
+  readonly target: AuditTarget
+  readonly requestId: string | null
+  readonly status: number
+}
+export type AuditDraft = Omit<AuditEntry, "id">
+
+/** The filters of a list of entries; each given one must match (`from` inclusive, `to` exclusive). */
+export interface AuditFilter {
+  /** `api_key`, `cli`, `system`, or an API key id. */
+  readonly actor?: AuditActorType | number | undefined
+  readonly action?: string | undefined
+  readonly targetType?: string | undefined
+  readonly targetId?: string | undefined
+  readonly from?: number | undefined
+  readonly to?: number | undefined
+}
+
+/** Whether an entry passes a filter: the one definition of the filters, which the memory store applies as is. */
+export const auditMatches = (filter: AuditFilter) => (entry: AuditEntry): boolean =>
+  (filter.actor === undefined ||
+    (typeof filter.actor === "number" ? entry.actor.apiKeyId === filter.actor : entry.actor.type === filter.actor)) &&
+  (filter.action === undefined || entry.action === filter.action) &&
+  (filter.targetType === undefined || entry.target.type === filter.targetType) &&
+  (filter.targetId === undefined || entry.target.id === filter.targetId) &&
+  (filter.from === undefined || entry.at >= filter.from) &&
+  (filter.to === undefined || entry.at < filter.to)
