@@ -1,8 +1,7 @@
 /**
  * Releases gated by entitlement codes (CONTRACT §15), over HTTP on the memory store, PGlite and (with DATABASE_URL)
- * PostgreSQL: an update check
- * offers only releases whose codes the license holds (its own and its policy's, live), and a download re-checks
- * them (403 `entitlements_missing` with `data.missing`). Codes arrive as a JSON list or, in an upload, as one
+ * PostgreSQL: an update check offers only releases whose codes the license holds (its own and its policy's, live),
+ * and a download re-checks them (403 `entitlements_missing` with `data.missing`). Codes arrive as a JSON list or, in an upload, as one
  * comma-separated form field.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
