@@ -1,7 +1,35 @@
+import { availableParallelism } from "node:os"
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
 const src = (pkg: string, file = "index.ts") => fileURLToPath(new URL(`./${pkg.includes("/") ? pkg : `packages/${pkg}`}/src/${file}`, import.meta.url))
+
+/** Every test file of the repository. */
+const allFiles = ["test/**/*.test.ts", "packages/*/test/**/*.test.ts", "apps/*/test/**/*.test.ts"]
+
+/** Pure tests: no server, no database server, no child process. They run first, on every core. */
+const unitFiles = [
+  "packages/domain/test/**/*.test.ts",
+  "packages/storage-memory/test/**/*.test.ts",
+  "test/model/**/*.test.ts",
+  "test/architecture/**/*.test.ts",
+  "test/storage-contract/memory.test.ts",
+  "test/support/**/*.test.ts"
+]
+
+/** Tests that start several processes, a proxy between them, or a browser. They run last, one file at a time. */
+const multiProcessFiles = [
+  "test/http/**/*.test.ts",
+  "test/cli/**/*.test.ts",
+  "test/console/**/*.test.ts",
+  "test/packaging/**/*.test.ts",
+  "test/client/browser.test.ts",
+  "test/client/example.test.ts",
+  "test/examples.test.ts"
+]
+
+/** Workers per project: vitest's default leaves one core to its main process, which on 2 cores means one worker. */
+const cores = Math.max(2, availableParallelism())
 
 export default defineConfig({
   resolve: {
@@ -21,8 +49,43 @@ export default defineConfig({
     ]
   },
   test: {
-    include: ["test/**/*.test.ts", "packages/*/test/**/*.test.ts", "apps/*/test/**/*.test.ts"],
     testTimeout: 60_000,
-    hookTimeout: 120_000
+    hookTimeout: 120_000,
+    // Three projects, run one after the other (docs/testing.md says where a new test file goes). A file falls into
+    // a project by its folder, so a new file needs no registration; `server` takes whatever the others do not.
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: unitFiles,
+          sequence: { groupOrder: 0 },
+          maxWorkers: cores
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "server",
+          include: allFiles,
+          exclude: [...unitFiles, ...multiProcessFiles],
+          sequence: { groupOrder: 1 },
+          maxWorkers: cores,
+          // A worker runs its files one after another in one process, so they share what `sharedApp` started
+          // (one server per store per worker instead of one per file) and the modules already loaded.
+          isolate: false
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "multi-process",
+          include: multiProcessFiles,
+          sequence: { groupOrder: 2 },
+          // Several processes (or a browser) per test, some of them timing a drain or a partition: one file at a time.
+          maxWorkers: 1
+        }
+      }
+    ]
   }
 })

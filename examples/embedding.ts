@@ -3,9 +3,11 @@ import { Engine, Licenses, Licensing, Secrets } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore } from "@lm/storage-pg" // or layerPostgresStore({ url }) for a PostgreSQL server
 
-// `node embedding.ts` runs on the memory store, which keeps nothing. `node embedding.ts ./licensing-data` keeps the
-// store in that folder (embedded PGlite), sealed with the master key in LM_MASTER_KEY (base64 of 32 bytes, e.g.
-// `openssl rand -base64 32`): give the same key at every start.
+// Run from the project folder after `npm run build` (`npx node` is the project's Node.js, which runs TypeScript):
+// `npx node examples/embedding.ts` runs on the memory store, which keeps nothing.
+// `LM_MASTER_KEY=... npx node examples/embedding.ts ./licensing-data` keeps the store in that folder (embedded
+// PGlite), sealed with the master key in LM_MASTER_KEY (base64 of 32 bytes, e.g. `openssl rand -base64 32`): give
+// the same key at every start.
 const dataDir = process.argv[2]
 const engine = dataDir === undefined
   ? Engine.layer(MemoryStore.layer, { sweepIntervalSeconds: 0 })

@@ -1,6 +1,8 @@
 // A licensed "desktop app" on @lm/client: activates this machine, validates online, beats while it runs, checks
-// its entitlement offline, and frees its seat on Ctrl-C. Run:
-//   LM_URL=http://127.0.0.1:8080 LM_TRUSTED_KEYS=<public_key,...> LM_PRODUCT_ID=1 LM_LICENSE_KEY=... node examples/licensed-app.ts
+// its entitlement offline, and frees its seat on Ctrl-C. Run from the project folder after `npm run build`, against a
+// running server (`npx node` is the project's Node.js, which runs TypeScript):
+//   LM_URL=http://127.0.0.1:8080 LM_TRUSTED_KEYS=<public_key,...> LM_PRODUCT_ID=1 LM_LICENSE_KEY=... npx node examples/licensed-app.ts
+// LM_TRUSTED_KEYS: the `public_key` values of GET /api/lm/v1/public-key, comma-separated.
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { createLicensedApp, LmError } from "@lm/client"

@@ -10,6 +10,7 @@ import { MemoryStore } from "@lm/storage-memory"
 import { freshDatabase, freshPgliteStore, freshPostgresStore } from "../storage-contract/pg-support.js"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { eventuallyEffect } from "../support/eventually.js"
+import { serviceUrl } from "../support/services.js"
 
 /** Processes sharing one store share its master key (the signing seed is sealed with it). */
 const masterKey = Redacted.make(new Uint8Array(32).fill(7))
@@ -110,8 +111,8 @@ const sameProcessCases = (name: string, store: () => Layer.Layer<any, any, any>)
 sameProcessCases("memory", () => MemoryStore.layer)
 sameProcessCases("pglite", freshPgliteStore)
 
-const url = process.env.DATABASE_URL
-if (url !== undefined && url !== "") {
+const url = serviceUrl("DATABASE_URL")
+if (url !== "") {
   sameProcessCases("postgres", () => freshPostgresStore(url))
 
   describe("validation cache across two processes on one PostgreSQL", () => {

@@ -1,6 +1,6 @@
 /**
- * `lm generators …`, `lm webhooks …`, `lm api-keys …` and `lm releases …` against a real `lm serve`
- * (CONTRACT §8, §9, §11): every command's answer, the webhook's deliveries and redelivery against a receiver on
+ * `lm generators …`, `lm policies …`, `lm webhooks …`, `lm api-keys …` and `lm releases …` against a real
+ * `lm serve` (CONTRACT §8, §9, §11, §15): every command's answer, the webhook's deliveries and redelivery against a receiver on
  * loopback, and `releases publish` uploading a file with its progress bar on stderr.
  */
 import { writeFileSync, mkdtempSync, rmSync } from "node:fs"
@@ -11,7 +11,7 @@ import { eventually } from "../support/eventually.js"
 import { type Receiver, startReceiver } from "../support/receiver.js"
 import { lm, type LmServer, startLmServer } from "./support/Lm.js"
 
-describe("lm generators, webhooks, api-keys and releases against a running server", { timeout: 300_000 }, () => {
+describe("lm generators, policies, webhooks, api-keys and releases against a running server", { timeout: 300_000 }, () => {
   let server: LmServer
   let receiver: Receiver
   const dir = mkdtempSync(join(tmpdir(), "lm-cli-release-"))
@@ -42,6 +42,19 @@ describe("lm generators, webhooks, api-keys and releases against a running serve
     expect(table.out.trim().split("\n").at(-1)).toBe("2 keys generated")
     expect(await server.json(["generators", "show", id])).toMatchObject({ name: "renamed", pool_size: 5 })
     expect(await server.json(["generators", "delete", id])).toMatchObject({ deleted: true })
+  })
+
+  it("policies create, list, show, update, apply and delete", async () => {
+    const created = await server.json(["policies", "create", "--name", "Pro", "--entitlements", "export, sync", "--max-activations", "4"])
+    expect(created).toMatchObject({ name: "Pro", entitlements: ["export", "sync"], max_activations: 4 })
+    const id = String(created.id)
+    expect((await server.json(["policies", "list"])).policies.map((p: any) => p.id)).toContain(created.id)
+    expect(await server.json(["policies", "update", id, "--max-activations", "6"])).toMatchObject({ max_activations: 6 })
+    expect(await server.json(["policies", "show", id])).toMatchObject({ name: "Pro", max_activations: 6 })
+    expect(await server.json(["policies", "apply", id])).toEqual({ updated: 0 })
+    expect(await server.json(["policies", "delete", id])).toMatchObject({ deleted: true })
+    const gone = await server.run(["policies", "show", id])
+    expect([gone.code, gone.err.split(":")[0]]).toEqual([1, "policy_not_found"])
   })
 
   it("webhooks create, list, update, ping, deliveries, redeliver and delete", async () => {

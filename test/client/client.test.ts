@@ -100,6 +100,14 @@ describe("the Promise API", () => {
     const unknown = await client.validate({ license_key: "ZZZZ-ZZZZ-ZZZZ-ZZZZ" }).catch((e: unknown) => e)
     expect(unknown).toBeInstanceOf(LmError)
     expect(unknown).toMatchObject({ code: "license_not_found", status: 404, data: { status: 404 } })
+    // The server's own message, as the envelope carries it (not the code).
+    const raw = await fetch(`${server.origin}/api/lm/v1/validate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ license_key: "ZZZZ-ZZZZ-ZZZZ-ZZZZ" })
+    })
+    expect((unknown as LmError).message).toBe(((await raw.json()) as { message: string }).message)
+    expect((unknown as LmError).message).not.toBe("license_not_found")
 
     const malformed = await client.activate({ license_key: "not a key", fingerprint: "x" }).catch((e: unknown) => e)
     expect(malformed).toMatchObject({ code: "rest_invalid_param", status: 400, data: { params: { license_key: expect.any(String) } } })
@@ -111,6 +119,15 @@ describe("the Promise API", () => {
 
     const inactive = await client.heartbeat({ license_key: key, fingerprint: "never-seen" }).catch((e: unknown) => e)
     expect(inactive).toMatchObject({ code: "machine_not_found", status: 404 })
+  })
+
+  it("takes the API base the server logs as baseUrl, and says what it wants of anything else", async () => {
+    const logged = createClient({ baseUrl: `${server.origin}/api/lm/v1/` })
+    expect((await logged.health()).status).toBe("ok")
+    for (const baseUrl of ["licensing.example.com", "ftp://licensing.example.com", ""]) {
+      expect(() => createClient({ baseUrl })).toThrow(/baseUrl must be the server's origin .* or the API base it logs/)
+      expect(() => createClient({ baseUrl })).toThrow(LmError)
+    }
   })
 
   it("says network_error when nothing answers", async () => {

@@ -17,6 +17,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buildConsole, type ConsoleBuild, maxGzipBytes } from "../../apps/console/build.ts"
 import { adminKey } from "../../packages/http/test/support/App.js"
+import { stripeKit } from "../../packages/http/test/support/BillingProviders.js"
 import { basic } from "../../packages/http/test/support/Management.js"
 import { launchChromium } from "../client/support/browser.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "../http/support/Child.js"
@@ -24,6 +25,7 @@ import { eventually } from "../support/eventually.js"
 import { type Receiver, startReceiver } from "../support/receiver.js"
 
 const screenshots = fileURLToPath(new URL("./screenshots/", import.meta.url))
+const stripe = stripeKit()
 
 let work: string
 let built: ConsoleBuild
@@ -116,7 +118,8 @@ beforeAll(async () => {
     LM_BOOTSTRAP_CONSUMER_KEY: adminKey.consumerKey,
     LM_BOOTSTRAP_CONSUMER_SECRET: adminKey.consumerSecret,
     LM_WEBHOOK_ALLOW_INSECURE: "1",
-    LM_WEBHOOK_ALLOW_PRIVATE: "1"
+    LM_WEBHOOK_ALLOW_PRIVATE: "1",
+    LM_STRIPE_WEBHOOK_SECRET: stripe.secret
   })
   apiBase = (await waitForOutput(server, /Listening on (http:\/\/\S+)/, 120_000))[1]!
   origin = new URL(apiBase).origin
@@ -376,6 +379,38 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
     await shoot(page, "audit-log")
   })
 
+  it("lists the billing provider events with their outcome, filtered by outcome", async () => {
+    const linked = await admin("POST", "/subscriptions", {
+      user_id: 44, billing_period: "month", billing_interval: 1, amount: "19.00", currency: "USD", billing_provider: "stripe", external_id: "sub_console"
+    })
+    expect(linked.status).toBe(201)
+    const target = { externalId: "sub_console", lmId: null, amount: 1900, days: 30, currency: "USD" }
+    const now = Math.floor(Date.now() / 1000) * 1000
+    const deliveries = [
+      stripe.paid(target, { at: now, start: now, end: now + 30 * 86_400_000 }),
+      stripe.paused({ ...target, externalId: "sub_nobody" }, { at: now })
+    ]
+    for (const delivery of deliveries) {
+      const response = await fetch(`${apiBase}/billing/stripe/events`, { method: "POST", headers: delivery.headers, body: delivery.body })
+      expect(response.status).toBe(200)
+    }
+    await open(page, "/billing-events")
+    const rows = page.getByRole("row")
+    await rows.filter({ hasText: "invoice.paid" }).filter({ hasText: "applied" }).waitFor()
+    await rows.filter({ hasText: "sub_nobody" }).filter({ hasText: "unmatched" }).waitFor()
+    await shoot(page, "billing-events")
+    await page.getByLabel("Outcome").selectOption("unmatched")
+    await page.getByRole("button", { name: "Filter" }).click()
+    await page.waitForURL(/outcome=unmatched/)
+    await page.locator("[aria-busy=true]").waitFor({ state: "detached" })
+    expect(await rows.filter({ hasText: "invoice.paid" }).count()).toBe(0)
+    await rows.filter({ hasText: "sub_nobody" }).waitFor()
+    // the applied event's subscription is one click away
+    await open(page, "/billing-events?outcome=applied")
+    await page.getByRole("link", { name: `#${linked.body.data.id}` }).click()
+    await page.getByRole("heading", { name: new RegExp(`#${linked.body.data.id}`) }).waitFor()
+  })
+
   let readKey: { id: number; consumerKey: string; consumerSecret: string }
   it("issues a read-only key (secret shown once), which sees no write controls", async () => {
     await open(page, "/api-keys")
@@ -399,7 +434,7 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
       expect(await reader.page.locator("[data-scope]").textContent()).toBe("read only")
       expect(await reader.page.getByRole("link", { name: "API keys" }).count()).toBe(0)
       const writeLabels = /^(New license|New generator|New subscription|Publish a release|Register a webhook|New API key|Suspend|Revoke|Reinstate|Terminate|Delete|Remove|Renew|Edit settings|Generate|Pause|Resume|Cancel now|Ping|Redeliver|Disable|Enable)$/
-      for (const path of ["/", "/licenses", `/licenses/${key}`, "/generators", "/subscriptions", "/releases", "/webhooks", "/webhooks/1"]) {
+      for (const path of ["/", "/licenses", `/licenses/${key}`, "/generators", "/subscriptions", "/billing-events", "/releases", "/webhooks", "/webhooks/1"]) {
         await open(reader.page, path)
         expect(await reader.page.getByRole("button", { name: writeLabels }).count(), path).toBe(0)
         expect(await reader.page.locator("details.disclosure").count(), path).toBe(0)

@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
 import { connect, requestText } from "./support/RawHttp.js"
 import { startTcpProxy, type TcpProxy } from "./support/TcpProxy.js"
+import { serviceUrl } from "../support/services.js"
 
 let server: ServerProcess | undefined
 const cleanups: Array<() => Promise<void>> = []
@@ -104,9 +105,9 @@ it("on SIGTERM: Connection: close on every answer, in-flight requests finish, id
   expect(await exitWithin(server!, 10_000)).toBe(0)
 }, 60_000)
 
-const url = process.env.DATABASE_URL
+const url = serviceUrl("DATABASE_URL")
 
-describe.skipIf(url === undefined || url === "")("with PostgreSQL behind a proxy", () => {
+describe.skipIf(url === "")("with PostgreSQL behind a proxy", () => {
   /** The server on a fresh database reached through a proxy, with a license validated once (so cached). */
   const startProxied = async () => {
     const database = `lm_drain_${process.pid}_${Date.now()}`

@@ -18,8 +18,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { adminAuth } from "../../packages/http/test/support/App.js"
 import { eventually } from "../support/eventually.js"
 import { type ProxiedServer, startProxiedServer } from "./support/ProxiedServer.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL
+const url = serviceUrl("DATABASE_URL")
 
 /** The default bound on the feed's silence (README: LM_FEED_STALE_MS). */
 const FEED_STALE_MS = 2_000
@@ -47,7 +48,7 @@ interface Answer {
   readonly body: any
 }
 
-describe.skipIf(url === undefined || url === "")("a server whose link to PostgreSQL is black-holed (DATABASE_URL)", () => {
+describe.skipIf(url === "")("a server whose link to PostgreSQL is black-holed (DATABASE_URL)", () => {
   let a: ProxiedServer
   let b: ManagedRuntime.ManagedRuntime<Licenses, unknown>
   /** Server A's log, and when each line came. */

@@ -11,9 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshDatabase } from "../storage-contract/pg-support.js"
 import { eventually } from "../support/eventually.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
+import { serviceUrl } from "../support/services.js"
 
-const databaseUrl = process.env.DATABASE_URL ?? ""
-const redisUrl = process.env.REDIS_URL ?? ""
+const databaseUrl = serviceUrl("DATABASE_URL")
+const redisUrl = serviceUrl("REDIS_URL")
 
 /** Per (IP, license key): 60 a minute (a token a second), burst 60. */
 const perKey = 60

@@ -16,6 +16,7 @@ import { eventually } from "../support/eventually.js"
 import { exitWithin, spawnServer } from "./support/Child.js"
 import { type ProxiedServer, startProxiedServer } from "./support/ProxiedServer.js"
 import type { TcpProxy } from "./support/TcpProxy.js"
+import { serviceUrl } from "../support/services.js"
 
 /** How long an answer may take while the store is down: the store call timeout is 15 s; refused connects fail at once. */
 const ANSWER_WITHIN_MS = 20_000
@@ -34,9 +35,9 @@ interface Timed {
   readonly ms: number
 }
 
-const url = process.env.DATABASE_URL
+const url = serviceUrl("DATABASE_URL")
 
-describe.skipIf(url === undefined || url === "")("with PostgreSQL behind a proxy that is cut and restored", () => {
+describe.skipIf(url === "")("with PostgreSQL behind a proxy that is cut and restored", () => {
   let proxied: ProxiedServer
   let proxy: TcpProxy
   let server: RunningServer

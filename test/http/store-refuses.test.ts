@@ -16,6 +16,7 @@ import { type RefusingServer, startRefusingServer } from "../../packages/storage
 import { eventually } from "../support/eventually.js"
 import { type ProxiedServer, startProxiedServer } from "./support/ProxiedServer.js"
 import type { Target, TcpProxy } from "./support/TcpProxy.js"
+import { serviceUrl } from "../support/services.js"
 
 interface Line {
   readonly level: string
@@ -23,9 +24,9 @@ interface Line {
   readonly cause: string
 }
 
-const url = process.env.DATABASE_URL
+const url = serviceUrl("DATABASE_URL")
 
-describe.skipIf(url === undefined || url === "")("with PostgreSQL refusing connections (through a proxy)", () => {
+describe.skipIf(url === "")("with PostgreSQL refusing connections (through a proxy)", () => {
   const lines: Array<Line> = []
   const logger = Logger.layer([Logger.make((entry) => {
     lines.push({

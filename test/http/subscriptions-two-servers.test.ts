@@ -10,8 +10,9 @@ import { createHash } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/eventually.js"
 import { type PgServers, post, request, type Server, startPgServers } from "./support/PgServers.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
 

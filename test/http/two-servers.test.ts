@@ -7,8 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/eventually.js"
 import { admin, type PgServers, post, type Server, startPgServers } from "./support/PgServers.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 
 // Needs a real PostgreSQL server (two processes cannot share PGlite), so it runs only when DATABASE_URL is set
 // (CI sets it).

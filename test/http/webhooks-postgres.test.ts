@@ -14,8 +14,9 @@ import { freshDatabase } from "../storage-contract/pg-support.js"
 import { eventually } from "../support/eventually.js"
 import { type Received, type Receiver, startReceiver, verifySignature } from "../support/receiver.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 const admin = basic(adminKey.consumerKey, adminKey.consumerSecret)
 
 interface Server {

@@ -25,6 +25,7 @@ import { idempotencyCases } from "./idempotency.js"
 import { licenseCases } from "./licenses.js"
 import { machineCases } from "./machines.js"
 import { outboxCases } from "./outbox.js"
+import { policyCases } from "./policies.js"
 import { releaseCases } from "./releases.js"
 import { signingKeyCases } from "./signingKeys.js"
 import { storeCases } from "./store.js"
@@ -49,6 +50,7 @@ export const storageContract = (name: string, makeLayer: () => Layer.Layer<Store
     machineCases(test)
     releaseCases(test)
     generatorCases(test)
+    policyCases(test)
     apiKeyCases(test)
     auditCases(test)
     signingKeyCases(test)

@@ -41,6 +41,8 @@ export const fullLicenseDraft = (generatorId: number): Model.LicenseDraft => ({
   expiresAt: T0 + 30 * DAY,
   graceDays: 3,
   meta: { plan: "pro", seats: 3, ratio: 0.5, flags: [true, false], nested: { list: [1, "two", null], empty: {} }, nothing: null },
+  policyId: null,
+  entitlements: ["export", "sync"],
   activatedAt: T0 + 5,
   source: "generator",
   generatorId,

@@ -7,7 +7,7 @@ import { layerOnClient, layerPostgres, layerPostgresStore, PgliteTemplate } from
 import { SqlClient } from "effect/sql/SqlClient"
 
 /** A new, migrated PGlite store in a temporary copy of the template data folder. */
-export const freshPgliteStore = () => layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))
+export const freshPgliteStore = () => layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporaryMigrated))
 
 let counter = 0
 

@@ -6,8 +6,9 @@ import { layerPostgresStore } from "@lm/storage-pg"
 import { freshTokens } from "../../packages/domain/test/fixtures.js"
 import { freshDatabase, freshPostgresStore } from "./pg-support.js"
 import { storageContract } from "./contract.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 
 /**
  * A fresh database and two "processes" on it: `Licensing` and the store, each with its own connection pool

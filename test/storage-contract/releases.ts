@@ -99,5 +99,21 @@ export const releaseCases = (test: ContractTest): void => {
         assert.strictEqual((yield* releases.list({ channels: [], page: 1, perPage: 10 })).total, 0)
         assert.strictEqual((yield* releases.list({ page: 1, perPage: 10 })).total, 12)
       }))
+
+    test("delete removes a release from lookups and lists (its version free again); a transaction that fails keeps it", () =>
+      Effect.gen(function*() {
+        const releases = yield* Ports.ReleaseRepository
+        const store = yield* Ports.Store
+        const kept = yield* releases.insert(releaseDraft(3, "1.0.0"))
+        const gone = yield* releases.insert(releaseDraft(3, "2.0.0"))
+        const rolledBack = yield* store.transaction(Effect.andThen(releases.delete(kept.id), Effect.fail("undo" as const))).pipe(Effect.flip)
+        assert.strictEqual(rolledBack, "undo")
+        assert.isTrue(yield* releases.delete(gone.id))
+        assert.isFalse(yield* releases.delete(gone.id))
+        assert.isUndefined(yield* releases.findById(gone.id))
+        assert.isUndefined(yield* releases.findByVersion(3, "2.0.0"))
+        assert.deepStrictEqual((yield* releases.list({ productId: 3, page: 1, perPage: 10 })).items.map((r) => r.id), [kept.id])
+        assert.strictEqual((yield* releases.insert(releaseDraft(3, "2.0.0"))).version, "2.0.0")
+      }))
   })
 }

@@ -11,9 +11,10 @@ import { layerOnClient, layerSharedRateLimits, PgliteTemplate } from "@lm/storag
 import { layerRedisRateLimits } from "@lm/server"
 import { T0 } from "./fixtures.js"
 import { freshPostgresStore } from "./pg-support.js"
+import { serviceUrl } from "../support/services.js"
 
-const databaseUrl = process.env.DATABASE_URL ?? ""
-const redisUrl = process.env.REDIS_URL ?? ""
+const databaseUrl = serviceUrl("DATABASE_URL")
+const redisUrl = serviceUrl("REDIS_URL")
 
 const sharedRateLimitsContract = (name: string, makeLayer: () => Layer.Layer<never, unknown>) =>
   describe(`SharedRateLimits: ${name}`, () => {
@@ -58,7 +59,7 @@ const sharedRateLimitsContract = (name: string, makeLayer: () => Layer.Layer<nev
 sharedRateLimitsContract("memory", () => SharedRateLimits.layer)
 sharedRateLimitsContract(
   "pglite",
-  () => Layer.merge(layerOnClient, layerSharedRateLimits).pipe(Layer.provide(PgliteTemplate.layerTemporary))
+  () => Layer.merge(layerOnClient, layerSharedRateLimits).pipe(Layer.provide(PgliteTemplate.layerTemporaryMigrated))
 )
 describe.skipIf(databaseUrl === "")("on PostgreSQL (DATABASE_URL)", () => {
   sharedRateLimitsContract("postgres", () => freshPostgresStore(databaseUrl))

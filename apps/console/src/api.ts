@@ -194,6 +194,8 @@ export const names = {
   overageStrategies: Model.overageStrategies,
   subscriptionStatuses: Model.subscriptionStatuses,
   billingPeriods: Model.billingPeriods,
+  billingProviders: Model.billingProviders,
+  billingEventOutcomes: Model.billingEventOutcomes,
   releaseChannels: Model.releaseChannels,
   webhookEventTypes: Model.webhookEventTypes,
   apiKeyScopes: Model.apiKeyScopes,

@@ -10,12 +10,14 @@ import * as path from "node:path"
 import { Effect, Layer, type Redacted } from "effect"
 // `Ports` and `Services` name the engine's services in the declarations of the layers below.
 import { Engine, type Ports, type Services } from "@lm/domain"
-import { layerApiServer, layerRequestMetrics, type Listen, type RequestCounter } from "@lm/http"
+import { layerApiServer, layerRequestObservers, type Listen, makeRequestMetrics, type RequestCounter } from "@lm/http"
 import { artifactStoreLayer } from "./ArtifactStore.js"
 import { bootstrapKeyLayer } from "./BootstrapKey.js"
+import { makeAccessLog } from "./Logging.js"
 import { type Draining, layerDrainingMark, layerMetricsListener } from "./MetricsListener.js"
 import { layerRedisRateLimits } from "./RedisRateLimits.js"
 import { consoleDirFromEnv } from "./settings/Console.js"
+import { logSettingsFromEnv } from "./settings/Logging.js"
 import { metricsListenFromEnv } from "./settings/Metrics.js"
 import { closingWithin, engineCloseTimeoutMillis } from "./Shutdown.js"
 import { describeStore, type StoreChoice, storeLayer, storeName } from "./Store.js"
@@ -63,11 +65,18 @@ export const serverLayerOn = <E, R>(
     const withLoad: Engine.Options = { requestsStarted: () => requests.started, ...engineOptions }
     const api = layerApiServer({ storage: names.storage, listen, logExtra: `store: ${names.description}`, requests, consoleDir })
     const metrics = yield* metricsListenFromEnv
-    // With `LM_METRICS_PORT`, requests are counted on both transports, and the metrics listener opens before the
-    // API's and closes after it; the drain mark, built last, closes first: `/health/ready` is 503 while draining.
+    const { accessLog } = yield* logSettingsFromEnv()
+    // Both transports report each request to the observers: per-request metrics with `LM_METRICS_PORT`, the
+    // access log with `LM_ACCESS_LOG`.
+    const observed = api.pipe(Layer.provide(layerRequestObservers([
+      ...(metrics === undefined ? [] : [makeRequestMetrics]),
+      ...(accessLog ? [makeAccessLog] : [])
+    ])))
+    // The metrics listener opens before the API's and closes after it; the drain mark, built last, closes first:
+    // `/health/ready` is 503 while the API drains.
     const draining: Draining = { draining: false }
-    const served = metrics === undefined ? api : layerDrainingMark(draining).pipe(
-      Layer.provideMerge(api.pipe(Layer.provide(layerRequestMetrics))),
+    const served = metrics === undefined ? observed : layerDrainingMark(draining).pipe(
+      Layer.provideMerge(observed),
       Layer.provideMerge(layerMetricsListener(metrics, draining))
     )
     return served.pipe(

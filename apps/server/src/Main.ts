@@ -4,6 +4,10 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Config, Data, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
+import { layerLogging } from "./Logging.js"
+import { logSettingsFromEnv } from "./settings/Logging.js"
+import { otlpSettingsFromEnv } from "./settings/Tracing.js"
+import { layerOtlp } from "./Tracing.js"
 
 /** Exit 0 when the server was stopped by a signal, as a process manager expects. */
 export const teardown: Runtime.Teardown = (exit, onExit) =>
@@ -43,9 +47,22 @@ const refuseStart = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | StartRe
   )
 }
 
-/** Runs `server` (e.g. from `layerServer`) until interrupted; a refused start is one line on stderr. */
-export const launchServer = <A, E>(server: Layer.Layer<A, E>): Effect.Effect<void, E | StartRefused> =>
-  Layer.launch(server).pipe(Effect.asVoid, Effect.catchCause(refuseStart))
+/**
+ * The operator's observability settings for the whole process: the loggers of `LM_LOG_FORMAT` and `LM_LOG_LEVEL`
+ * (`Logging.ts`), and with `OTEL_EXPORTER_OTLP_ENDPOINT` the OTLP exporters of traces and metrics (`Tracing.ts`).
+ */
+export const layerObservabilityFromEnv = Layer.unwrap(Effect.gen(function*() {
+  const logging = layerLogging(yield* logSettingsFromEnv())
+  const otlp = yield* otlpSettingsFromEnv
+  return otlp === undefined ? logging : Layer.merge(logging, layerOtlp(otlp))
+}))
+
+/**
+ * Runs `server` (e.g. from `layerServer`) until interrupted, with the operator's logs and OTLP export
+ * ({@link layerObservabilityFromEnv}); a refused start is one line on stderr.
+ */
+export const launchServer = <A, E>(server: Layer.Layer<A, E>) =>
+  Layer.launch(server.pipe(Layer.provide(layerObservabilityFromEnv))).pipe(Effect.asVoid, Effect.catchCause(refuseStart))
 
 /** Launches `server` (e.g. from `layerServer`) until SIGTERM/SIGINT. */
 export const runServer = <A, E>(server: Layer.Layer<A, E>): void => NodeRuntime.runMain(launchServer(server), { teardown })

@@ -25,7 +25,7 @@ type Sender = (typeof Services.WebhookSender)["Service"]
 
 /** Why an attempt made no request: the address is one a webhook may not reach. */
 const forbidden = (address: string) =>
-  Object.assign(new Error(`refused to connect to ${address}: loopback, private, link-local, unspecified and other special-purpose addresses are not allowed (LM_WEBHOOK_ALLOW_PRIVATE)`), {
+  Object.assign(new Error(`refused to connect to ${address}: loopback, private, link-local, unspecified and other special-purpose addresses are not allowed (the server allows them with ${Webhook.webhookReachSettings.allowPrivate}=1)`), {
     code: "LM_FORBIDDEN_ADDRESS"
   })
 

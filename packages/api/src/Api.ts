@@ -19,6 +19,7 @@ import { GeneratorsGroup } from "./groups/Generators.js"
 import { LicensesGroup } from "./groups/Licenses.js"
 import { MachinesGroup } from "./groups/Machines.js"
 import { parseOptions } from "./ParseOptions.js"
+import { PoliciesGroup } from "./groups/Policies.js"
 import { SubscriptionsGroup } from "./groups/Subscriptions.js"
 import { ReleasesGroup, UpdatesGroup } from "./groups/Releases.js"
 import { SystemGroup } from "./groups/System.js"
@@ -39,6 +40,7 @@ export class Api extends HttpApi.make("lm")
   .add(LicensesGroup)
   .add(MachinesGroup)
   .add(GeneratorsGroup)
+  .add(PoliciesGroup)
   .add(ApiKeysGroup)
   .add(WebhooksGroup)
   .add(SubscriptionsGroup)

@@ -6,11 +6,15 @@
 import type { Effect } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
-import { Api } from "./Api.js"
+import { Api, apiPath } from "./Api.js"
 
 /** Where the server is and who calls it. */
 export interface ConnectionOptions {
-  /** The server's base URL, e.g. `https://licensing.example.com` (the API is at `{baseUrl}{restRoot}/lm/v1`). */
+  /**
+   * The server's base URL, e.g. `https://licensing.example.com` (the API is at `{baseUrl}{restRoot}/lm/v1`), or the
+   * API base itself as the server logs it at start (`https://licensing.example.com/api/lm/v1`; `restRoot` is then
+   * read from it).
+   */
   readonly baseUrl: string
   /** The server's `LM_REST_ROOT` (default `/api`). */
   readonly restRoot?: string
@@ -18,9 +22,15 @@ export interface ConnectionOptions {
   readonly credentials?: { readonly consumerKey: string; readonly consumerSecret: string }
 }
 
-/** `{baseUrl}{restRoot}`: the prefix of the API definition's paths (which start with `/lm/v1`). */
-export const restBase = (options: ConnectionOptions): string =>
-  `${options.baseUrl.replace(/\/+$/, "")}${(options.restRoot ?? "/api").replace(/\/+$/, "")}`
+/**
+ * `{baseUrl}{restRoot}`: the prefix of the API definition's paths (which start with `/lm/v1`). A `baseUrl` that is
+ * already the API base (ends with `/lm/v1`) gives the part before it.
+ */
+export const restBase = (options: ConnectionOptions): string => {
+  const base = options.baseUrl.replace(/\/+$/, "")
+  if (base.endsWith(apiPath)) return base.slice(0, -apiPath.length)
+  return `${base}${(options.restRoot ?? "/api").replace(/\/+$/, "")}`
+}
 
 /** The typed client: one group per API group (`client`, `licenses`, `machines`, ...), one method per route. */
 export type LmApiClient = HttpApiClient.ForApi<typeof Api>

@@ -60,10 +60,36 @@ export interface LmClient {
 
 const isObject = (u: unknown): u is object => typeof u === "object" && u !== null
 
+/** Throws `invalid_options` unless `baseUrl` is an absolute http(s) URL (an origin or the API base). */
+export const checkBaseUrl = (baseUrl: string): void => {
+  let url: URL | undefined
+  try {
+    url = new URL(baseUrl)
+  } catch {
+    url = undefined
+  }
+  if (url === undefined || (url.protocol !== "https:" && url.protocol !== "http:") || url.search !== "" || url.hash !== "") {
+    throw new LmError(
+      "invalid_options",
+      0,
+      `baseUrl must be the server's origin (e.g. https://licensing.example.com) or the API base it logs at start ` +
+        `(e.g. https://licensing.example.com/api/lm/v1); got ${JSON.stringify(baseUrl)}`
+    )
+  }
+}
+
 /** Any failure of a call as an {@link LmError}: the server's envelope when there is one. */
 const toLmError = (error: unknown): Effect.Effect<never, LmError> => {
   if (error instanceof LmError) return Effect.fail(error)
-  const envelope = isObject(error) ? fromEnvelope({ ...error, success: Reflect.get(error, "success") }) : undefined
+  // A decoded envelope error: its `message` is an Error's own non-enumerable property, so it is read by name.
+  const envelope = isObject(error)
+    ? fromEnvelope({
+      success: Reflect.get(error, "success"),
+      code: Reflect.get(error, "code"),
+      message: Reflect.get(error, "message"),
+      data: Reflect.get(error, "data")
+    })
+    : undefined
   if (envelope !== undefined) return Effect.fail(envelope)
   if (HttpClientError.isHttpClientError(error)) {
     const reason = error.reason
@@ -84,8 +110,12 @@ const toLmError = (error: unknown): Effect.Effect<never, LmError> => {
   return Effect.fail(new LmError("invalid_response", 0, message))
 }
 
-/** A client of the server at `baseUrl` (the origin; `restRoot` defaults to `/api`). */
+/**
+ * A client of the server at `baseUrl`: its origin (`restRoot` defaults to `/api`) or the API base the server logs
+ * (`https://licensing.example.com/api/lm/v1`). Anything else throws an {@link LmError} `invalid_options` saying so.
+ */
 export const createClient = (options: ConnectionOptions): LmClient => {
+  checkBaseUrl(options.baseUrl)
   const api = Effect.runSync(makeApiClient(options).pipe(Effect.provide(FetchHttpClient.layer)))
   const call = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
     Effect.runPromise(effect.pipe(Effect.catch(toLmError)))

@@ -21,6 +21,7 @@ import * as Billing from "./billing/feature.js"
 import * as Generators from "./generators/feature.js"
 import * as Idempotency from "./idempotency/feature.js"
 import * as Licensing from "./licensing/feature.js"
+import * as Policies from "./policies/feature.js"
 import { layerValidationCache, type ValidationCacheOptions } from "./licensing/ValidationCache.js"
 import type * as Ports from "./ports.js"
 import * as Releases from "./releases/feature.js"
@@ -75,6 +76,7 @@ const features = <A, E, R>(signing: Feature<A, E, R, never>, options: Options) =
     addFeature(Access.feature(options)),
     addFeature(Generators.feature),
     addFeature(Licensing.feature(options)),
+    addFeature(Policies.feature),
     addFeature(Subscriptions.feature(options)),
     addFeature(Billing.feature),
     addFeature(Analytics.feature(options)),

@@ -13,6 +13,8 @@ import type {
   MachineInactive,
   MachineLimitExceeded,
   MachineNotFound,
+  PolicyInUse,
+  PolicyNotFound,
   Refused
 } from "./licensing/errors.js"
 import type {
@@ -44,6 +46,8 @@ export type DomainError =
   | LicenseNotFound
   | MachineNotFound
   | GeneratorNotFound
+  | PolicyNotFound
+  | PolicyInUse
   | ApiKeyNotFound
   | SubscriptionNotFound
   | SubscriptionExists

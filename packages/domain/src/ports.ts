@@ -10,7 +10,7 @@ import type { AnalyticsRepository } from "./analytics/ports.js"
 import type { BillingEventRepository } from "./billing/ports.js"
 import type { GeneratorRepository } from "./generators/ports.js"
 import type { IdempotencyRepository } from "./idempotency/ports.js"
-import type { LicenseRepository, MachineRepository } from "./licensing/ports.js"
+import type { LicenseRepository, MachineRepository, PolicyRepository } from "./licensing/ports.js"
 import type { ReleaseRepository } from "./releases/ports.js"
 import type { EventOutbox, Store } from "./shared/ports.js"
 import type { SigningKeyRepository } from "./signing/ports.js"
@@ -40,6 +40,7 @@ export type StorePorts =
   | LicenseRepository
   | MachineRepository
   | GeneratorRepository
+  | PolicyRepository
   | ApiKeyRepository
   | SigningKeyRepository
   | EventOutbox

@@ -28,6 +28,8 @@ export const makeLicense = (patch: Partial<Model.License> = {}): Model.License =
   expiresAt: null,
   graceDays: 0,
   meta: {},
+  policyId: null,
+  entitlements: [],
   activatedAt: null,
   source: "api",
   generatorId: null,

@@ -91,7 +91,7 @@ describe("actions", () => {
       expect(events.map((e) => e.type)).toEqual(["license.terminated", "machine.deactivated", "machine.deactivated", "machine.deactivated"])
       // A repeat is a no-op; every other write is license_terminated; the sweep finds nothing left.
       expect((yield* licenses.terminate(key, true)).status).toBe("terminated")
-      for (const write of [licenses.suspend(key), licenses.revoke(key), licenses.reinstate(key), licenses.update(key, { maxActivations: 1 }), licenses.renew(key, { _tag: "ExtendDays", days: 1 })]) {
+      for (const write of [licenses.suspend(key), licenses.revoke(key), licenses.reinstate(key), licenses.update(key, { maxActivations: 1 }), licenses.renew(key, { _tag: "ExtendDays", days: 1 })] as ReadonlyArray<Effect.Effect<unknown, unknown>>) {
         expect(yield* Effect.flip(write)).toMatchObject({ _tag: "LicenseTerminated", code: "license_terminated", status: 409 })
       }
       expect(yield* Effect.flip(activate(key, "d"))).toMatchObject({ _tag: "Refused", code: "license_terminated" })

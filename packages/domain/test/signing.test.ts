@@ -56,7 +56,7 @@ describe("Token: canonical JSON", () => {
     expect(Token.payloadJson(claims, kid)).toBe(
       `{"v":1,"typ":"license","kid":"0123456789abcdef","key":"ABCD-EFGH-JKLM-NPQR","lid":7,"pid":3,` +
         `"status":"active","valid":true,"code":"valid","expires":"2027-01-01T00:00:00.000Z","grace_days":3,` +
-        `"max":5,"fp":"fp-1","nonce":"n1","iat":1795348800,"exp":1795953600}`
+        `"max":5,"fp":"fp-1","nonce":"n1","iat":1795348800,"exp":1795953600,"ent":[]}`
     )
   })
 
@@ -74,12 +74,13 @@ describe("Token: canonical JSON", () => {
       fingerprint: "a\"b\\c\u00e9",
       nonce: 42,
       issuedAt: T0,
-      ttlSeconds: 60
+      ttlSeconds: 60,
+      entitlements: ["export", "team:admin"]
     })
     expect(Token.payloadJson(claims, kid)).toBe(
       `{"v":1,"typ":"license","kid":"0123456789abcdef","key":"K","lid":1,"pid":null,"status":"expired",` +
         `"valid":false,"code":"license_expired","expires":null,"grace_days":0,"max":null,` +
-        `"fp":"a\\"b\\\\c\u00e9","nonce":42,"iat":1795348800,"exp":1795348860}`
+        `"fp":"a\\"b\\\\c\u00e9","nonce":42,"iat":1795348800,"exp":1795348860,"ent":["export","team:admin"]}`
     )
     // canonical means: exactly what JSON.stringify writes for an object built in this order
     expect(JSON.stringify(JSON.parse(Token.payloadJson(claims, kid)))).toBe(Token.payloadJson(claims, kid))

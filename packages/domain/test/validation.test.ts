@@ -1,10 +1,11 @@
 /**
- * Validation's order (CONTRACT §4, §14): licenses and machines that fail several checks at once answer the first
- * code in the contract's order; `needs_activation` is true only when a seat is free.
+ * Validation's order (CONTRACT §4, §14, §15): licenses and machines that fail several checks at once answer the
+ * first code in the contract's order (`entitlements_missing` after the license checks, before the machine checks,
+ * naming the codes not held); `needs_activation` is true only when a seat is free.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { Model, Validation } from "@lm/domain"
+import { Entitlements, Model, Validation } from "@lm/domain"
 import { DAY, makeLicense, makeMachine, SECOND, T0 } from "./fixtures.js"
 
 /** The contract's order, written out again so that a reordered `validationCodes` fails here. */
@@ -15,6 +16,7 @@ const ORDER = [
   "license_suspended",
   "license_pending",
   "license_expired",
+  "entitlements_missing",
   "machine_limit_exceeded",
   "machine_revoked",
   "fingerprint_not_activated",
@@ -38,7 +40,14 @@ interface Scenario {
   readonly dead: number
   readonly fingerprint: string | null
   readonly own: Own
+  /** The license's own codes, its policy's codes, and the codes the client asks for. */
+  readonly ownCodes: ReadonlyArray<string>
+  readonly policyCodes: ReadonlyArray<string> | undefined
+  readonly required: ReadonlyArray<string> | undefined
 }
+
+const CODES = ["export", "sync", "team"] as const
+const codesArb = fc.subarray([...CODES]).map((codes) => [...codes].sort())
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   blacklisted: fc.boolean(),
@@ -49,7 +58,10 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   others: fc.integer({ min: 0, max: 9 }),
   dead: fc.integer({ min: 0, max: 3 }),
   fingerprint: fc.option(fc.constant("fp-target"), { nil: null, freq: 4 }),
-  own: fc.constantFrom<Own>("none", "holding", "dead", "inactive", "revoked")
+  own: fc.constantFrom<Own>("none", "holding", "dead", "inactive", "revoked"),
+  ownCodes: codesArb,
+  policyCodes: fc.option(codesArb, { nil: undefined }),
+  required: fc.option(fc.subarray([...CODES], { minLength: 1 }), { nil: undefined, freq: 2 })
 })
 
 const NOW = T0 + 30 * DAY
@@ -64,7 +76,8 @@ const build = (s: Scenario): { license: Model.License; machines: ReadonlyArray<M
     maxActivations: s.maxActivations,
     overageStrategy: s.strategy,
     requireHeartbeat: true,
-    heartbeatInterval: INTERVAL
+    heartbeatInterval: INTERVAL,
+    entitlements: s.ownCodes
   })
   const alive = { activatedAt: T0, lastHeartbeatAt: NOW - 2 * INTERVAL * SECOND + 1 }
   const deadTiming = { activatedAt: T0, lastHeartbeatAt: NOW - 2 * INTERVAL * SECOND }
@@ -96,6 +109,8 @@ const expected = (s: Scenario) => {
   const held = s.others + (s.own === "holding" ? 1 : 0)
   const ceiling = s.maxActivations === null ? null : Math.floor(s.maxActivations * FACTOR[s.strategy])
   const free = ceiling === null || held < ceiling
+  const holds = new Set([...s.ownCodes, ...(s.policyCodes ?? [])])
+  const missing = (s.required ?? []).filter((code) => !holds.has(code))
   const code = (() => {
     if (s.blacklisted) return "blacklisted"
     if (s.state === "terminated") return "license_terminated"
@@ -103,13 +118,21 @@ const expected = (s: Scenario) => {
     if (s.state === "suspended") return "license_suspended"
     if (s.state === "pending") return "license_pending"
     if (s.expired) return "license_expired"
+    if (missing.length > 0) return "entitlements_missing"
     if (ceiling !== null && held > ceiling) return "machine_limit_exceeded"
     if (s.fingerprint === null) return "valid"
     if (s.own === "revoked") return "machine_revoked"
     if (s.own !== "holding") return "fingerprint_not_activated"
     return "valid"
   })()
-  return { code, held, ceiling, needsActivation: code === "fingerprint_not_activated" && free }
+  return {
+    code,
+    held,
+    ceiling,
+    needsActivation: code === "fingerprint_not_activated" && free,
+    missing: code === "entitlements_missing" ? missing : [],
+    entitlements: [...holds].sort()
+  }
 }
 
 describe("validateLicense", () => {
@@ -123,9 +146,19 @@ describe("validateLicense", () => {
     fc.assert(
       fc.property(scenarioArb, (s) => {
         const { license, machines } = build(s)
-        const result = Validation.validateLicense({ license, machines, fingerprint: s.fingerprint, now: NOW, blacklisted: s.blacklisted })
+        const result = Validation.validateLicense({
+          license,
+          machines,
+          fingerprint: s.fingerprint,
+          now: NOW,
+          blacklisted: s.blacklisted,
+          entitlements: Entitlements.effectiveEntitlements(license.entitlements, s.policyCodes),
+          required: s.required
+        })
         const want = expected(s)
         expect(result.code).toBe(want.code)
+        expect(result.missing).toEqual(want.missing)
+        expect(result.entitlements).toEqual(want.entitlements)
         expect(result.valid).toBe(want.code === "valid")
         expect(result.seatsHeld).toBe(want.held)
         expect(result.ceiling).toBe(want.ceiling)

@@ -10,9 +10,10 @@ import { MasterKey, Ports, Webhooks } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
 import { DAY, seededRandom, T0 } from "./fixtures.js"
+import { serviceUrl } from "../../../test/support/services.js"
 
 /** PostgreSQL joins when DATABASE_URL names a server: there concurrent transactions really overlap. */
-const postgresUrl = process.env.DATABASE_URL ?? ""
+const postgresUrl = serviceUrl("DATABASE_URL")
 const stores: Record<string, () => Layer.Layer<Ports.StorePorts, unknown>> = {
   memory: () => MemoryStore.layer,
   ...(postgresUrl === "" ? {} : { postgres: () => freshPostgresStore(postgresUrl) })

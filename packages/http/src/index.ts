@@ -7,6 +7,7 @@ export { AnalyticsHandlers } from "./handlers/Analytics.js"
 export { ApiKeysHandlers } from "./handlers/ApiKeys.js"
 export { ClientHandlers } from "./handlers/Client.js"
 export { GeneratorsHandlers } from "./handlers/Generators.js"
+export { PoliciesHandlers } from "./handlers/Policies.js"
 export { type DomainHandlers, group } from "./handlers/Group.js"
 export { LicensesHandlers } from "./handlers/Licenses.js"
 export { MachinesHandlers } from "./handlers/Machines.js"
@@ -55,13 +56,15 @@ export {
   type RequestEnvelopeOptions,
   type RouteTable
 } from "./server/Routing.js"
-export { layerRequestMetrics, makeRequestMetrics } from "./server/RequestMetrics.js"
+export { makeRequestMetrics } from "./server/RequestMetrics.js"
 export {
   type AnsweredRequest,
+  layerRequestObservers,
   makeRequestSteps,
   type RequestFrame,
   requestIdFor,
   RequestObserver,
+  type RequestObserverMaker,
   type RequestSteps,
   type RouteOf,
   unmatchedRoute,

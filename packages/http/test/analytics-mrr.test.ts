@@ -14,7 +14,7 @@ for (const store of ["memory", "pglite"] as const) {
   describe(`the overview's subscription figures on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store, { subscriptionJobIntervalSeconds: 0 })
+      app = await startApp(store)
     })
     afterAll(() => app?.close())
 

@@ -3,14 +3,14 @@
  * time its secret is shown), listing without secrets, revoking, who may manage keys, and every refusal.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { adminKey, startApp, type TestApp } from "./support/App.js"
+import { adminKey, sharedApp, type TestApp } from "./support/App.js"
 import { basic, expectError, expectInvalid, expectList, expectOk, expectSuccess, isoTime } from "./support/Management.js"
 
 for (const store of ["memory", "pglite"] as const) {
   describe(`API key routes on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
     })
     afterAll(() => app?.close())
 

@@ -1,10 +1,10 @@
 /** The real `Api`, wired by the composition root (every group with its handlers), served over HTTP. */
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 
 let server: TestApp
 beforeAll(async () => {
-  server = await startApp("memory")
+  server = await sharedApp("memory")
 })
 afterAll(() => server?.close())
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 
 for (const store of ["memory", "pglite"] as const) {
   describe(`the bundled server on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
     })
     afterAll(() => app?.close())
 

@@ -5,7 +5,7 @@
  * the API key routes need `read_write`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { adminKey, startApp, type TestApp } from "./support/App.js"
+import { adminKey, sharedApp, type TestApp } from "./support/App.js"
 import { activate, basic, createLicense, expectError, expectOk, type Reply } from "./support/Management.js"
 
 /** Credentials of one scope. */
@@ -29,7 +29,7 @@ for (const store of ["memory", "pglite"] as const) {
     let routes: ReadonlyArray<{ readonly method: string; readonly path: string; readonly body?: unknown }>
 
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
       for (const scope of ["read", "write", "read_write"] as const) {
         keys[scope] = expectOk(await app.call("POST", "/api-keys", { body: { scope, description: scope } }), 201)
       }

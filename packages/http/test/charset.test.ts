@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { foreignCharset } from "../src/server/ErrorEnvelope.js"
 import { FastPath } from "../src/server/FastPath.js"
-import { adminAuth, startApp, type TestApp } from "./support/App.js"
+import { adminAuth, sharedApp, type TestApp } from "./support/App.js"
 import { rawPost } from "./support/RawPost.js"
 
 describe("foreignCharset", () => {
@@ -38,7 +38,7 @@ describe("declared charsets over HTTP", () => {
   let app: TestApp
   let key: string
   beforeAll(async () => {
-    app = await startApp("memory")
+    app = await sharedApp("memory")
     key = (await app.call("POST", "/licenses", { body: { max_activations: 5 } })).body.data.license_key
   })
   afterAll(() => app?.close())

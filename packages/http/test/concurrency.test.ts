@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { admin } from "./support/Admin.js"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 
 const attempts = 200
 const ceiling = 5
@@ -15,7 +15,7 @@ for (const store of ["memory", "pglite"] as const) {
     let app: TestApp
 
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
     })
     afterAll(() => app?.close())
 

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FastPath } from "../src/server/FastPath.js"
 import { duplicateKey } from "../src/server/JsonKeys.js"
-import { adminAuth, startApp, type TestApp } from "./support/App.js"
+import { adminAuth, sharedApp, type TestApp } from "./support/App.js"
 import { rawPost } from "./support/RawPost.js"
 
 describe("duplicateKey", () => {
@@ -40,7 +40,7 @@ describe("duplicated keys over HTTP", () => {
   let app: TestApp
   let auth: string
   beforeAll(async () => {
-    app = await startApp("memory")
+    app = await sharedApp("memory")
     auth = adminAuth
   })
   afterAll(() => app?.close())

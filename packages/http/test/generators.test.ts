@@ -3,7 +3,7 @@
  * rules (64 bits at least), bulk generation into the pool, drawing from it, and every refusal.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 import { createLicense, expectError, expectInvalid, expectList, expectOk, isoTime, unique } from "./support/Management.js"
 
 const DEFAULT_CHARSET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -12,7 +12,7 @@ for (const store of ["memory", "pglite"] as const) {
   describe(`generator routes on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
     })
     afterAll(() => app?.close())
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MAX_BODY_DEPTH, nestsDeeperThan } from "../src/server/ErrorEnvelope.js"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 
 describe("nestsDeeperThan", () => {
   it("counts nesting outside strings only", () => {
@@ -19,7 +19,7 @@ describe("nestsDeeperThan", () => {
 describe("refused input", () => {
   let app: TestApp
   beforeAll(async () => {
-    app = await startApp("memory")
+    app = await sharedApp("memory")
   })
   afterAll(() => app?.close())
 

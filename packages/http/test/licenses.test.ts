@@ -3,7 +3,7 @@
  * update, delete, the actions, list filters and paging, and every refusal these routes answer.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { adminAuth, startApp, type TestApp } from "./support/App.js"
+import { adminAuth, sharedApp, type TestApp } from "./support/App.js"
 import {
   activate,
   createLicense,
@@ -38,14 +38,17 @@ const defaults = {
   source: "api",
   generator_id: null,
   subscription_id: null,
-  meta: {}
+  meta: {},
+  policy_id: null,
+  entitlements: [],
+  effective_entitlements: []
 }
 
 for (const store of ["memory", "pglite"] as const) {
   describe(`license routes on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
     })
     afterAll(() => app?.close())
 

@@ -3,7 +3,7 @@
  * one machine, admin deactivation and revocation, and every refusal these routes answer.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 import {
   activate,
   createLicense,
@@ -19,7 +19,7 @@ for (const store of ["memory", "pglite"] as const) {
   describe(`machine routes on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
     })
     afterAll(() => app?.close())
 

@@ -31,6 +31,7 @@ import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js
 import { admin } from "./support/Admin.js"
 import { adminAuth, startApp, type TestApp, type TestStore } from "./support/App.js"
 import { withMultipartUploadListing } from "./support/S3rverUploads.js"
+import { serviceUrl } from "../../../test/support/services.js"
 
 /** Deterministic bytes. */
 const bytesOf = (size: number, seed = 1): Buffer => {
@@ -93,7 +94,7 @@ const filePartHead = `--${cutBoundary}\r\ncontent-disposition: form-data; name="
 const formTail = `\r\n--${cutBoundary}--\r\n`
 
 /** PostgreSQL joins the stores when DATABASE_URL names a server (CI sets it), on a database of its own. */
-const postgresUrl = process.env.DATABASE_URL ?? ""
+const postgresUrl = serviceUrl("DATABASE_URL")
 const stores: Array<TestStore | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
 
 for (const store of stores) {
@@ -104,7 +105,7 @@ for (const store of stores) {
       store === "postgres"
         ? freshPostgresStore(postgresUrl)
         : store === "pglite"
-        ? layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))
+        ? layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporaryMigrated))
         : MemoryStore.layer
     )
 
@@ -222,7 +223,8 @@ for (const store of stores) {
       const wrongProduct = await app.call("GET", `/updates/check?license_key=${other.key}&version=1.0.0&product_id=11`, { auth: null })
       expect([wrongProduct.status, wrongProduct.body.code]).toEqual([403, "product_mismatch"])
       const upToDate = await app.call("GET", `/updates/check?license_key=${other.key}&version=2.0.0`, { auth: null })
-      expect(upToDate.body.data).toMatchObject({ update_available: false, latest_version: null, release: null, download_url: null, token_expires_at: null })
+      // Up to date: `latest_version` is the newest version the channel sees (CONTRACT §9).
+      expect(upToDate.body.data).toMatchObject({ update_available: false, latest_version: "2.0.0", release: null, download_url: null, token_expires_at: null })
     })
 
     it("a license without a product is offered nothing; a download token stops working once its license moves to another product", async () => {
@@ -271,7 +273,7 @@ for (const store of stores) {
       const plain = await fetch(`${app.apiBase}/releases`, { method: "POST", body: "hello", headers: { authorization: adminAuth, "content-type": "text/plain" } })
       expect([plain.status, (await json(plain)).code]).toEqual([415, "rest_unsupported_media_type"])
       const noFile = await upload({ product_id: "14", version: "1.0.0" }, undefined)
-      expect([noFile.status, (await json(noFile)).data.params]).toEqual([400, { file: "is required (a part named file, after the fields)" }])
+      expect([noFile.status, (await json(noFile)).data.params]).toEqual([400, { file: "is required (a part named file)" }])
       expect((await app.call("GET", "/releases?product_id=14")).body.meta.total).toBe(0)
     })
 

@@ -5,7 +5,7 @@
  * transaction id.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 import { eventually } from "../../../test/support/eventually.js"
 import { createLicense, expectError, expectInvalid, expectList, expectOk, isoTime, unique } from "./support/Management.js"
 
@@ -20,7 +20,7 @@ for (const store of ["memory", "pglite"] as const) {
   describe(`subscriptions on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store, { subscriptionJobIntervalSeconds: 0 })
+      app = await sharedApp(store)
     })
     afterAll(async () => {
       await app?.close()

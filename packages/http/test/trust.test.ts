@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { admin } from "./support/Admin.js"
 import { startApp, type TestApp } from "./support/App.js"
 
-const licenseKeys = ["v", "typ", "kid", "key", "lid", "pid", "status", "valid", "code", "expires", "grace_days", "max", "fp", "nonce", "iat", "exp"]
+const licenseKeys = ["v", "typ", "kid", "key", "lid", "pid", "status", "valid", "code", "expires", "grace_days", "max", "fp", "nonce", "iat", "exp", "ent"]
 const machineKeys = ["v", "typ", "kid", "key", "lid", "pid", "mid", "fp", "expires", "max", "iat", "exp"]
 const crlKeys = ["v", "typ", "kid", "seq", "revoked_keys", "suspended_keys", "revoked_fingerprints", "revoked_machines", "generated_at", "iat"]
 

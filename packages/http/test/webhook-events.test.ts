@@ -13,6 +13,7 @@ import { startApp, type TestApp, type TestStore } from "./support/App.js"
 import { activate, createLicense, expectOk, isoTime } from "./support/Management.js"
 import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
 import { arrival, type Received, type Receiver, startReceiver, verifySignature } from "../../../test/support/receiver.js"
+import { serviceUrl } from "../../../test/support/services.js"
 
 const DAY = 86_400_000
 
@@ -90,7 +91,7 @@ const kinds: ReadonlyArray<readonly [string, string, (app: TestApp) => Promise<R
     expectOk(await app.call("POST", `/machines/${machine.id}/revoke`))
     return { license_key: key, fingerprint: "kind-fp" }
   }],
-  // The sweep (every second here) frees a floating seat whose lease ran out, and culls a machine whose heartbeat died.
+  // The sweep frees a floating seat whose lease ran out, and culls a machine whose heartbeat died.
   ["machine.lease_expired", "the sweep", async (app) => {
     const key = (await createLicense(app, { is_floating: true, lease_duration: 1 })).license_key
     await activate(app, key, "kind-fp")
@@ -106,12 +107,34 @@ const kinds: ReadonlyArray<readonly [string, string, (app: TestApp) => Promise<R
     expect((await app.call("POST", `/generators/${generator.id}/generate`, { body: { count: 2 } })).status).toBe(201)
     return { generator_id: generator.id, count: 2 }
   }],
+  ["policy.created", "POST /policies", async (app) => {
+    const policy = expectOk(await app.call("POST", "/policies", { body: { name: "kinds", entitlements: ["export"] } }), 201)
+    return { policy_id: policy.id, name: "kinds", entitlements: ["export"] }
+  }],
+  ["policy.updated", "PUT /policies/{id}", async (app) => {
+    const policy = expectOk(await app.call("POST", "/policies", { body: { name: "kinds-up" } }), 201)
+    expectOk(await app.call("PUT", `/policies/${policy.id}`, { body: { entitlements: ["sync"] } }))
+    return { policy_id: policy.id, entitlements: ["sync"] }
+  }],
+  ["policy.deleted", "DELETE /policies/{id}", async (app) => {
+    const policy = expectOk(await app.call("POST", "/policies", { body: { name: "kinds-del" } }), 201)
+    expectOk(await app.call("DELETE", `/policies/${policy.id}`))
+    return { policy_id: policy.id, name: "kinds-del" }
+  }],
   ["release.published", "POST /releases", async (app) => {
     const product = 900_000 + Math.floor(Math.random() * 99_999)
     const release = expectOk(await app.call("POST", "/releases", {
       body: { product_id: product, version: "2.1.0", channel: "beta", artifact_url: "https://cdn.example.com/app-2.1.0.zip" }
     }), 201)
     return { release_id: release.id, product_id: product, version: "2.1.0", channel: "beta" }
+  }],
+  ["release.deleted", "DELETE /releases/{id}", async (app) => {
+    const product = 900_000 + Math.floor(Math.random() * 99_999)
+    const release = expectOk(await app.call("POST", "/releases", {
+      body: { product_id: product, version: "2.2.0", artifact_url: "https://cdn.example.com/app-2.2.0.zip" }
+    }), 201)
+    expect(expectOk(await app.call("DELETE", `/releases/${release.id}`))).toEqual({ deleted: true, id: release.id })
+    return { release_id: release.id, product_id: product, version: "2.2.0", channel: "stable" }
   }],
   // A webhook whose attempts have failed for a day (its receiver refuses connections) fails once more.
   ["webhook.disabled", "a day of failed deliveries", async (app) => {
@@ -139,7 +162,7 @@ const kinds: ReadonlyArray<readonly [string, string, (app: TestApp) => Promise<R
     ))
     return { subscription_id: sub.id, status: "active", transaction_id: "declined-1" }
   }],
-  // The period-end job (every second here) puts a subscription unpaid past its grace days on hold...
+  // The period-end job puts a subscription unpaid past its grace days on hold...
   ["subscription.payment_failed", "the period-end job, grace days over", async (app) => {
     const sub = await subscribe(app, { start_date: new Date(Date.now() - 40 * DAY).toISOString() })
     return { subscription_id: sub.id, status: "on-hold", action: "payment_failed" }
@@ -169,7 +192,7 @@ it("the table has a row for every event kind the service writes", () => {
 })
 
 /** PostgreSQL joins the stores when DATABASE_URL names a server (CI sets it), on a database of its own. */
-const postgresUrl = process.env.DATABASE_URL ?? ""
+const postgresUrl = serviceUrl("DATABASE_URL")
 const stores: Array<TestStore | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
 
 for (const store of stores) {
@@ -183,9 +206,8 @@ for (const store of stores) {
       all = await startReceiver()
       named = await startReceiver()
       app = await startApp(store === "postgres" ? "memory" : store, {
-        sweepIntervalSeconds: 1,
-        subscriptionJobIntervalSeconds: 1,
-        webhooks: { allowInsecure: true, allowPrivate: true, retrySchedule: [0, 0] },
+        // No job runs by itself: each test runs them once (`runJobs`) after its cause, instead of waiting for them.
+        webhooks: { allowInsecure: true, allowPrivate: true, retrySchedule: [0, 0], pollMillis: 0 },
         ...(store === "postgres" ? { storeLayer: freshPostgresStore(postgresUrl) } : {})
       })
       const register = async (url: string, events: ReadonlyArray<string>) =>
@@ -202,6 +224,8 @@ for (const store of stores) {
 
     it.each(kinds)("%s (%s) arrives, signed, with its data", async (type, _how, cause) => {
       const expected = await cause(app)
+      // A minute ahead for the sweep: the lease and the heartbeat of a second are over.
+      await app.runJobs({ aheadMillis: 60_000 })
       const mine = (r: Received) => carries(r.body.data, expected)
       const request = await arrival(all, type, mine)
       expect(request.body).toEqual({ id: expect.any(Number), type, created_at: expect.stringMatching(isoTime), data: expect.objectContaining(expected) })

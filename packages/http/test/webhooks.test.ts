@@ -292,14 +292,16 @@ describe("forbidden addresses", () => {
       // IPv6 forms that carry a forbidden IPv4 address (mapped in hex, NAT64, 6to4), other special ranges, IPv4 in other notations.
       "http://[::ffff:7f00:1]/", "http://[64:ff9b::a9fe:a9fe]/", "http://[2002:7f00:1::]/", "http://[64:ff9b:1::a00:1]/", "http://100.64.0.1/",
       "http://198.18.0.1/", "http://224.0.0.1/", "http://255.255.255.255/", "http://2130706433/", "http://0x7f.1/"]) {
-      expectInvalid(await app.call("POST", "/webhooks", { body: { url, events: ["*"] } }), "url")
+      const params = expectInvalid(await app.call("POST", "/webhooks", { body: { url, events: ["*"] } }), "url")
+      expect(params.url).toContain("LM_WEBHOOK_ALLOW_PRIVATE=1")
     }
   })
 
   it("refuses http unless LM_WEBHOOK_ALLOW_INSECURE (here on the strict default)", async () => {
     const strict = await startApp("memory", {})
     try {
-      expectInvalid(await strict.call("POST", "/webhooks", { body: { url: "http://hooks.example.com/", events: ["*"] } }), "url")
+      const params = expectInvalid(await strict.call("POST", "/webhooks", { body: { url: "http://hooks.example.com/", events: ["*"] } }), "url")
+      expect(params.url).toBe("must be an https URL (the server allows http with LM_WEBHOOK_ALLOW_INSECURE=1)")
       expectOk(await strict.call("POST", "/webhooks", { body: { url: "https://hooks.example.com/", events: ["*"] } }), 201)
     } finally {
       await strict.close()

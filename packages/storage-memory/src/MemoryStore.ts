@@ -39,6 +39,7 @@ import * as IdempotencyRepository from "./idempotency.js"
 import * as LicenseRepository from "./licenses.js"
 import * as MachineRepository from "./machines.js"
 import * as EventOutbox from "./outbox.js"
+import * as PolicyRepository from "./policies.js"
 import * as ReleaseRepository from "./releases.js"
 import * as SigningKeyRepository from "./signingKeys.js"
 import * as Store from "./store.js"
@@ -77,6 +78,7 @@ export const make = (options: Options = {}): Context.Context<Services> => {
     Context.add(Ports.LicenseRepository, LicenseRepository.make(tables)),
     Context.add(Ports.MachineRepository, MachineRepository.make(tables, outbox.eventOutbox)),
     Context.add(Ports.GeneratorRepository, GeneratorRepository.make(tables)),
+    Context.add(Ports.PolicyRepository, PolicyRepository.make(tables)),
     Context.add(Ports.ApiKeyRepository, ApiKeyRepository.make(tables)),
     Context.add(Ports.SigningKeyRepository, SigningKeyRepository.make(tables)),
     Context.add(Ports.EventOutbox, outbox.eventOutbox),

@@ -56,7 +56,10 @@ export const makeTables = (db: Database) => {
   const licenses = db.table<Model.License>({
     name: "license",
     unique: { key: (license) => license.key },
-    groups: { pool: (license) => (license.state === "pending" ? license.generatorId : null) }
+    groups: {
+      pool: (license) => (license.state === "pending" ? license.generatorId : null),
+      policy: (license) => license.policyId
+    }
   })
   const machines = db.table<Model.Machine>({
     name: "machine",
@@ -68,6 +71,7 @@ export const makeTables = (db: Database) => {
     }
   })
   const generators = db.table<Model.Generator>({ name: "generator", unique: {}, groups: {} })
+  const policies = db.table<Model.Policy>({ name: "policy", unique: {}, groups: {} })
   const apiKeys = db.table<Model.ApiKey>({ name: "api_key", unique: { hash: (key) => key.consumerKeyHash }, groups: {} })
   const deletedApiKeys = db.table<DeletedApiKeyRow>({
     name: "deleted_api_key",
@@ -145,6 +149,7 @@ export const makeTables = (db: Database) => {
     licenses,
     machines,
     generators,
+    policies,
     apiKeys,
     deletedApiKeys,
     signingKeys,

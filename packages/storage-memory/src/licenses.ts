@@ -8,14 +8,24 @@ import type { Tx } from "./Database.js"
 import { byId, frozen, notInTransaction, pageOf, type Tables } from "./Tables.js"
 
 export const make = (t: Tables): Ports.LicenseRepository["Service"] => {
-  const { db, eraseRow, licenses, lockName, lockRow, machines, read, renewals, replace, subscriptions } = t
+  const { db, eraseRow, licenses, lockName, lockRow, machines, policies, read, renewals, replace, subscriptions } = t
+
+  /**
+   * A license that comes to refer to a policy takes the policy's row lock until its transaction ends (the memory
+   * form of PostgreSQL's foreign-key check), so that a delete of the policy waits for it and then sees it.
+   */
+  const referToPolicies = (tx: Tx, policyIds: ReadonlyArray<number | null>) =>
+    Effect.forEach(new Set(policyIds.filter((id) => id !== null)), (id) => db.lock(tx, lockName(policies, id)), { discard: true })
 
   const insertLicenses = (drafts: ReadonlyArray<Model.LicenseDraft>) =>
     db.inTransaction((tx) =>
-      Effect.suspend(() => {
-        const rows = drafts.map((draft) => frozen<Model.License>({ ...draft, id: licenses.nextId(), revision: 1 }))
-        return Effect.flatMap(db.putUnique(tx, licenses, rows), (written) => (written ? Effect.succeed(rows) : Effect.fail(Errors.licenseExists())))
-      })
+      Effect.andThen(
+        referToPolicies(tx, drafts.map((draft) => draft.policyId)),
+        Effect.suspend(() => {
+          const rows = drafts.map((draft) => frozen<Model.License>({ ...draft, id: licenses.nextId(), revision: 1 }))
+          return Effect.flatMap(db.putUnique(tx, licenses, rows), (written) => (written ? Effect.succeed(rows) : Effect.fail(Errors.licenseExists())))
+        })
+      )
     )
 
   const deleteLicense = (tx: Tx, id: number) =>
@@ -123,7 +133,14 @@ export const make = (t: Tables): Ports.LicenseRepository["Service"] => {
         const all = [...licenses.all(db.overlayOf(tx, licenses))]
         return filters.map((filter) => all.filter(licenseMatches(tx, filter)).length)
       }),
-    update: (license) => db.inTransaction((tx) => replace(tx, licenses, license)),
+    update: (license) =>
+      db.inTransaction((tx) =>
+        Effect.gen(function*() {
+          const current = yield* lockRow(tx, licenses, license.id)
+          if (current !== undefined && current.policyId !== license.policyId) yield* referToPolicies(tx, [license.policyId])
+          return yield* replace(tx, licenses, license)
+        })
+      ),
     delete: (id) => db.inTransaction((tx) => Effect.asVoid(deleteLicense(tx, id))),
     claimFromPool: (generatorId) =>
       Effect.withFiber((fiber) => {

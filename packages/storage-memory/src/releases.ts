@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { frozen, pageOf, type Tables } from "./Tables.js"
 
 export const make = (t: Tables): Ports.ReleaseRepository["Service"] => {
-  const { db, read, releases } = t
+  const { db, eraseRow, read, releases } = t
 
   /** Newest first: `versionKey` descending (byte order: its characters are ASCII), then id descending. */
   const newestFirst = (a: Model.Release, b: Model.Release) =>
@@ -19,6 +19,7 @@ export const make = (t: Tables): Ports.ReleaseRepository["Service"] => {
         })
       ),
     findById: (id) => read((tx) => releases.get(db.overlayOf(tx, releases), id)),
+    delete: (id) => db.inTransaction((tx) => eraseRow(tx, releases, id)),
     findByVersion: (productId, version) => read((tx) => releases.findUnique(db.overlayOf(tx, releases), "version", `${productId}\u0000${version}`)),
     list: (q) =>
       read((tx) => {

@@ -18,6 +18,7 @@ import licenseSuspendedBy from "./migrations/0010_license_suspended_by.js"
 import analyticsCovering from "./migrations/0011_analytics_covering.js"
 import topLicenseTotals from "./migrations/0012_top_license_totals.js"
 import deletedApiKeys from "./migrations/0013_deleted_api_keys.js"
+import policies from "./migrations/0014_policies.js"
 import auditLog from "./migrations/0015_audit_log.js"
 import billing from "./migrations/0016_billing.js"
 import idempotency from "./migrations/0017_idempotency.js"
@@ -42,6 +43,7 @@ export const migrations = {
   "0011_analytics_covering": analyticsCovering,
   "0012_top_license_totals": topLicenseTotals,
   "0013_deleted_api_keys": deletedApiKeys,
+  "0014_policies": policies,
   "0015_audit_log": auditLog,
   "0016_billing": billing,
   "0017_idempotency": idempotency

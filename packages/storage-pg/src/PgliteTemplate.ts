@@ -1,17 +1,22 @@
 /**
  * Throw-away PGlite stores for tests. initdb takes seconds, so it runs once per machine and PGlite version:
  * the resulting data folder (the template, under the OS temp folder, with a tarball of it) is loaded into
- * memory, or copied when a test needs a real folder, which takes a fraction of that time.
+ * memory, or copied when a test needs a real folder, which takes a fraction of that time. Migrating a new
+ * store takes seconds too, so a second tarball holds the template with every migration applied, made once per
+ * PGlite version and set of migration files.
  */
 import { PGlite } from "@electric-sql/pglite"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Effect, type Layer, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
+import { createHash } from "node:crypto"
 import type { SqlClient } from "effect/sql/SqlClient"
 import * as fs from "node:fs/promises"
 import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Migrations from "./Migrations.js"
+import * as PgliteBridge from "./PgliteBridge.js"
 import { makePglite, StoreUnavailable } from "./PgStore.js"
 
 const PackageJson = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ version: Schema.String })))
@@ -95,4 +100,55 @@ export const temporaryDataDir = Effect.acquireRelease(
  */
 export const layerTemporary: Layer.Layer<PgClient.PgClient | SqlClient, StoreUnavailable> = PgClient.layerFrom(
   Effect.flatMap(templateTarball, (loadDataDir) => makePglite({ loadDataDir }))
+)
+
+/** The migration files (names and contents), hashed: a new or changed migration makes a new migrated template. */
+const migrationsHash = async (): Promise<string> => {
+  const dir = new URL("./migrations/", import.meta.url)
+  const hash = createHash("sha256")
+  for (const name of (await fs.readdir(dir)).filter((file) => /^\d{4}_.*\.[jt]s$/.test(file)).sort()) {
+    hash.update(name).update("\0").update(await fs.readFile(new URL(name, dir))).update("\0")
+  }
+  return hash.digest("hex").slice(0, 16)
+}
+
+/** Applies the migrations to the template in memory and writes the result as a tarball (renamed into place). */
+const buildMigratedTarball = async (): Promise<Blob> => {
+  const tar = path.join(os.tmpdir(), `lm-pglite-migrated-${pgliteVersion()}-${await migrationsHash()}.tar`)
+  if (await exists(tar)) return new Blob([await fs.readFile(tar)])
+  const db = await PGlite.create({ loadDataDir: await loadTarball() })
+  try {
+    const client = PgClient.layerFrom(PgClient.make({
+      stream: PgliteBridge.make(db).connect,
+      username: "postgres",
+      database: "postgres",
+      minConnections: 1,
+      maxConnections: 1
+    }))
+    await Effect.runPromise(Migrations.migrate.pipe(Effect.provide(client), Effect.scoped))
+    const dump = await db.dumpDataDir("none")
+    const building = `${tar}.${process.pid}.${Date.now()}`
+    await fs.writeFile(building, Buffer.from(await dump.arrayBuffer()))
+    // Another process may have written the same one meanwhile; either is as good.
+    await fs.rename(building, tar)
+    return dump
+  } finally {
+    await db.close()
+  }
+}
+
+const loadMigratedTarball = memo(buildMigratedTarball)
+
+/**
+ * Like {@link layerTemporary}, with every migration already applied (loaded from the migrated template), so the
+ * store's own migration run finds nothing to do: what a test of the store, not of its migrations, wants.
+ */
+export const layerTemporaryMigrated: Layer.Layer<PgClient.PgClient | SqlClient, StoreUnavailable> = PgClient.layerFrom(
+  Effect.flatMap(
+    Effect.tryPromise({
+      try: loadMigratedTarball,
+      catch: (cause) => new StoreUnavailable({ message: `Could not make the migrated PGlite template: ${String(cause)}` })
+    }),
+    (loadDataDir) => makePglite({ loadDataDir })
+  )
 )

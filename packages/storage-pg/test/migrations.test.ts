@@ -33,6 +33,7 @@ const shipped: Record<string, string> = {
   "0011_analytics_covering": "c07c390ab204156aff048ab27b7ae717505bd0bba3fead96e63171248693634a",
   "0012_top_license_totals": "be39ee0008d175541e4c6765d484ecbb464c09973e1aacc03fda9cf27354a45c",
   "0013_deleted_api_keys": "9ccdf400e474766ed67e7440ac1d1eba167c2178b1bf1f8bda1908b2e79183a2",
+  "0014_policies": "b1ddb5001d4854c0448877b42c75d6ea875e835c56ef75486e579fa0dae9ec5f",
   "0015_audit_log": "bf830ab4e6efa6100a37bace56b5b12854dda0f38f3a5b71149b9dd4bdc0c2ee",
   "0016_billing": "a0b64b854c710ec27502fc56d965d190e8106d61a552333c15182a3ef27e4916",
   "0017_idempotency": "f53c5f88d10dde15c967bd8019be04c1004e7742ebab7250100bccb89e56ff2f"
@@ -103,6 +104,7 @@ describe("migrations", () => {
         [11, "analytics_covering"],
         [12, "top_license_totals"],
         [13, "deleted_api_keys"],
+        [14, "policies"],
         [15, "audit_log"],
         [16, "billing"],
         [17, "idempotency"]

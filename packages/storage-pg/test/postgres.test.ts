@@ -9,8 +9,9 @@ import { SqlClient } from "effect/sql/SqlClient"
 import * as net from "node:net"
 import { storeCases } from "./storeCases.js"
 import { eventuallyEffect } from "../../../test/support/eventually.js"
+import { serviceUrl } from "../../../test/support/services.js"
 
-const databaseUrl = process.env.DATABASE_URL
+const databaseUrl = serviceUrl("DATABASE_URL")
 
 /** A schema of our own per run, so concurrent runs on one database do not collide. */
 const schema = `lm_test_${process.pid}_${Date.now()}`

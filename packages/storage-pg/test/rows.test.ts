@@ -34,7 +34,7 @@ const decodeFailure = <A, E>(exit: Exit.Exit<A, E>): RowDecodeError | undefined 
   return defect instanceof RowDecodeError ? defect : undefined
 }
 
-layer(layerOnClient.pipe(Layer.provideMerge(PgliteTemplate.layerTemporary)), { excludeTestServices: true, timeout: "120 seconds" })(
+layer(layerOnClient.pipe(Layer.provideMerge(PgliteTemplate.layerTemporaryMigrated)), { excludeTestServices: true, timeout: "120 seconds" })(
   "stored ids beyond 2^53",
   (it) => {
     it.effect("a license id of 2^53 - 1 is read exactly; 2^53 + 1 is refused, not rounded", () =>

@@ -14,6 +14,7 @@ import * as fc from "fast-check"
 import { freshDatabase } from "../../../test/storage-contract/pg-support.js"
 import { DAY, licenseDraft, machineDraft, T0 } from "../../../test/storage-contract/fixtures.js"
 import { holdsSeat } from "../src/repositories/seats.js"
+import { serviceUrl } from "../../../test/support/services.js"
 
 const HOUR = 3_600_000
 
@@ -77,11 +78,11 @@ const seatRuleAgrees = (name: string, store: Layer.Layer<PgClient.PgClient | Por
         )))
   })
 
-seatRuleAgrees("seat rule on PGlite", layerOnClient.pipe(Layer.provideMerge(PgliteTemplate.layerTemporary)))
+seatRuleAgrees("seat rule on PGlite", layerOnClient.pipe(Layer.provideMerge(PgliteTemplate.layerTemporaryMigrated)))
 
-const url = process.env.DATABASE_URL
+const url = serviceUrl("DATABASE_URL")
 
-describe.skipIf(url === undefined || url === "")("on PostgreSQL (DATABASE_URL)", () => {
+describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
   seatRuleAgrees(
     "seat rule on PostgreSQL",
     Layer.unwrap(

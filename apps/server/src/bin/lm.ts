@@ -1,13 +1,25 @@
 #!/usr/bin/env node
 /**
- * `lm`: the bundled server and its command line (CONTRACT §13; the commands in `../cli/`). `lm --help` lists them.
+ * `lm`: the bundled server and its command line (CONTRACT §13; the commands in `../cli/`, run by `run.ts`).
+ * `lm --help` lists them. This entry first checks the Node.js version against the project's `engines.node` (the
+ * root package.json), before anything that could crash on an older one is loaded: there it prints one line saying
+ * what is needed and how to run `lm`, and exits 1.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect } from "effect"
-import { runCli } from "../cli/Cli.js"
-import { teardown } from "../Main.js"
+import { readFileSync } from "node:fs"
+import { satisfiesEngines, tooOldMessage } from "./nodeVersion.js"
 
-// Everything the service writes (PGlite's files, the master key) is for its own user only: folders 0700, files 0600.
-process.umask(0o077)
+/** `engines.node` of the root package.json (src/bin and dist/bin are both four folders below it); none when unreadable. */
+const engines = (): string => {
+  try {
+    return JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")).engines?.node ?? ""
+  } catch {
+    return ""
+  }
+}
 
-NodeRuntime.runMain(runCli(process.argv.slice(2)).pipe(Effect.provide(NodeServices.layer)), { teardown })
+const required = engines()
+if (!satisfiesEngines(process.versions.node, required)) {
+  process.stderr.write(`${tooOldMessage(`v${process.versions.node}`, required)}\n`)
+  process.exit(1)
+}
+await import("./run.js")

@@ -5,7 +5,6 @@
  */
 import { Effect } from "effect"
 import { AuditLog, type Model } from "@lm/domain"
-import { refusalMessage } from "../Main.js"
 import { Refused } from "./Server.js"
 
 /** What the engine provides to a command. */
@@ -16,15 +15,8 @@ export type EngineServices = import("effect").Layer.Success<ReturnType<typeof im
  * delivery); a failure is a {@link Refused} with the error's contract code (`store` for the store's own).
  */
 export const withEngine = <A, E>(program: Effect.Effect<A, E, EngineServices>): Effect.Effect<A, Refused> =>
-  Effect.flatMap(Effect.promise(() => import("./StoreEngine.js")), (store) => store.runOnEngine(program)).pipe(
-    Effect.mapError(refused)
-  )
+  Effect.flatMap(Effect.promise(() => import("./StoreEngine.js")), (store) => store.runOnEngine(program))
 
-/** A failure on the store as a {@link Refused}: the error's contract code (`store` for the store's own) and message. */
-export const refused = (error: unknown): Refused => {
-  const code = (error as { readonly code?: unknown } | null)?.code
-  return new Refused({ code: typeof code === "string" ? code : "store", message: refusalMessage(error) })
-}
 
 /** Records a command-line write on the store in the audit log (actor `cli`). */
 export const auditCli = (action: string, target: Model.AuditTarget, status = 200) =>

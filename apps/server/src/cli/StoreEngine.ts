@@ -6,7 +6,15 @@ import { Effect, Layer } from "effect"
 import { Engine } from "@lm/domain"
 import { engineOptionsFromEnv } from "../settings/Engine.js"
 import { storeChoiceFromEnv, storeLayer } from "../Store.js"
+import { refusalMessage } from "../Main.js"
+import { Refused } from "./Server.js"
 import type { EngineServices } from "./Store.js"
+
+/** A failure on the store as a {@link Refused}: the error's contract code (`store` for the store's own) and message. */
+const refused = (error: unknown): Refused => {
+  const code = (error as { readonly code?: unknown } | null)?.code
+  return new Refused({ code: typeof code === "string" ? code : "store", message: refusalMessage(error) })
+}
 
 /** Runs `program` on the engine on the configured store, without background jobs. */
 export const runOnEngine = <A, E>(program: Effect.Effect<A, E, EngineServices>) =>
@@ -20,11 +28,11 @@ export const runOnEngine = <A, E>(program: Effect.Effect<A, E, EngineServices>) 
       anomalyIntervalSeconds: 0,
       webhooks: { ...options.webhooks, pollMillis: 0 }
     })))
-  })
+  }).pipe(Effect.mapError(refused))
 
 /** Opens the configured store, which applies its pending migrations; answers its kind. */
 export const migrateStore = Effect.gen(function*() {
   const choice = yield* storeChoiceFromEnv
   yield* Layer.build(storeLayer(choice)).pipe(Effect.scoped)
   return choice._tag
-})
+}).pipe(Effect.mapError(refused))

@@ -1,7 +1,6 @@
 /** `lm serve` and `lm migrate` (CONTRACT §13): the server, and the store's schema. */
 import { Console, Effect } from "effect"
 import { Command } from "effect/cli"
-import { refused } from "./Store.js"
 
 export const serve = Command.make("serve", {}, () =>
   Effect.flatMap(Effect.promise(() => import("./Launch.js")), (launch) => launch.serveFromEnv)).pipe(
@@ -13,6 +12,5 @@ export const serve = Command.make("serve", {}, () =>
 
 export const migrate = Command.make("migrate", {}, () =>
   Effect.flatMap(Effect.promise(() => import("./StoreEngine.js")), (store) => store.migrateStore).pipe(
-    Effect.flatMap((kind) => Console.log(`migrated: ${kind}`)),
-    Effect.mapError(refused)
+    Effect.flatMap((kind) => Console.log(`migrated: ${kind}`))
   )).pipe(Command.withDescription("Create or upgrade the store's schema (the same store settings as serve)"))

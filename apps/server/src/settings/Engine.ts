@@ -16,15 +16,16 @@ import { parseSwitch, positiveInt, readSetting } from "./Read.js"
  * plus 5 s, after which a crashed worker's deliveries are attempted again).
  */
 export const webhookOptionsFromEnv = Effect.gen(function*() {
-  const insecure = yield* Config.String("LM_WEBHOOK_ALLOW_INSECURE").pipe(Config.withDefault(""))
-  const privateAddresses = yield* Config.String("LM_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(""))
+  const { allowInsecure, allowPrivate } = Webhook.webhookReachSettings
+  const insecure = yield* Config.String(allowInsecure).pipe(Config.withDefault(""))
+  const privateAddresses = yield* Config.String(allowPrivate).pipe(Config.withDefault(""))
   const schedule = yield* Config.String("LM_WEBHOOK_RETRY_SCHEDULE").pipe(Config.option)
   const timeout = yield* Config.Int("LM_WEBHOOK_TIMEOUT").pipe(Config.option)
   return {
     attemptTimeoutMillis: Option.isSome(timeout) ? Math.max(1, timeout.value) * 1000 : undefined,
     leaseMillis: Option.isSome(timeout) ? Webhook.leaseMillisFor(Math.max(1, timeout.value) * 1000) : undefined,
-    allowInsecure: yield* readSetting("LM_WEBHOOK_ALLOW_INSECURE", () => parseSwitch(insecure, false)),
-    allowPrivate: yield* readSetting("LM_WEBHOOK_ALLOW_PRIVATE", () => parseSwitch(privateAddresses, false)),
+    allowInsecure: yield* readSetting(allowInsecure, () => parseSwitch(insecure, false)),
+    allowPrivate: yield* readSetting(allowPrivate, () => parseSwitch(privateAddresses, false)),
     retrySchedule: Option.isNone(schedule)
       ? undefined
       : yield* readSetting("LM_WEBHOOK_RETRY_SCHEDULE", () => Result.getOrThrowWith(Webhook.parseRetrySchedule(schedule.value), (m) => new Error(m)))

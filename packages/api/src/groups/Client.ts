@@ -9,7 +9,7 @@ import { Model, Validation } from "@lm/domain/core"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, TooManyRequests, UnprocessableEntity } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
-import { LicenseWire, MachineWire, MetaInput, ShortText, Time } from "../wire/Wire.js"
+import { EntitlementCodes, LicenseWire, MachineWire, MetaInput, ShortText, Time } from "../wire/Wire.js"
 
 /** A license key as sent; the domain trims, upper-cases and checks its format (400 `rest_invalid_param`). */
 const LicenseKey = Schema.String.annotate({
@@ -41,7 +41,11 @@ export const Nonce = Schema.Union([
 export const ValidatePayload = Schema.Struct({
   license_key: LicenseKey,
   fingerprint: Schema.optionalKey(Schema.NullOr(Fingerprint)),
-  nonce: Schema.optionalKey(Schema.NullOr(Nonce))
+  nonce: Schema.optionalKey(Schema.NullOr(Nonce)),
+  entitlements: Schema.optionalKey(Schema.NullOr(EntitlementCodes).annotate({
+    description: "Entitlement codes the client needs (at most 64): one the license does not hold answers " +
+      "`entitlements_missing`, after the license checks and before the machine checks, naming the codes in `missing`."
+  }))
 })
 
 /** The answer of `POST /validate` (always 200 for an existing key). */
@@ -62,7 +66,10 @@ export const ValidateResponse = Schema.Struct({
       "null when valid."
   }),
   server_time: Time,
-  nonce: Schema.optionalKey(Nonce).annotate({ description: "The nonce sent; absent when none was sent." })
+  nonce: Schema.optionalKey(Nonce).annotate({ description: "The nonce sent; absent when none was sent." }),
+  missing: Schema.optionalKey(Schema.Array(Schema.String)).annotate({
+    description: "With `entitlements_missing`: the codes asked for that the license does not hold; absent otherwise."
+  })
 })
 export type ValidateResponse = typeof ValidateResponse.Type
 

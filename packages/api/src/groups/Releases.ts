@@ -11,6 +11,8 @@ import { Multipart } from "effect/http"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
 import { Idempotency } from "../middleware/Idempotency.js"
+import { strictPayloadOptions } from "../ParseOptions.js"
+import { NoFields } from "./Licenses.js"
 import { StreamedBody } from "../middleware/ErrorEnvelope.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, RangeNotSatisfiable, RequestTimeout, TooManyRequests, UnsupportedMediaType } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
@@ -60,12 +62,12 @@ export const releaseFields = {
   released_at: Schema.optionalKey(Schema.String.annotate({ description: "ISO 8601 time (default: now)." }))
 }
 
-/** `multipart/form-data` body of `POST /releases`: the fields, then the `file` part (streamed, never buffered). */
+/** `multipart/form-data` body of `POST /releases`: the fields and the `file` part (streamed, never buffered). */
 export const ReleaseUploadForm = Schema.Struct({
   product_id: Schema.String.annotate({ description: "The product (a positive integer)." }),
   ...releaseFields,
   file: Multipart.PersistedFileSchema.annotate({
-    description: "The artifact, after the fields: at most `LM_MAX_ARTIFACT_BYTES` (default 512 MiB), else 413 and nothing kept."
+    description: "The artifact, before or after the fields: at most `LM_MAX_ARTIFACT_BYTES` (default 512 MiB), else 413 and nothing kept."
   })
 }).pipe(HttpApiSchema.asMultipartStream())
 
@@ -95,7 +97,10 @@ const ArtifactRange = Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array(), HttpA
   description: "One range of the artifact, with `Content-Range`."
 })
 
-/** POST /releases and GET /releases (API key). */
+/** The path of one release. */
+const releaseIdParam = { id: positiveIntFromString("The release's id (a positive integer).") }
+
+/** POST, GET and DELETE of releases (API key). */
 export class ReleasesGroup extends HttpApiGroup.make("releases")
   .add(
     HttpApiEndpoint.post("publish", "/releases", {
@@ -104,7 +109,8 @@ export class ReleasesGroup extends HttpApiGroup.make("releases")
       error: [BadRequest, RequestTimeout, Conflict, PayloadTooLarge, UnsupportedMediaType]
     }).annotate(StreamedBody, true).annotateMerge(OpenApi.annotations({
       summary: "Publish a release",
-      description: "`multipart/form-data`: the fields before one `file` part, which streams to the artifact store " +
+      description: "`multipart/form-data`: the fields (before or after the `file` part; an unknown `channel` is 400 " +
+        "naming the allowed ones) and one `file` part, which streams to the artifact store " +
         "while its SHA-256 and size are computed (at most `LM_MAX_ARTIFACT_BYTES`, else 413 `rest_payload_too_large` " +
         "as soon as the limit is crossed, and nothing is kept). The upload is not bound by the body timeout: it is cut " +
         "off (408 `rest_request_timeout`, nothing kept) when no byte arrives for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS` " +
@@ -124,10 +130,27 @@ export class ReleasesGroup extends HttpApiGroup.make("releases")
       summary: "List releases",
       description: "Newest semver first (a pre-release below its release, numeric identifiers by number), then newest " +
         "id. Publish with `POST /releases`."
+    })),
+    HttpApiEndpoint.get("get", "/releases/:id", {
+      params: releaseIdParam,
+      success: Success(ReleaseWire),
+      error: NotFound
+    }).annotateMerge(OpenApi.annotations({ summary: "Get a release", description: "Unknown id: 404 `release_not_found`." })),
+    HttpApiEndpoint.delete("delete", "/releases/:id", {
+      params: releaseIdParam,
+      payload: NoFields,
+      success: Success(Schema.Struct({ deleted: Schema.Literal(true), id: Schema.Int })),
+      error: NotFound
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Delete a release",
+      description: "The release is gone from lists and update checks, its uploaded artifact is removed from the " +
+        "artifact store, and a download token issued for it gets 404 `release_not_found`; `release.deleted` goes to " +
+        "the outbox. Unknown id: 404 `release_not_found`."
     }))
   )
   .middleware(Idempotency)
   .middleware(Authentication)
+  .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Releases", description: "Published versions of products (API key required)." }))
 {}
 

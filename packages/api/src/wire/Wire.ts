@@ -16,6 +16,16 @@ const Json = Model.Meta
 /** A short text field as a body sends it: at most 255 characters. */
 export const ShortText = Schema.String.check(Schema.isMaxLength(255, { message: "must be at most 255 characters" }))
 
+/** An entitlement code (CONTRACT §15): a lower-case letter or digit, then up to 63 of `a-z0-9_.:-`. */
+export const EntitlementCode = Schema.String.check(
+  Schema.isPattern(Model.entitlementCodePattern, { message: `must match ${Model.entitlementCodePattern.source}` })
+).annotate({ description: "An entitlement code: `^[a-z0-9][a-z0-9_.:-]{0,63}$`." })
+
+/** A list of entitlement codes as a body sends it: at most 64 (repeats are dropped, the list is sorted). */
+export const EntitlementCodes = Schema.Array(EntitlementCode).check(
+  Schema.isMaxLength(Model.MAX_ENTITLEMENTS, { message: `must hold at most ${Model.MAX_ENTITLEMENTS} codes` })
+)
+
 /** Epoch milliseconds as ISO 8601 with `Z` (the domain's formatter, which keeps the times in use). */
 export const iso = isoTime
 /** The current time as ISO 8601 with `Z`: never the same twice, so not kept. */
@@ -95,6 +105,11 @@ const licenseFields = {
   generator_id: NullableInt,
   subscription_id: NullableInt,
   meta: Json,
+  policy_id: NullableInt.annotate({ description: "The policy (plan) the license was made from or moved to, or null." }),
+  entitlements: Schema.Array(Schema.String).annotate({ description: "The license's own entitlement codes, sorted." }),
+  effective_entitlements: Schema.Array(Schema.String).annotate({
+    description: "Read-only: the sorted union of the license's own codes and its policy's (live from the policy)."
+  }),
   created_at: Time,
   updated_at: Time
 }
@@ -107,7 +122,7 @@ export const LicenseDetailWire = Schema.Struct({ ...licenseFields, machines: Sch
 export type LicenseDetailWire = typeof LicenseDetailWire.Type
 
 /** A license as it reports itself now. */
-export const licenseToWire = ({ license: l, status, activationCount }: Machine.LicenseView): LicenseWire => ({
+export const licenseToWire = ({ license: l, status, activationCount, effectiveEntitlements }: Machine.LicenseView): LicenseWire => ({
   id: l.id,
   license_key: l.key,
   status,
@@ -129,6 +144,9 @@ export const licenseToWire = ({ license: l, status, activationCount }: Machine.L
   generator_id: l.generatorId,
   subscription_id: l.subscriptionId,
   meta: l.meta,
+  policy_id: l.policyId,
+  entitlements: l.entitlements,
+  effective_entitlements: effectiveEntitlements ?? l.entitlements,
   created_at: iso(l.createdAt),
   updated_at: iso(l.updatedAt)
 })
@@ -139,6 +157,44 @@ export const licenseDetailToWire = (
 ): LicenseDetailWire => ({
   ...licenseToWire(detail),
   machines: detail.machines.map(machineToWire)
+})
+
+/** A policy on the wire (CONTRACT §15). */
+export const PolicyWire = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  product_id: NullableInt,
+  entitlements: Schema.Array(Schema.String),
+  max_activations: NullableInt,
+  overage_strategy: Model.OverageStrategy,
+  is_floating: Schema.Boolean,
+  lease_duration: Schema.Int,
+  require_heartbeat: Schema.Boolean,
+  heartbeat_interval: Schema.Int,
+  valid_for_days: NullableInt,
+  grace_days: Schema.Int,
+  license_count: Schema.Int.annotate({ description: "Read-only: how many licenses refer to the policy." }),
+  created_at: Time,
+  updated_at: Time
+})
+export type PolicyWire = typeof PolicyWire.Type
+
+export const policyToWire = ({ licenseCount, policy: p }: { readonly policy: Model.Policy; readonly licenseCount: number }): PolicyWire => ({
+  id: p.id,
+  name: p.name,
+  product_id: p.productId,
+  entitlements: p.entitlements,
+  max_activations: p.maxActivations,
+  overage_strategy: p.overageStrategy,
+  is_floating: p.isFloating,
+  lease_duration: p.leaseDuration,
+  require_heartbeat: p.requireHeartbeat,
+  heartbeat_interval: p.heartbeatInterval,
+  valid_for_days: p.validForDays,
+  grace_days: p.graceDays,
+  license_count: licenseCount,
+  created_at: iso(p.createdAt),
+  updated_at: iso(p.updatedAt)
 })
 
 export const GeneratorWire = Schema.Struct({
@@ -386,6 +442,14 @@ export const LicenseSettingsInput = {
   })),
   meta: Schema.optionalKey(Schema.NullOr(MetaInput).annotate({
     description: "Free JSON object of at most 16 KiB (its JSON text in UTF-8); null is {}."
+  })),
+  policy_id: Schema.optionalKey(Schema.NullOr(Id).annotate({
+    description: "A policy (plan): its settings are defaults copied into the license when it is created with it or " +
+      "moved to it (the body's fields win); its entitlements are live. Null detaches the license from its policy. " +
+      "An unknown id is 404 `policy_not_found`."
+  })),
+  entitlements: Schema.optionalKey(Schema.NullOr(EntitlementCodes).annotate({
+    description: "The license's own entitlement codes (at most 64); null is none."
   }))
 }
 
@@ -405,7 +469,9 @@ const settingNames = {
   valid_for_days: "validForDays",
   expires_at: "expiresAt",
   grace_days: "graceDays",
-  meta: "meta"
+  meta: "meta",
+  policy_id: "policyId",
+  entitlements: "entitlements"
 } as const satisfies Record<keyof LicenseSettingsBody, keyof Model.LicenseSettings>
 
 /**

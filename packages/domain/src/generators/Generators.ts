@@ -9,10 +9,13 @@ import { checkKeyFormat, mintKey } from "../licensing/keys.js"
 import { checkLicenseSettings, issueFromPool, licenseCreated, newLicenseDraft } from "../licensing/license.js"
 import { type LicenseView, viewLicense } from "../licensing/machine.js"
 import type { LicenseSettings, OverageStrategy } from "../licensing/model.js"
-import { GeneratorIssuer, LicenseRepository } from "../licensing/ports.js"
+import { GeneratorIssuer, LicenseRepository, PolicyRepository } from "../licensing/ports.js"
 import { invalidParam, type InvalidParam, type StorageUnavailable } from "../shared/errors.js"
 import { EventOutbox, type Page, type PageRequest, Store } from "../shared/ports.js"
 import { Random } from "../shared/random.js"
+import { withPolicyDefaults } from "../licensing/Licenses.js"
+import { effectiveEntitlements } from "../licensing/entitlements.js"
+import type { PolicyNotFound } from "../licensing/errors.js"
 import { generatorDefaults } from "./generator.js"
 import type { Generator, GeneratorDraft } from "./model.js"
 import { GeneratorRepository } from "./ports.js"
@@ -51,7 +54,7 @@ export class Generators extends Context.Service<Generators, {
     id: number,
     count: number,
     overrides: Partial<LicenseSettings>
-  ) => Effect.Effect<ReadonlyArray<LicenseView>, GeneratorNotFound | InvalidParam | LicenseExists | StorageUnavailable>
+  ) => Effect.Effect<ReadonlyArray<LicenseView>, GeneratorNotFound | PolicyNotFound | InvalidParam | LicenseExists | StorageUnavailable>
 }>()("@lm/domain/Generators") {
   static readonly layer = Layer.effect(
     Generators,
@@ -60,6 +63,7 @@ export class Generators extends Context.Service<Generators, {
       const generators = yield* GeneratorRepository
       const licenses = yield* LicenseRepository
       const outbox = yield* EventOutbox
+      const policies = yield* PolicyRepository
       const random = yield* Random
 
       const withPool = Effect.fnUntraced(function*(generator: Generator) {
@@ -134,16 +138,20 @@ export class Generators extends Context.Service<Generators, {
         const now = yield* Clock.currentTimeMillis
         const keys = new Set<string>()
         while (keys.size < count) keys.add(yield* mintKey(generator).pipe(Effect.provideService(Random, random)))
-        const settings = { ...generatorDefaults(generator), ...overrides }
-        const drafts = [...keys].map((key) => newLicenseDraft(key, settings, "generator", id, now, "pending"))
         return yield* store.transaction(
           Effect.gen(function*() {
+            const settings = { ...generatorDefaults(generator), ...(yield* withPolicyDefaults(overrides)) }
+            const drafts = [...keys].map((key) => newLicenseDraft(key, settings, "generator", id, now, "pending"))
+            const policyCodes = settings.policyId == null ? undefined : (yield* policies.findById(settings.policyId))?.entitlements
             const created = yield* licenses.insertMany(drafts)
             yield* outbox.append([
               { type: "generator.keys_generated", occurredAt: now, licenseId: null, machineId: null, data: { generator_id: id, count } }
             ])
-            return created.map((license) => viewLicense(license, [], now))
-          })
+            return created.map((license) => ({
+              ...viewLicense(license, [], now),
+              effectiveEntitlements: effectiveEntitlements(license.entitlements, policyCodes)
+            }))
+          }).pipe(Effect.provideService(PolicyRepository, policies))
         )
       })
 

@@ -14,7 +14,9 @@ import {
   type LicenseExists,
   type LicenseNotFound,
   licenseNotFound,
-  type LicenseTerminated
+  type LicenseTerminated,
+  type PolicyNotFound,
+  policyNotFound
 } from "./errors.js"
 import { defaultKeyFormat, mintKey, parseKey, parseKeyPrefix } from "./keys.js"
 import {
@@ -26,6 +28,7 @@ import {
   licenseDeleted,
   type LicenseChange,
   newLicenseDraft,
+  policyDefaults,
   renewLicense,
   type Renewal,
   terminateLicense,
@@ -33,7 +36,8 @@ import {
 } from "./license.js"
 import { countSeatsHeld, deactivateMachine, type LicenseView, refreshSeatDeadlines, viewLicense } from "./machine.js"
 import type { License, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "./model.js"
-import { GeneratorIssuer, type LicenseFilter, type LicenseQuery, LicenseRepository, MachineRepository } from "./ports.js"
+import { effectiveEntitlements } from "./entitlements.js"
+import { GeneratorIssuer, type LicenseFilter, type LicenseQuery, LicenseRepository, MachineRepository, PolicyRepository } from "./ports.js"
 
 /** Fields a create may set: a key or a generator (not both), and any writable setting. */
 export interface CreateLicenseInput extends Partial<LicenseSettings> {
@@ -83,6 +87,18 @@ export interface LicenseDetail extends LicenseView {
 
 type WriteError = LicenseNotFound | LicenseTerminated | StorageUnavailable
 
+/**
+ * The settings of a create or a move to another policy: the policy's defaults under the given ones (the body's
+ * fields win, as with generator defaults). The policy is locked until the transaction ends, so that a concurrent
+ * delete of it either waits for this license or is seen by it (`policy_in_use` / `policy_not_found`).
+ */
+export const withPolicyDefaults = Effect.fnUntraced(function*(settings: Partial<LicenseSettings>) {
+  if (settings.policyId === undefined || settings.policyId === null) return settings
+  const policy = yield* (yield* PolicyRepository).lockById(settings.policyId)
+  if (policy === undefined) return yield* policyNotFound()
+  return { ...policyDefaults(policy), ...settings }
+})
+
 const settingsOf = (input: Partial<LicenseSettings>): Partial<LicenseSettings> => {
   const out: Record<string, unknown> = {}
   for (const name of Object.keys(defaultLicenseSettings) as Array<keyof LicenseSettings>) {
@@ -94,11 +110,11 @@ const settingsOf = (input: Partial<LicenseSettings>): Partial<LicenseSettings> =
 export class Licenses extends Context.Service<Licenses, {
   readonly create: (
     input: CreateLicenseInput
-  ) => Effect.Effect<LicenseView, InvalidParam | LicenseExists | GeneratorNotFound | StorageUnavailable>
+  ) => Effect.Effect<LicenseView, InvalidParam | LicenseExists | GeneratorNotFound | PolicyNotFound | StorageUnavailable>
   readonly get: (key: string) => Effect.Effect<LicenseDetail, InvalidParam | LicenseNotFound | StorageUnavailable>
   /** The licenses that match; `search` with a non-ASCII character is `InvalidParam`. */
   readonly list: (input: ListLicensesInput) => Effect.Effect<Page<LicenseView>, InvalidParam | StorageUnavailable>
-  readonly update: (key: string, patch: Partial<LicenseSettings>) => Effect.Effect<LicenseView, InvalidParam | WriteError>
+  readonly update: (key: string, patch: Partial<LicenseSettings>) => Effect.Effect<LicenseView, InvalidParam | PolicyNotFound | WriteError>
   readonly delete: (key: string) => Effect.Effect<{ readonly id: number }, InvalidParam | LicenseNotFound | StorageUnavailable>
   readonly renew: (key: string, renewal: Renewal) => Effect.Effect<LicenseView, InvalidParam | WriteError>
   readonly suspend: (key: string) => Effect.Effect<LicenseView, InvalidParam | InvalidTransition | WriteError>
@@ -115,10 +131,30 @@ export class Licenses extends Context.Service<Licenses, {
       const machines = yield* MachineRepository
       const generators = yield* GeneratorIssuer
       const outbox = yield* EventOutbox
+      const policies = yield* PolicyRepository
       const random = yield* Random
       const withRandom = Effect.provideService(Random, random)
 
       const keyOf = (input: string) => Effect.fromResult(parseKey(input))
+
+      /** The view of each license with its effective entitlements (its policy's codes read once per policy). */
+      const viewAll = Effect.fnUntraced(function*(
+        items: ReadonlyArray<{ readonly license: License; readonly active: ReadonlyArray<Machine> }>,
+        now: number
+      ) {
+        const codes = new Map<number, ReadonlyArray<string> | undefined>()
+        for (const { license } of items) {
+          if (license.policyId !== null && !codes.has(license.policyId)) {
+            codes.set(license.policyId, (yield* policies.findById(license.policyId))?.entitlements)
+          }
+        }
+        return items.map(({ active, license }): LicenseView => ({
+          ...viewLicense(license, active, now),
+          effectiveEntitlements: effectiveEntitlements(license.entitlements, license.policyId === null ? undefined : codes.get(license.policyId))
+        }))
+      })
+      const view = (license: License, active: ReadonlyArray<Machine>, now: number) =>
+        Effect.map(viewAll([{ license, active }], now), (views) => views[0]!)
 
       /** Runs a change on the locked license and persists it with its events. */
       const write = <E>(key: string, change: (license: License, now: number, active: ReadonlyArray<Machine>) => Effect.Effect<LicenseChange, E>) =>
@@ -131,10 +167,10 @@ export class Licenses extends Context.Service<Licenses, {
               const active = yield* machines.listActive(license.id)
               const now = yield* Clock.currentTimeMillis
               const result = yield* change(license, now, active)
-              if (!result.changed) return viewLicense(license, active, now)
+              if (!result.changed) return yield* view(license, active, now)
               const saved = yield* licenses.update(result.license)
               yield* outbox.append(result.events)
-              return viewLicense(saved, yield* machines.listActive(license.id), now)
+              return yield* view(saved, yield* machines.listActive(license.id), now)
             })
           )
         })
@@ -144,20 +180,24 @@ export class Licenses extends Context.Service<Licenses, {
           return yield* invalidParam("generator_id", "send either license_key or generator_id, not both")
         }
         const now = yield* Clock.currentTimeMillis
-        const settings = yield* Effect.fromResult(checkLicenseSettings(settingsOf(input)))
+        const given = yield* Effect.fromResult(checkLicenseSettings(settingsOf(input)))
         if (input.generatorId !== undefined) {
           const generatorId = input.generatorId
           return yield* store.transaction(
-            Effect.map(generators.issue(generatorId, settings, now), (license) => viewLicense(license, [], now))
+            Effect.gen(function*() {
+              const license = yield* generators.issue(generatorId, yield* withPolicyDefaults(given), now)
+              return yield* view(license, [], now)
+            }).pipe(Effect.provideService(PolicyRepository, policies))
           )
         }
         const key = input.licenseKey !== undefined ? yield* keyOf(input.licenseKey) : yield* withRandom(mintKey(defaultKeyFormat))
         return yield* store.transaction(
           Effect.gen(function*() {
+            const settings = yield* withPolicyDefaults(given)
             const license = yield* licenses.insert(newLicenseDraft(key, settings, input.source ?? "api", null, now))
             yield* outbox.append([licenseCreated(license, now)])
-            return viewLicense(license, [], now)
-          })
+            return yield* view(license, [], now)
+          }).pipe(Effect.provideService(PolicyRepository, policies))
         )
       })
 
@@ -167,7 +207,7 @@ export class Licenses extends Context.Service<Licenses, {
         if (license === undefined) return yield* licenseNotFound()
         const all = yield* machines.list(license.id, { page: 1, perPage: 1000 })
         const now = yield* Clock.currentTimeMillis
-        return { ...viewLicense(license, all.items.filter((m) => m.status === "active"), now), machines: all.items }
+        return { ...(yield* view(license, all.items.filter((m) => m.status === "active"), now)), machines: all.items }
       })
 
       const list = Effect.fn("Licenses.list")(function*(input: ListLicensesInput) {
@@ -190,14 +230,18 @@ export class Licenses extends Context.Service<Licenses, {
         const active = yield* machines.listActiveOf(page.items.map((l) => l.id))
         return {
           total: page.total,
-          items: page.items.map((license) => viewLicense(license, active.filter((m) => m.licenseId === license.id), now))
+          items: yield* viewAll(page.items.map((license) => ({ license, active: active.filter((m) => m.licenseId === license.id) })), now)
         }
       })
 
       const update = Effect.fn("Licenses.update")(function*(key: string, patch: Partial<LicenseSettings>) {
         return yield* write(key, (license, now, active) =>
           Effect.gen(function*() {
-            const settings = yield* Effect.fromResult(checkLicenseSettings(settingsOf(patch)))
+            const given = yield* Effect.fromResult(checkLicenseSettings(settingsOf(patch)))
+            // Moved to another policy: its defaults come with it, under the patch's own fields.
+            const settings = given.policyId !== undefined && given.policyId !== license.policyId
+              ? yield* withPolicyDefaults(given).pipe(Effect.provideService(PolicyRepository, policies))
+              : given
             const change = yield* Effect.fromResult(updateLicense(license, settings, now))
             // Seat rules may have changed: keep each machine's stored seat deadline true to them.
             for (const machine of refreshSeatDeadlines(active, change.license, now)) yield* machines.update(machine)

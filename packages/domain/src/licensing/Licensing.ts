@@ -21,9 +21,10 @@ import {
   type MachineNotFound,
   type Refused
 } from "./errors.js"
+import { effectiveEntitlements } from "./entitlements.js"
 import { normalizeKey, parseKey } from "./keys.js"
 import type { License, Machine, MachineFacts } from "./model.js"
-import { LicenseRepository, MachineRepository } from "./ports.js"
+import { LicenseRepository, MachineRepository, PolicyRepository } from "./ports.js"
 import type { ActivateResult as SeatTaken, DeactivateResult, HeartbeatResult as Beaten } from "./seatChanges.js"
 import { Tokens, type Validated } from "./Tokens.js"
 import { validateLicense } from "./validation.js"
@@ -41,6 +42,8 @@ export interface ValidateInput extends ClientContext {
   readonly appVersion?: string | null | undefined
   /** The client's nonce, repeated in the signed answer. */
   readonly nonce?: string | number | null | undefined
+  /** Entitlement codes the client needs: one the license does not hold answers `entitlements_missing`. */
+  readonly entitlements?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -101,6 +104,7 @@ export class Licensing extends Context.Service<Licensing, {
     Effect.gen(function*() {
       const licenses = yield* LicenseRepository
       const machines = yield* MachineRepository
+      const policies = yield* PolicyRepository
       const recorder = yield* ActivityRecorder
       const tokens = yield* Tokens
       const batches = yield* makeSeatBatches
@@ -163,13 +167,17 @@ export class Licensing extends Context.Service<Licensing, {
         seen.productId = license.productId
         const fingerprint = input.fingerprint ?? null
         const list = yield* machines.listForValidation(license.id, fingerprint)
+        // The policy's codes are live: read through the validation cache like the license, no extra round trip.
+        const policy = license.policyId === null ? undefined : yield* policies.findById(license.policyId)
         const now = yield* Clock.currentTimeMillis
         const validation = validateLicense({
           license,
           machines: list,
           fingerprint,
           now,
-          blacklisted: yield* blacklisted({ licenseKey: key, fingerprint, ipAddress: input.ipAddress })
+          blacklisted: yield* blacklisted({ licenseKey: key, fingerprint, ipAddress: input.ipAddress }),
+          entitlements: effectiveEntitlements(license.entitlements, policy?.entitlements),
+          required: input.entitlements
         })
         return { license, validation, now }
       })

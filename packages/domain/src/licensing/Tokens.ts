@@ -65,6 +65,7 @@ export class Tokens extends Context.Service<Tokens, {
               fingerprint: sent.fingerprint,
               nonce: sent.nonce,
               issuedAt: result.now,
+              entitlements: result.validation.entitlements,
               ...(options.offlineTtlSeconds === undefined ? {} : { ttlSeconds: options.offlineTtlSeconds })
             })
           )

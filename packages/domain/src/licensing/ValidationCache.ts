@@ -10,18 +10,20 @@
  *   (a black-holed link delivers nothing and reports no error) sends every validation to the store, which answers
  *   or fails (503) on its own;
  * - entries older than `maxAgeMillis` are reloaded anyway, and the cache holds at most `maxEntries`.
+ * A license's policy (`PolicyRepository.findById`: its live entitlements) is kept the same way, by policy id.
  * Reads under a lock (`lockByKey`, `lockById`, `lockByKeys`), `listActive`, `findByFingerprint`,
  * `listForSeatChanges`, and any read inside a transaction always go to the store.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { Store } from "../shared/ports.js"
-import type { License, Machine } from "./model.js"
+import type { License, Machine, Policy } from "./model.js"
 import {
   feedHeartbeatMillis,
   feedTimeMillis,
   LicenseChangeFeed,
   LicenseRepository,
-  MachineRepository
+  MachineRepository,
+  PolicyRepository
 } from "./ports.js"
 
 export interface ValidationCacheOptions {
@@ -57,6 +59,9 @@ export const feedAlive = (aliveAsOf: number, now: number, staleMillis: number): 
 /** The licenses touched by the current transaction, re-invalidated when it ends. */
 class TouchedLicenses extends Context.Service<TouchedLicenses, Set<number>>()("@lm/domain/ValidationCache/TouchedLicenses") {}
 
+/** The policies changed by the current transaction, re-invalidated when it ends. */
+class TouchedPolicies extends Context.Service<TouchedPolicies, Set<number>>()("@lm/domain/ValidationCache/TouchedPolicies") {}
+
 interface Entry {
   readonly license: License
   readonly loadedAt: number
@@ -76,6 +81,7 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       const store = yield* Store
       const licenses = yield* LicenseRepository
       const machines = yield* MachineRepository
+      const policyStore = yield* PolicyRepository
       const feed = yield* LicenseChangeFeed
       const maxEntries = options.maxEntries ?? 200_000
       const maxAge = options.maxAgeMillis ?? 60_000
@@ -100,15 +106,29 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
           keyOfId.delete(licenseId)
         }
       }
+      /**
+       * Policies as validation reads them (their entitlements are live on every license of them), with the time
+       * each was loaded; an entry is dropped on every change of its policy, here or (through the feed) elsewhere.
+       */
+      const policyById = new Map<number, { readonly policy: Policy | undefined; readonly loadedAt: number }>()
+      /** Grows on every invalidation of a policy; a load stores its result only if it did not move. */
+      const policyGenerations = new Map<number, number>()
+      const invalidatePolicy = (policyId: number) => {
+        policyGenerations.set(policyId, (policyGenerations.get(policyId) ?? 0) + 1)
+        policyById.delete(policyId)
+      }
+
       const invalidateAll = () => {
         epoch++
         byKey.clear()
         keyOfId.clear()
+        policyById.clear()
       }
 
       yield* feed.subscribe((change) => {
         if (typeof change === "number") invalidate(change)
         else if (change === "all") invalidateAll()
+        else if ("policyId" in change) invalidatePolicy(change.policyId)
         else aliveAsOf = Math.max(aliveAsOf, change.aliveAsOf)
       })
 
@@ -127,7 +147,7 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       const touchAll = (owned: ReadonlyArray<{ readonly licenseId: number }>) =>
         Effect.forEach(new Set(owned.map((m) => m.licenseId)), touch, { discard: true })
 
-      const fresh = (entry: Entry, now: number): boolean => now - entry.loadedAt < maxAge
+      const fresh = (entry: { readonly loadedAt: number }, now: number): boolean => now - entry.loadedAt < maxAge
 
       const entryFor = Effect.fnUntraced(function*(key: string) {
         const now = yield* Clock.currentTimeMillis
@@ -229,6 +249,33 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
           })
       })
 
+      /** Invalidates a policy now and when the current transaction ends (the same rule as a license's). */
+      const touchPolicy = (policyId: number) =>
+        Effect.map(Effect.serviceOption(TouchedPolicies), (touched) => {
+          invalidatePolicy(policyId)
+          if (touched._tag === "Some") touched.value.add(policyId)
+        })
+
+      const cachedPolicies = PolicyRepository.of({
+        ...policyStore,
+        findById: (id) =>
+          Effect.gen(function*() {
+            if ((yield* Effect.serviceOption(TouchedLicenses))._tag === "Some" || !(yield* serving)) return yield* policyStore.findById(id)
+            const now = yield* Clock.currentTimeMillis
+            const cached = policyById.get(id)
+            if (cached !== undefined && fresh(cached, now)) return cached.policy
+            const generation = policyGenerations.get(id) ?? 0
+            const startEpoch = epoch
+            const policy = yield* policyStore.findById(id)
+            if (startEpoch === epoch && (policyGenerations.get(id) ?? 0) === generation && policyById.size < maxEntries) {
+              policyById.set(id, { policy, loadedAt: now })
+            }
+            return policy
+          }),
+        update: (policy) => Effect.andThen(touchPolicy(policy.id), policyStore.update(policy)).pipe(Effect.tap(() => touchPolicy(policy.id))),
+        delete: (id) => Effect.andThen(touchPolicy(id), policyStore.delete(id)).pipe(Effect.tap(() => touchPolicy(id)))
+      })
+
       const cachedStore = Store.of({
         ...store,
         transaction: (effect) =>
@@ -236,15 +283,22 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
             // A nested transaction joins the outer one: its licenses are invalidated when the outer one ends.
             if (outer._tag === "Some") return store.transaction(effect)
             const touched = new Set<number>()
-            return store.transaction(Effect.provideService(effect, TouchedLicenses, touched)).pipe(
-              Effect.ensuring(Effect.sync(() => touched.forEach(invalidate)))
+            const touchedPolicies = new Set<number>()
+            return store.transaction(
+              effect.pipe(Effect.provideService(TouchedLicenses, touched), Effect.provideService(TouchedPolicies, touchedPolicies))
+            ).pipe(
+              Effect.ensuring(Effect.sync(() => {
+                touched.forEach(invalidate)
+                touchedPolicies.forEach(invalidatePolicy)
+              }))
             )
           })
       })
 
       return Context.make(Store, cachedStore).pipe(
         Context.add(LicenseRepository, cachedLicenses),
-        Context.add(MachineRepository, cachedMachines)
+        Context.add(MachineRepository, cachedMachines),
+        Context.add(PolicyRepository, cachedPolicies)
       )
     })
   )

@@ -104,3 +104,21 @@ export class ConfirmationRequired extends Schema.TaggedError<ConfirmationRequire
   readonly code = "confirmation_required"
   readonly status = 400
 }
+
+export class PolicyNotFound extends Schema.TaggedError<PolicyNotFound>()("PolicyNotFound", {
+  message: Schema.String
+}) {
+  readonly code = "policy_not_found"
+  readonly status = 404
+}
+export const policyNotFound = () => new PolicyNotFound({ message: "No policy has that id." })
+
+/** A policy that licenses still refer to cannot be deleted (409). */
+export class PolicyInUse extends Schema.TaggedError<PolicyInUse>()("PolicyInUse", {
+  message: Schema.String
+}) {
+  readonly code = "policy_in_use"
+  readonly status = 409
+}
+export const policyInUse = () =>
+  new PolicyInUse({ message: "Licenses still refer to this policy: move them to another policy (or none) first." })

@@ -8,8 +8,17 @@ import { Random } from "../shared/random.js"
 import { hasNonAscii, normaliseLicenseKey } from "../verify/licenseKey.js"
 import { DEFAULT_CHARSET } from "./model.js"
 
+/** One group of a key: A-Z and 0-9, at most 24 characters (prefix 8 + chunk 16). */
+const KEY_GROUP = "[A-Z0-9]{1,24}"
+
 /** Four dash-separated groups of A-Z and 0-9, each at most 24 characters (prefix 8 + chunk 16). */
-const KEY_PATTERN = /^[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}-[A-Z0-9]{1,24}$/
+const KEY_PATTERN = new RegExp(`^${KEY_GROUP}-${KEY_GROUP}-${KEY_GROUP}-${KEY_GROUP}$`)
+
+/**
+ * Keys in the key format within a text (global: for `replace`), not part of a longer dash-separated run; what
+ * logs redact (a key is a secret: it activates seats).
+ */
+export const keysInText = new RegExp(`(?<![A-Za-z0-9-])${KEY_GROUP}(?:-${KEY_GROUP}){3}(?![A-Za-z0-9-])`, "gi")
 
 /**
  * Trims ASCII whitespace and upper-cases ASCII letters, as every input path does: the verify module's

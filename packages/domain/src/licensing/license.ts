@@ -12,7 +12,19 @@ import {
   type LicenseTerminated,
   licenseTerminated
 } from "./errors.js"
-import type { License, LicenseDraft, LicenseSettings, LicenseSource, LicenseStatus, LicensingEventType, OverageStrategy } from "./model.js"
+import { checkEntitlements } from "./entitlements.js"
+import {
+  type License,
+  type LicenseDraft,
+  type LicenseSettings,
+  type LicenseSource,
+  type LicenseStatus,
+  type LicensingEventType,
+  type OverageStrategy,
+  type Policy,
+  policySettingNames,
+  type PolicySettings
+} from "./model.js"
 
 export const DAY_MS = 86_400_000
 
@@ -30,7 +42,9 @@ export const defaultLicenseSettings: LicenseSettings = {
   validForDays: null,
   expiresAt: null,
   graceDays: 0,
-  meta: {}
+  meta: {},
+  policyId: null,
+  entitlements: []
 }
 
 /** Limits of a license's settings (CONTRACT §3, §14). */
@@ -86,6 +100,10 @@ export const checkLicenseSettings = <S extends Partial<LicenseSettings>>(setting
   if (settings.expiresAt != null && !Number.isFinite(settings.expiresAt)) return bad("expires_at", "must be a valid time")
   if (settings.meta !== undefined && jsonBytes(settings.meta) > maxMetaBytes) {
     return bad("meta", `must be at most ${maxMetaBytes} bytes of JSON`)
+  }
+  if (settings.entitlements !== undefined) {
+    const codes = checkEntitlements("entitlements", settings.entitlements)
+    return Result.isFailure(codes) ? Result.fail(codes.failure) : Result.succeed({ ...settings, entitlements: codes.success })
   }
   return Result.succeed(settings)
 }
@@ -342,3 +360,17 @@ export const licenseCreated = (license: License, now: number): DomainEvent => ev
 
 /** The event for a deleted license. */
 export const licenseDeleted = (license: License, now: number): DomainEvent => event("license.deleted", license, now)
+
+/** A policy's license settings (the License fields of the same names). */
+export const settingsOfPolicy = (policy: PolicySettings): PolicySettings =>
+  Object.fromEntries(policySettingNames.map((name) => [name, policy[name]])) as unknown as PolicySettings
+
+/**
+ * The settings a policy gives a license created with it or moved to it, under the body's fields (CONTRACT §15):
+ * its settings, its product when it names one, and the reference to it.
+ */
+export const policyDefaults = (policy: Policy): Partial<LicenseSettings> => ({
+  ...settingsOfPolicy(policy),
+  ...(policy.productId !== null ? { productId: policy.productId } : {}),
+  policyId: policy.id
+})

@@ -67,6 +67,11 @@ export interface LicenseView {
   readonly license: License
   readonly status: LicenseStatus
   readonly activationCount: number
+  /**
+   * Its effective entitlement codes (its own and its policy's, sorted), when the service looked up its policy;
+   * absent, the license's own codes are all there is.
+   */
+  readonly effectiveEntitlements?: ReadonlyArray<string> | undefined
 }
 
 /**

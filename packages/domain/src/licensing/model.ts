@@ -50,7 +50,11 @@ export const LicenseSettings = Schema.Struct({
   validForDays: Schema.NullOr(Schema.Int),
   expiresAt: Schema.NullOr(Millis),
   graceDays: Schema.Int,
-  meta: Meta
+  meta: Meta,
+  /** The policy (plan) the license was made from or moved to, or null (CONTRACT §15). */
+  policyId: Schema.NullOr(Schema.Int),
+  /** The license's own entitlement codes, sorted; its effective ones add its policy's (`policies/entitlements.ts`). */
+  entitlements: Schema.Array(Schema.String)
 })
 export type LicenseSettings = typeof LicenseSettings.Type
 
@@ -141,6 +145,54 @@ export interface MachineFacts {
   readonly meta?: Meta | undefined
   readonly components?: ReadonlyArray<ComponentDraft> | undefined
 }
+
+/** What an entitlement code looks like: a lower-case letter or digit, then up to 63 of `a-z0-9_.:-`. */
+export const entitlementCodePattern = /^[a-z0-9][a-z0-9_.:-]{0,63}$/
+
+/** The most entitlement codes one policy, license or release carries. */
+export const MAX_ENTITLEMENTS = 64
+
+/** A set of entitlement codes, sorted and without repeats (the domain keeps it so on every write). */
+export const Entitlements = Schema.Array(Schema.String)
+export type Entitlements = typeof Entitlements.Type
+
+/**
+ * A policy (CONTRACT §15): a named plan — the license settings a product tier gets and the entitlement codes it
+ * unlocks. The policies feature manages them; licensing reads them (a license's policy gives it defaults when it is
+ * created with it or moved to it, and its codes are live in validation).
+ */
+/** A policy: a name, an optional product, the license settings it gives, and its entitlement codes. */
+export const Policy = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  productId: Schema.NullOr(Schema.Int),
+  entitlements: Entitlements,
+  maxActivations: Schema.NullOr(Schema.Int),
+  overageStrategy: OverageStrategy,
+  isFloating: Schema.Boolean,
+  leaseDuration: Schema.Int,
+  requireHeartbeat: Schema.Boolean,
+  heartbeatInterval: Schema.Int,
+  validForDays: Schema.NullOr(Schema.Int),
+  graceDays: Schema.Int,
+  createdAt: Millis,
+  updatedAt: Millis
+})
+export type Policy = typeof Policy.Type
+export type PolicyDraft = Omit<Policy, "id">
+
+/** The license settings a policy carries (the License fields of the same names), copied into its licenses. */
+export const policySettingNames = [
+  "maxActivations",
+  "overageStrategy",
+  "isFloating",
+  "leaseDuration",
+  "requireHeartbeat",
+  "heartbeatInterval",
+  "validForDays",
+  "graceDays"
+] as const satisfies ReadonlyArray<keyof Policy>
+export type PolicySettings = Pick<Policy, (typeof policySettingNames)[number]>
 
 /** The alphabet of minted keys when no generator gives one: A-Z and 2-9 without I, O, 0 and 1. */
 export const DEFAULT_CHARSET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"

@@ -5,7 +5,7 @@
 import { Context, Effect, type Scope } from "effect"
 import type { DomainEvent, SortDirection } from "../shared/model.js"
 import type { Op, Page, PageRequest } from "../shared/ports.js"
-import { generatorNotFound, type GeneratorNotFound, type LicenseExists } from "./errors.js"
+import { generatorNotFound, type GeneratorNotFound, type LicenseExists, type PolicyInUse } from "./errors.js"
 import type {
   ComponentDraft,
   License,
@@ -15,7 +15,9 @@ import type {
   LicenseState,
   Machine,
   MachineDraft,
-  MachineStatus
+  MachineStatus,
+  Policy,
+  PolicyDraft
 } from "./model.js"
 
 /**
@@ -144,11 +146,12 @@ export class MachineRepository extends Context.Service<MachineRepository, {
 }>()("@lm/domain/MachineRepository") {}
 
 /**
- * What a change feed reports: the id of a license another process changed, `"all"` when changes may have been
- * missed (e.g. after a reconnect), or `{ aliveAsOf }`: every change committed before that time
- * ({@link feedTimeMillis}) has been reported — the feed's heartbeat came back through it.
+ * What a change feed reports: the id of a license another process changed, `{ policyId }` for a policy another
+ * process changed (its entitlements are live on every license of it), `"all"` when changes may have been missed
+ * (e.g. after a reconnect), or `{ aliveAsOf }`: every change committed before that time ({@link feedTimeMillis})
+ * has been reported — the feed's heartbeat came back through it.
  */
-export type LicenseChange = number | "all" | { readonly aliveAsOf: number }
+export type LicenseChange = number | "all" | { readonly policyId: number } | { readonly aliveAsOf: number }
 
 /**
  * The time of the feed's liveness, in which heartbeats are stamped and compared: milliseconds of the `Clock`'s
@@ -193,3 +196,31 @@ export const GeneratorIssuer = Context.Reference<{
 }>("@lm/domain/GeneratorIssuer", {
   defaultValue: () => ({ issue: () => Effect.fail(generatorNotFound()) })
 })
+
+/** Filters of GET /policies. */
+export interface PolicyQuery extends PageRequest {
+  readonly productId?: number | undefined
+}
+
+/**
+ * The policies (CONTRACT §15): the policies feature writes them; licensing reads a license's policy when it is
+ * created with it or moved to it, and in validation (its live entitlement codes, through the validation cache).
+ */
+export class PolicyRepository extends Context.Service<PolicyRepository, {
+  readonly insert: (draft: PolicyDraft) => Op<Policy>
+  readonly findById: (id: number) => Op<Policy | undefined>
+  /** {@link findById} holding the policy's row lock until the transaction ends (FOR UPDATE). */
+  readonly lockById: (id: number) => Op<Policy | undefined>
+  /** Policies in id order; filter `productId`. */
+  readonly list: (query: PolicyQuery) => Op<Page<Policy>>
+  readonly update: (policy: Policy) => Op<Policy>
+  /**
+   * Deletes the policy, or fails with `PolicyInUse` while a license refers to it — also one that a concurrent
+   * transaction inserts or moves to it: the check and the delete are atomic on every store.
+   */
+  readonly delete: (id: number) => Op<void, PolicyInUse>
+  /** How many licenses refer to each of these policies, in the ids' order. */
+  readonly licenseCounts: (ids: ReadonlyArray<number>) => Op<ReadonlyArray<number>>
+  /** The licenses of a policy, each locked until the transaction ends (taken in id order), in id order. */
+  readonly lockLicenses: (policyId: number) => Op<ReadonlyArray<License>>
+}>()("@lm/domain/PolicyRepository") {}

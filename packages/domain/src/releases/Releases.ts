@@ -3,9 +3,10 @@
  * artifact store, or hosted elsewhere), listing them newest semver first, the update check (the license must
  * validate as `/validate` says, and sees only its own product's releases; a signed `download` token for the release
  * offered) and the download's checks (the token, then the license again, its current product included; every
- * download is recorded in the event log).
+ * download is recorded in the event log). Deleting a release removes it from lists and update checks, removes its
+ * uploaded artifact from the artifact store (when one is provided), and makes its download tokens 404.
  */
-import { Clock, Context, Effect, Layer, Result } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 import { Licensing } from "../licensing/Licensing.js"
 import type { LicenseNotFound } from "../licensing/errors.js"
@@ -29,7 +30,7 @@ import {
   type ReleaseNotFound
 } from "./errors.js"
 import type { Release, ReleaseChannel } from "./model.js"
-import { type ReleaseQuery, ReleaseRepository } from "./ports.js"
+import { ArtifactStore, type ReleaseQuery, ReleaseRepository } from "./ports.js"
 import { checkVersion, licensedProduct, pickUpdate, versionSortKey, visibleChannels } from "./release.js"
 
 /** The fields of a release a publisher gives. */
@@ -72,6 +73,8 @@ export interface UpdateCheckInput {
 
 export interface UpdateCheck {
   readonly currentVersion: string
+  /** The newest version the request's channel sees for the product; undefined when it sees no release. */
+  readonly latestVersion: string | undefined
   /** The release offered, or undefined when the client is up to date. */
   readonly release: Release | undefined
   /** A signed `download` token for it (undefined with no release). */
@@ -94,6 +97,11 @@ export class Releases extends Context.Service<Releases, {
     artifact: ReleaseArtifact
   ) => Effect.Effect<Release, InvalidParam | ReleaseExists | StorageUnavailable>
   readonly get: (id: number) => Effect.Effect<Release, ReleaseNotFound | StorageUnavailable>
+  /**
+   * Deletes a release with its `release.deleted` event; then removes its uploaded artifact from the artifact store
+   * (a failure there is logged: the release is gone either way). Returns the deleted release.
+   */
+  readonly delete: (id: number) => Effect.Effect<Release, ReleaseNotFound | StorageUnavailable>
   readonly list: (query: ReleaseQuery) => Effect.Effect<Page<Release>, StorageUnavailable>
   readonly checkUpdate: (
     input: UpdateCheckInput
@@ -105,7 +113,10 @@ export class Releases extends Context.Service<Releases, {
   readonly authorizeDownload: (
     token: string,
     ipAddress: string | null
-  ) => Effect.Effect<Release, DownloadTokenInvalid | DownloadTokenExpired | NotEntitled | ProductMismatch | StorageUnavailable>
+  ) => Effect.Effect<
+    Release,
+    DownloadTokenInvalid | DownloadTokenExpired | ReleaseNotFound | NotEntitled | ProductMismatch | StorageUnavailable
+  >
 }>()("@lm/domain/Releases") {
   static readonly layer = (options: ReleasesOptions = {}) =>
     Layer.effect(
@@ -182,6 +193,32 @@ export class Releases extends Context.Service<Releases, {
           return release
         })
 
+        const remove = Effect.fn("Releases.delete")(function*(id: number) {
+          const now = yield* Clock.currentTimeMillis
+          const release = yield* store.transaction(
+            Effect.gen(function*() {
+              const found = yield* releases.findById(id)
+              if (found === undefined || !(yield* releases.delete(id))) return yield* releaseNotFound()
+              yield* outbox.append([{
+                type: "release.deleted",
+                occurredAt: now,
+                licenseId: null,
+                machineId: null,
+                data: { release_id: found.id, product_id: found.productId, version: found.version, channel: found.channel }
+              }])
+              return found
+            })
+          )
+          // After the commit: a release whose deletion rolled back keeps its artifact.
+          const artifacts = yield* Effect.serviceOption(ArtifactStore)
+          if (release.artifactKey !== null && Option.isSome(artifacts)) {
+            yield* artifacts.value.delete(release.artifactKey).pipe(
+              Effect.catch((error) => Effect.logWarning(`release ${release.id}: its artifact could not be removed`, error))
+            )
+          }
+          return release
+        })
+
         /** Refuses a license that does not validate, with validation's code. */
         const entitled = (result: { readonly validation: { readonly valid: boolean; readonly code: string } }) =>
           result.validation.valid ? Effect.void : Effect.fail(notEntitled(result.validation.code))
@@ -199,20 +236,23 @@ export class Releases extends Context.Service<Releases, {
           const productId = yield* Effect.fromResult(licensedProduct(license, input.productId))
           const channels = visibleChannels(input.channel ?? "stable")
           let offered: Release | undefined
+          let latestVersion: string | undefined
           // Newest first, a page at a time, until a release no newer than the client's version.
           for (let page = 1;; page++) {
             const found = yield* releases.list({ productId, channels, page, perPage: 100 })
+            if (page === 1) latestVersion = found.items[0]?.version
             offered = pickUpdate(found.items, current)
             const last = found.items.at(-1)
             if (offered !== undefined || last === undefined || found.items.length < 100) break
             if (last.versionKey <= versionSortKey(current)) break
           }
           if (offered === undefined) {
-            return { currentVersion: input.version, release: undefined, token: undefined, tokenExpiresAt: undefined }
+            return { currentVersion: input.version, latestVersion, release: undefined, token: undefined, tokenExpiresAt: undefined }
           }
           const claims = Token.download({ releaseId: offered.id, licenseId: license.id, issuedAt: result.now, ttlSeconds })
           return {
             currentVersion: input.version,
+            latestVersion,
             release: offered,
             token: yield* signer.signToken(claims),
             tokenExpiresAt: claims.exp * 1000
@@ -226,7 +266,8 @@ export class Releases extends Context.Service<Releases, {
           }
           const { rid, lid } = verified.payload
           const release = yield* releases.findById(rid)
-          if (release === undefined) return yield* downloadTokenInvalid()
+          // A well-signed token for a release deleted since the check.
+          if (release === undefined) return yield* releaseNotFound()
           const license = yield* licenses.findById(lid)
           if (license === undefined) return yield* downloadTokenInvalid()
           const result = yield* licensing.validate({ licenseKey: license.key, ipAddress }).pipe(
@@ -256,7 +297,7 @@ export class Releases extends Context.Service<Releases, {
           return release
         })
 
-        return Releases.of({ prepare, publish, get, list: releases.list, checkUpdate, authorizeDownload })
+        return Releases.of({ prepare, publish, get, delete: remove, list: releases.list, checkUpdate, authorizeDownload })
       })
     )
 }

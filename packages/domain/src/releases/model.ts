@@ -40,5 +40,5 @@ export type Release = typeof Release.Type
 export type ReleaseDraft = Omit<Release, "id">
 
 /** Names of the release events of CONTRACT §11. */
-export const releaseEventTypes = ["release.published"] as const
+export const releaseEventTypes = ["release.published", "release.deleted"] as const
 export type ReleaseEventType = (typeof releaseEventTypes)[number]

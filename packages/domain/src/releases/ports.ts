@@ -16,6 +16,8 @@ export class ReleaseRepository extends Context.Service<ReleaseRepository, {
   /** Inserts a release; `ReleaseExists` when its product already has that version. */
   readonly insert: (draft: ReleaseDraft) => Op<Release, ReleaseExists>
   readonly findById: (id: number) => Op<Release | undefined>
+  /** Deletes a release; returns whether it existed. */
+  readonly delete: (id: number) => Op<boolean>
   readonly findByVersion: (productId: number, version: string) => Op<Release | undefined>
   /** Newest first: by `versionKey` byte-wise, descending, then id descending. */
   readonly list: (query: ReleaseQuery) => Op<Page<Release>>

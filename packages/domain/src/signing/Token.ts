@@ -71,9 +71,11 @@ export interface LicenseClaimsInput {
   readonly issuedAt: number
   /** Offline TTL; default {@link LICENSE_TTL_SECONDS}. */
   readonly ttlSeconds?: number
+  /** The license's effective entitlement codes, sorted (`ent`; none when not given). */
+  readonly entitlements?: ReadonlyArray<string>
 }
 
-/** Claims of validate's `signed_payload`; `exp = iat + ttlSeconds`. */
+/** Claims of validate's `signed_payload`; `exp = iat + ttlSeconds`, then `ent`. */
 export const license = (input: LicenseClaimsInput): Claims<LicensePayload> => {
   const iat = unixSeconds(input.issuedAt)
   return {
@@ -91,7 +93,8 @@ export const license = (input: LicenseClaimsInput): Claims<LicensePayload> => {
     fp: input.fingerprint,
     nonce: input.nonce,
     iat,
-    exp: iat + (input.ttlSeconds ?? LICENSE_TTL_SECONDS)
+    exp: iat + (input.ttlSeconds ?? LICENSE_TTL_SECONDS),
+    ent: input.entitlements ?? []
   }
 }
 
@@ -254,7 +257,7 @@ export const payloadJson = (claims: Claims, kid: string): string => {
         s(claims.grace_days)
       },"max":${s(claims.max)},"fp":${s(claims.fp)},"nonce":${s(claims.nonce)},"iat":${s(claims.iat)},"exp":${
         s(claims.exp)
-      }}`
+      },"ent":${s(claims.ent)}}`
     case "refusal":
       return `${head},"key":${s(claims.key)},"lid":${s(claims.lid)},"status":${s(claims.status)},"code":${
         s(claims.code)

@@ -9,6 +9,7 @@ import { Clock, Context, Duration, Effect, Layer, Result, Schedule } from "effec
 import { type CreateLicenseInput, Licenses } from "../licensing/Licenses.js"
 import {
   type GeneratorNotFound,
+  type PolicyNotFound,
   type LicenseExists,
   type LicenseNotFound,
   licenseNotFound
@@ -87,7 +88,7 @@ const BATCH = 200
 export class Subscriptions extends Context.Service<Subscriptions, {
   readonly create: (input: CreateSubscriptionInput) => Effect.Effect<
     SubscriptionDetail,
-    InvalidParam | LicenseNotFound | LicenseExists | GeneratorNotFound | SubscriptionExists | StorageUnavailable
+    InvalidParam | LicenseNotFound | LicenseExists | GeneratorNotFound | PolicyNotFound | SubscriptionExists | StorageUnavailable
   >
   readonly get: (id: number) => Effect.Effect<SubscriptionDetail, SubscriptionNotFound | StorageUnavailable>
   readonly list: (query: SubscriptionQuery) => Effect.Effect<Page<SubscriptionRecord>, StorageUnavailable>

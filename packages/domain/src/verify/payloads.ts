@@ -32,6 +32,11 @@ export interface LicensePayload {
   readonly nonce: string | number | null
   readonly iat: number
   readonly exp: number
+  /**
+   * The license's effective entitlement codes, sorted (CONTRACT §15). Absent from tokens signed before
+   * entitlements existed: read it as none.
+   */
+  readonly ent?: ReadonlyArray<string>
 }
 
 /**

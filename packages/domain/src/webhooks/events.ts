@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { analyticsEventTypes } from "../analytics/model.js"
 import { generatorEventTypes } from "../generators/model.js"
 import { licensingEventTypes } from "../licensing/model.js"
+import { policyEventTypes } from "../policies/model.js"
 import { releaseEventTypes } from "../releases/model.js"
 import { subscriptionEventTypes } from "../subscriptions/model.js"
 import { webhookOutboxEventTypes } from "./model.js"
@@ -15,6 +16,7 @@ import { webhookOutboxEventTypes } from "./model.js"
 export const eventTypes = [
   ...licensingEventTypes,
   ...generatorEventTypes,
+  ...policyEventTypes,
   ...analyticsEventTypes,
   ...releaseEventTypes,
   ...subscriptionEventTypes,

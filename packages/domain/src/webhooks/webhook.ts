@@ -36,6 +36,16 @@ export interface WebhookReach {
   readonly allowPrivate: boolean
 }
 
+/** The settings of the bundled server that widen a webhook's reach, named by the refusals they lift. */
+export const webhookReachSettings = {
+  allowInsecure: "LM_WEBHOOK_ALLOW_INSECURE",
+  allowPrivate: "LM_WEBHOOK_ALLOW_PRIVATE"
+} as const satisfies Record<keyof WebhookReach, string>
+
+/** The refusal of an address a webhook may not reach, with the setting that allows it. */
+export const forbiddenAddressProblem =
+  `must not point to a loopback, private, link-local, unspecified or other special-purpose address (the server allows them with ${webhookReachSettings.allowPrivate}=1)`
+
 /**
  * IPv4 ranges no webhook may reach (IANA special-purpose registry): "this network" and unspecified, private
  * (RFC 1918), shared (CGNAT), loopback, link-local (cloud metadata), IETF protocol assignments, documentation,
@@ -142,13 +152,18 @@ export const checkUrl = (text: string, reach: WebhookReach): Result.Result<strin
     return Result.fail(invalidParam("url", "must be an absolute URL"))
   }
   if (url.protocol !== "https:" && !(reach.allowInsecure && url.protocol === "http:")) {
-    return Result.fail(invalidParam("url", reach.allowInsecure ? "must be an http or https URL" : "must be an https URL"))
+    return Result.fail(invalidParam(
+      "url",
+      reach.allowInsecure
+        ? "must be an http or https URL"
+        : `must be an https URL (the server allows http with ${webhookReachSettings.allowInsecure}=1)`
+    ))
   }
   if (url.username !== "" || url.password !== "") return Result.fail(invalidParam("url", "must not carry credentials"))
   const host = url.hostname.toLowerCase()
   const local = host === "localhost" || host.endsWith(".localhost") || isForbiddenAddress(host)
   if (local && !reach.allowPrivate) {
-    return Result.fail(invalidParam("url", "must not point to a loopback, private, link-local, unspecified or other special-purpose address"))
+    return Result.fail(invalidParam("url", forbiddenAddressProblem))
   }
   return Result.succeed(url.toString())
 }

@@ -59,18 +59,30 @@ export const makeClientAnswers = Effect.gen(function*() {
 
   const validate = (payload: typeof ValidatePayload.Type, ipAddress: string | null) => {
     const nonce = payload.nonce ?? null
-    return licensing.validate({ licenseKey: payload.license_key, fingerprint: payload.fingerprint ?? null, nonce, ipAddress }).pipe(
+    return licensing.validate({
+      licenseKey: payload.license_key,
+      fingerprint: payload.fingerprint ?? null,
+      nonce,
+      ipAddress,
+      entitlements: payload.entitlements ?? undefined
+    }).pipe(
       Effect.map(({ license, now, signedPayload, signedRefusal, validation }) => {
         const body: ValidateResponse = {
           valid: validation.valid,
           code: validation.code,
-          license: licenseToWire({ license, status: validation.status, activationCount: validation.seatsHeld }),
+          license: licenseToWire({
+            license,
+            status: validation.status,
+            activationCount: validation.seatsHeld,
+            effectiveEntitlements: validation.entitlements
+          }),
           machine: validation.machine === null ? null : machineToWire(validation.machine),
           needs_activation: validation.needsActivation,
           signed_payload: signedPayload,
           signed_refusal: signedRefusal,
           server_time: isoNow(now),
-          ...(nonce === null ? {} : { nonce })
+          ...(nonce === null ? {} : { nonce }),
+          ...(validation.code === "entitlements_missing" ? { missing: validation.missing } : {})
         }
         return respond(body)
       })

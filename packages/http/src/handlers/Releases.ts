@@ -7,7 +7,7 @@
  */
 import type { TLSSocket } from "node:tls"
 import { Effect } from "effect"
-import { Releases } from "@lm/domain"
+import { Ports, Releases } from "@lm/domain"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { Api, ApiErrors, ok } from "@lm/api"
 import { iso, listMeta, pageRequest, releaseToWire } from "@lm/api/wire"
@@ -44,8 +44,16 @@ export const ReleasesHandlers = group(Api, "releases", (handlers) =>
   Effect.gen(function*() {
     const releases = yield* Releases
     const routes = yield* ReleaseRoutes
+    const artifacts = yield* Ports.ArtifactStore
     return handlers
       .handleRaw("publish", ({ request }) => routes.upload(request))
+      .handle("get", ({ params }) => releases.get(params.id).pipe(Effect.map((release) => ok(releaseToWire(release)))))
+      .handle("delete", ({ params }) =>
+        // The artifact store the uploads went to, so the domain removes the deleted release's artifact from it.
+        releases.delete(params.id).pipe(
+          Effect.provideService(Ports.ArtifactStore, artifacts),
+          Effect.map((release) => ok({ deleted: true as const, id: release.id }))
+        ))
       .handle("list", ({ query }) => {
         const page = pageRequest(query)
         return releases.list({ ...page, productId: query.product_id, channels: query.channel === undefined ? undefined : [query.channel] }).pipe(
@@ -84,7 +92,7 @@ export const UpdatesHandlers = group(Api, "updates", (handlers) =>
           return ok({
             update_available: check.release !== undefined,
             current_version: check.currentVersion,
-            latest_version: check.release?.version ?? null,
+            latest_version: check.latestVersion ?? null,
             release: check.release === undefined ? null : releaseToWire(check.release),
             download_url: check.token === undefined
               ? null

@@ -13,6 +13,7 @@ import { ApiKeysHandlers } from "../handlers/ApiKeys.js"
 import { BillingHandlers, BillingProvidersHandlers } from "../handlers/Billing.js"
 import { ClientHandlers } from "../handlers/Client.js"
 import { GeneratorsHandlers } from "../handlers/Generators.js"
+import { PoliciesHandlers } from "../handlers/Policies.js"
 import { LicensesHandlers } from "../handlers/Licenses.js"
 import { MachinesHandlers } from "../handlers/Machines.js"
 import { ReleasesHandlers, UpdatesHandlers } from "../handlers/Releases.js"
@@ -58,6 +59,7 @@ export const layerApiRoutes = (storage: string) => {
     LicensesHandlers,
     MachinesHandlers,
     GeneratorsHandlers,
+    PoliciesHandlers,
     ApiKeysHandlers,
     WebhooksHandlers,
     SubscriptionsHandlers,

@@ -29,8 +29,8 @@
  * `LM_HTTP_FAST_PATH=0` turns it off (`HttpSettings.fastPath`).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Cause, Context, Effect, Exit, Fiber, Layer, Result, Schema } from "effect"
-import type { HttpServerResponse } from "effect/http"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Option, Result, Schema, Tracer } from "effect"
+import { type Headers, HttpTraceContext, type HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { Api, ErrorEnvelope } from "@lm/api"
 import {
@@ -170,6 +170,32 @@ const make = Effect.gen(function*() {
         Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : internalError(cause, requestId, "POST", url)
     )
 
+  // With a tracer installed (OTLP), each request is a server span as on the Effect stack (`HttpMiddleware.tracer`):
+  // the caller's `traceparent` honoured, the route and the status as attributes. Without one, nothing is made.
+  const tracing = Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer
+  const traced = (
+    effect: Effect.Effect<HttpServerResponse.HttpServerResponse>,
+    request: IncomingMessage,
+    url: string,
+    facts: ClientRequestFacts
+  ) => {
+    const parent = Option.getOrUndefined(HttpTraceContext.fromHeaders(request.headers as Headers.Headers))
+    return Effect.withSpan(
+      Effect.tap(effect, (response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
+      "POST",
+      {
+        kind: "server",
+        ...(parent === undefined ? { root: true } : { parent }),
+        attributes: {
+          "http.request.method": "POST",
+          "http.route": url,
+          "url.path": url,
+          ...(facts.clientIp === undefined ? {} : { "client.address": facts.clientIp })
+        }
+      }
+    )
+  }
+
   /**
    * Writes a response as `NodeHttpServer` does, with the request id; but without `strictContentLength`, which
    * makes Node send the head and the body in two buffers (`writev`) instead of one string: the length is
@@ -184,7 +210,15 @@ const make = Effect.gen(function*() {
   }
 
   const serve = (route: Route, request: IncomingMessage, response: ServerResponse, url: string) => {
-    const frame = steps.begin("fast-path", "POST", url, header(request, "x-request-id"), header(request, "origin"))
+    const frame = steps.begin(
+      "fast-path",
+      "POST",
+      url,
+      header(request, "x-request-id"),
+      header(request, "origin"),
+      request.socket.remoteAddress,
+      header(request, "x-forwarded-for")
+    )
     const chunks: Array<Buffer> = []
     let failed = false
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -193,7 +227,9 @@ const make = Effect.gen(function*() {
     request.on("end", () => {
       if (failed || response.destroyed) return
       const text = textDecoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
-      const fiber = run(answer(route, text, factsOfNodeRequest(request, trustProxyHops), frame.requestId, url))
+      const facts = factsOfNodeRequest(request, trustProxyHops)
+      const answered = answer(route, text, facts, frame.requestId, url)
+      const fiber = run(tracing ? traced(answered, request, url, facts) : answered)
       const done = fiber.pollUnsafe()
       if (done !== undefined) {
         if (Exit.isSuccess(done)) write(response, done.value, frame)

@@ -5,7 +5,7 @@
  * here:
  *
  * - `POST {api_base}/releases` (API key, write scope): `multipart/form-data` parsed by busboy as it arrives, the
- *   fields first and then one `file` part streamed to the artifact store (SHA-256 and size computed on the way, at
+ *   fields before or after one `file` part streamed to the artifact store (SHA-256 and size computed on the way, at
  *   most `LM_MAX_ARTIFACT_BYTES`: past it 413 and nothing is kept; no byte for `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`, or
  *   not done within `LM_UPLOAD_TIMEOUT_SECONDS`: 408 and nothing is kept); or JSON (under the usual 1 MiB cap and JSON rules) with `artifact_url` for an
  *   external artifact. Anything else is 415.
@@ -18,7 +18,7 @@ import type { IncomingMessage } from "node:http"
 import type { Readable } from "node:stream"
 import busboy from "busboy"
 import { Context, Effect, Exit, Layer, Schema } from "effect"
-import { Errors, Ports, Releases, type Services } from "@lm/domain"
+import { Errors, Model, Ports, Releases, type Services } from "@lm/domain"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { ExternalReleasePayload, releaseFields } from "@lm/api"
@@ -69,9 +69,16 @@ const decodeFields = <A, I>(schema: Schema.Codec<A, I>, value: unknown): A | Htt
   if (result._tag === "Success") return result.value
   const params: Record<string, string> = {}
   const issue = String(result.cause)
-  for (const key of Object.keys(ExternalReleasePayload.fields)) if (issue.includes(`["${key}"]`)) params[key] = "is missing or invalid"
+  for (const key of Object.keys(ExternalReleasePayload.fields)) {
+    if (issue.includes(`["${key}"]`)) params[key] = fieldExpectations[key] ?? "is missing or invalid"
+  }
   if (Object.keys(params).length === 0) params.body = "has missing, unknown or invalid fields"
   return badParams(params)
+}
+
+/** What a field must be, where "is missing or invalid" would not say it. */
+const fieldExpectations: Readonly<Record<string, string>> = {
+  channel: `must be one of ${Model.releaseChannels.join(", ")}`
 }
 
 /** Multipart text fields as the JSON values the schema expects (`product_id` is a number). */
@@ -79,6 +86,12 @@ const multipartFields = (fields: Record<string, string>): Record<string, unknown
   const out: Record<string, unknown> = { ...fields }
   if (fields.product_id !== undefined) out.product_id = /^[0-9]{1,15}$/.test(fields.product_id) ? Number(fields.product_id) : fields.product_id
   return out
+}
+
+/** A multipart form once it has ended: its text fields, and the refusal they earned (too long, too many). */
+interface EndedForm {
+  readonly fields: Record<string, string>
+  readonly refusal: HttpServerResponse.HttpServerResponse | undefined
 }
 
 /** The upload route's and the download route's raw handlers; refusals are answered with their envelope. */
@@ -96,21 +109,42 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
     const context = yield* Effect.context<never>()
     const run = <A>(effect: Effect.Effect<A>, signal: AbortSignal) => Effect.runPromiseExitWith(context)(effect, { signal })
 
+    /** The answer to an upload that failed: over the limit 413; the body's fault 400; else the error's envelope. */
+    const uploadRefusal = (error: ApiErrors.AnyError | Ports.ArtifactTooLarge, bodyFailed: () => boolean) =>
+      error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : bodyFailed() ? incompleteBody() : errorResponse(error)
+
     /**
-     * Publishes an uploaded artifact; the artifact is removed again when the release cannot be written. The file
-     * stream also fails when the body does (cut short, malformed, the client gone, stalled: `bodyFailed`), which is
-     * the client's doing (400, nothing stored), not the artifact store's (503).
+     * Publishes an uploaded artifact. The fields may come before or after the `file` part: when the required ones
+     * came before it, the release is checked first (a taken version is refused before anything is stored); the
+     * file then streams to the artifact store (it is never held), and the release is published once the form has
+     * ended (`formEnded`: every field is in). The artifact is removed again when the fields or the release are
+     * refused. The file stream also fails when the body does (cut short, malformed, the client gone, stalled:
+     * `bodyFailed`), which is the client's doing (400, nothing stored), not the artifact store's (503).
      */
-    const publishUpload = (input: Services.ReleaseInput, file: Readable, info: busboy.FileInfo, bodyFailed: () => boolean) =>
+    const publishUpload = (
+      early: Services.ReleaseInput | undefined,
+      file: Readable,
+      info: busboy.FileInfo,
+      bodyFailed: () => boolean,
+      formEnded: Promise<EndedForm>
+    ) =>
       Effect.gen(function*() {
-        const prepared = yield* Effect.exit(releases.prepare(input))
-        if (prepared._tag === "Failure") {
-          file.resume()
-          return yield* Effect.failCause(prepared.cause)
+        if (early !== undefined) {
+          const prepared = yield* Effect.exit(releases.prepare(early))
+          if (prepared._tag === "Failure") {
+            file.resume()
+            return yield* Effect.failCause(prepared.cause)
+          }
+          // The body may have failed while the store was asked: there is nothing to store then.
+          if (bodyFailed()) return incompleteBody()
         }
-        // The body may have failed while the store was asked: there is nothing to store then.
-        if (bodyFailed()) return incompleteBody()
         const stored = yield* artifacts.put(file, settings.maxArtifactBytes)
+        const removeArtifact = Effect.ignore(artifacts.delete(stored.key))
+        const form = yield* Effect.promise(() => formEnded)
+        if (bodyFailed()) return yield* Effect.as(removeArtifact, incompleteBody())
+        const decoded = form.refusal ?? decodeFields(ReleaseFields, multipartFields(form.fields))
+        const input = HttpServerResponse.isHttpServerResponse(decoded) ? decoded : releaseInput(decoded)
+        if (HttpServerResponse.isHttpServerResponse(input)) return yield* Effect.as(removeArtifact, input)
         const release = yield* releases.publish(input, {
           _tag: "Stored",
           key: stored.key,
@@ -118,15 +152,9 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           sha256: stored.sha256,
           filename: info.filename || "artifact",
           contentType: info.mimeType || "application/octet-stream"
-        }).pipe(Effect.onError(() => Effect.ignore(artifacts.delete(stored.key))))
+        }).pipe(Effect.onError(() => removeArtifact))
         return HttpServerResponse.jsonUnsafe(ok(releaseToWire(release)), { status: 201 })
-      }).pipe(
-        Effect.catch((error) =>
-          Effect.succeed(
-            error instanceof Ports.ArtifactTooLarge ? payloadTooLarge(error.maxBytes) : bodyFailed() ? incompleteBody() : errorResponse(error)
-          )
-        )
-      )
+      }).pipe(Effect.catch((error) => Effect.succeed(uploadRefusal(error, bodyFailed))))
 
     /** Reads a multipart upload as it arrives; answers once the form has ended (or the upload was refused). */
     const multipart = (source: IncomingMessage) =>
@@ -151,6 +179,9 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
         // The answer of the file part: a response, or a defect for the global middleware's 500.
         let answer: Promise<Exit.Exit<HttpServerResponse.HttpServerResponse>> | undefined
         let done = false
+        // Settled when the form has ended (all fields in), for a file part that came before the fields.
+        let formEnded!: (form: EndedForm) => void
+        const ended = new Promise<EndedForm>((resolve) => (formEnded = resolve))
         const finish = (result: HttpServerResponse.HttpServerResponse | Exit.Exit<HttpServerResponse.HttpServerResponse>) => {
           stopTimers()
           if (done) return
@@ -212,15 +243,21 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
             answer = Promise.resolve(Exit.succeed(refusal))
             return
           }
-          const decoded = decodeFields(ReleaseFields, multipartFields(fields))
-          const input = HttpServerResponse.isHttpServerResponse(decoded) ? decoded : releaseInput(decoded)
-          if (HttpServerResponse.isHttpServerResponse(input)) {
-            file.resume()
-            answer = Promise.resolve(Exit.succeed(input))
-            return
+          // Fields may follow the file part: with the release's required ones in already, they are checked now (a
+          // refusal answers before the file is read); else once the form has ended.
+          let early: Services.ReleaseInput | undefined
+          if (fields.product_id !== undefined && fields.version !== undefined) {
+            const decoded = decodeFields(ReleaseFields, multipartFields(fields))
+            const input = HttpServerResponse.isHttpServerResponse(decoded) ? decoded : releaseInput(decoded)
+            if (HttpServerResponse.isHttpServerResponse(input)) {
+              file.resume()
+              answer = Promise.resolve(Exit.succeed(input))
+              return
+            }
+            early = input
           }
           // Interrupted only by the upload timeout, which has answered already.
-          answer = run(publishUpload(input, file, info, bodyFailed), interrupt.signal)
+          answer = run(publishUpload(early, file, info, bodyFailed, ended), interrupt.signal)
           // Refused before the whole body arrived (over the limit, a duplicate, the artifact store down): answer
           // now; the rest is not read.
           void answer.then((exit) => {
@@ -231,13 +268,15 @@ export class ReleaseRoutes extends Context.Service<ReleaseRoutes, {
           })
         })
         parser.on("close", () => {
-          if (answer === undefined) finish(refusal ?? badParams({ file: "is required (a part named file, after the fields)" }))
+          formEnded({ fields, refusal })
+          if (answer === undefined) finish(refusal ?? badParams({ file: "is required (a part named file)" }))
           else void answer.then(finish)
         })
         parser.on("error", (error) => {
           // A body cut short or malformed: whatever was streamed is removed by the store (the file stream fails).
           // busboy emits some errors without destroying itself (a malformed part header): destroyed here.
           parser.destroy(error instanceof Error ? error : new Error(String(error)))
+          formEnded({ fields, refusal })
           if (answer === undefined) finish(incompleteBody())
           else void answer.then(finish)
         })

@@ -9,7 +9,8 @@
  * `Routing.internalError`) are shared the same way, by the modules that define them.
  */
 import { randomUUID } from "node:crypto"
-import { Context, Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { clientIpFrom } from "./ClientIp.js"
 import { type CorsPolicy, makeCorsPolicy } from "./Cors.js"
 import { HttpSettings } from "./Settings.js"
 
@@ -35,6 +36,8 @@ export interface AnsweredRequest {
   readonly requestId: string
   /** Milliseconds from the transport taking the request to its answer being ready. */
   readonly durationMillis: number
+  /** The client's address, as `LM_TRUST_PROXY` says to read it (`ClientIp.ts`). */
+  readonly clientIp: string | undefined
 }
 
 /**
@@ -45,6 +48,28 @@ export const RequestObserver = Context.Reference<((request: AnsweredRequest) => 
   "lm/http/RequestObserver",
   { defaultValue: () => undefined }
 )
+
+/** A request observer, made with the context it reports through (its metric registry, its loggers). */
+export type RequestObserverMaker = Effect.Effect<(request: AnsweredRequest) => void>
+
+/**
+ * The {@link RequestObserver} telling each of `observers` (per-request metrics, the access log) of every answered
+ * request, after the observer already provided, if any (an embedder's); none when there is none at all. Provide
+ * it below the server.
+ */
+export const layerRequestObservers = (observers: ReadonlyArray<RequestObserverMaker>) =>
+  Layer.effect(
+    RequestObserver,
+    Effect.gen(function*() {
+      const outer = yield* RequestObserver
+      const made = yield* Effect.all(observers)
+      const all = outer === undefined ? made : [outer, ...made]
+      if (all.length <= 1) return all[0]
+      return (request: AnsweredRequest) => {
+        for (const observe of all) observe(request)
+      }
+    })
+  )
 
 /** One request under way. */
 export interface RequestFrame {
@@ -65,7 +90,10 @@ export interface RequestSteps {
     method: string,
     url: string,
     requestIdHeader: string | undefined,
-    origin: string | undefined
+    origin: string | undefined,
+    /** The socket's remote address and the `X-Forwarded-For` header: the client IP, read only when observed. */
+    socketAddress: string | undefined,
+    forwardedFor: string | undefined
   ) => RequestFrame
 }
 
@@ -92,10 +120,10 @@ export type RouteOf = (method: string, path: string) => string | undefined
 export const makeRequestSteps = (
   routeOf: RouteOf = (_method, path) => path
 ): Effect.Effect<RequestSteps, never, HttpSettings> => Effect.gen(function*() {
-  const { corsOrigins, restRoot } = yield* HttpSettings
+  const { corsOrigins, restRoot, trustProxyHops } = yield* HttpSettings
   const observe = yield* RequestObserver
   const cors = makeCorsPolicy({ restRoot, corsOrigins })
-  const begin: RequestSteps["begin"] = (transport, method, url, requestIdHeader, origin) => {
+  const begin: RequestSteps["begin"] = (transport, method, url, requestIdHeader, origin, socketAddress, forwardedFor) => {
     const requestId = requestIdFor(requestIdHeader)
     const corsHeaders = cors.headersFor(url, origin)
     const headers = corsHeaders === undefined ? { "x-request-id": requestId } : { "x-request-id": requestId, ...corsHeaders }
@@ -108,7 +136,9 @@ export const makeRequestSteps = (
         try {
           const path = pathOf(url)
           const route = routeOf(method, path) ?? unmatchedRoute
-          observe({ transport, method, path, route, status, requestId, durationMillis: performance.now() - started })
+          const durationMillis = performance.now() - started
+          const clientIp = clientIpFrom(socketAddress, forwardedFor, trustProxyHops)
+          observe({ transport, method, path, route, status, requestId, durationMillis, clientIp })
         } catch {
           // A failing observer must not change the answer.
         }

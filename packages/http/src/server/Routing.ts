@@ -4,7 +4,7 @@
  * `rest_method_not_allowed` with `Allow` (routing comes before auth); an oversized body is 413; and any
  * defect is 500 `internal_error` whose `data.request_id` finds the logged cause.
  */
-import { Cause, Context, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Layer, Option } from "effect"
 import type { Types } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
@@ -162,7 +162,15 @@ export const requestEnvelope = (options: RequestEnvelopeOptions) =>
     (httpEffect) =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest)
-        const frame = options.steps.begin("effect", request.method, request.url, request.headers["x-request-id"], request.headers.origin)
+        const frame = options.steps.begin(
+          "effect",
+          request.method,
+          request.url,
+          request.headers["x-request-id"],
+          request.headers.origin,
+          Option.getOrUndefined(request.remoteAddress),
+          request.headers["x-forwarded-for"]
+        )
         const requestId = frame.requestId
         requestIds.set(request.source, requestId)
         const preflight = options.steps.cors.preflight(request.method, request.url, request.headers, options.table.allowedMethods)

@@ -2,8 +2,9 @@
  * The real bundled server (every route, the domain, signing, the CRL) started in-process on an ephemeral port,
  * on the memory store or a throw-away PGlite store, with a known read_write API key.
  */
-import { ConfigProvider, Layer, References } from "effect"
-import { Engine } from "@lm/domain"
+import { appendFileSync } from "node:fs"
+import { Clock, ConfigProvider, Effect, Layer, References } from "effect"
+import { Engine, Services } from "@lm/domain"
 import { layerOnClient, PgliteTemplate } from "@lm/storage-pg"
 import { MemoryStore } from "@lm/storage-memory"
 import { ArtifactSettings, serverLayerOn } from "@lm/server"
@@ -32,10 +33,52 @@ export interface TestApp extends RunningServer {
     path: string,
     options?: { readonly body?: unknown; readonly auth?: string | null; readonly headers?: Record<string, string> }
   ) => Promise<{ readonly status: number; readonly headers: Headers; readonly body: any }>
+  /**
+   * Runs the background jobs once, now, as their loops would, instead of waiting for their intervals: the sweep,
+   * the subscriptions' period-end job and anomaly detection (on a clock `aheadMillis` ahead, default 0, so a
+   * lease or heartbeat of a second is over without waiting for it), then webhook delivery until a round sends nothing.
+   */
+  readonly runJobs: (options?: { readonly aheadMillis?: number }) => Promise<void>
 }
 
+/** The jobs `runJobs` runs, in order; webhook delivery last, so it sends what the others caused. */
+const jobs = (aheadMillis: number) =>
+  Effect.gen(function*() {
+    const clock = yield* Clock.Clock
+    const shift = (millis: number) => millis + aheadMillis
+    const ahead: Clock.Clock = {
+      currentTimeMillisUnsafe: () => shift(clock.currentTimeMillisUnsafe()),
+      currentTimeMillis: Effect.sync(() => shift(clock.currentTimeMillisUnsafe())),
+      currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(aheadMillis) * 1_000_000n,
+      currentTimeNanos: Effect.sync(() => clock.currentTimeNanosUnsafe() + BigInt(aheadMillis) * 1_000_000n),
+      monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+      monotonicTimeNanos: clock.monotonicTimeNanos,
+      sleep: (duration) => clock.sleep(duration)
+    }
+    const sweeper = yield* Services.Sweeper
+    const subscriptions = yield* Services.Subscriptions
+    const analytics = yield* Services.Analytics
+    yield* Effect.all([sweeper.sweepOnce, subscriptions.runDue, Effect.andThen(analytics.moveTopWindows, analytics.detectOnce)], {
+      discard: true
+    }).pipe(Effect.provideService(Clock.Clock, ahead))
+    // A round can cause more to send (a webhook disabled by its failure announces it): rounds until one sends nothing.
+    const webhooks = yield* Services.Webhooks
+    for (let round = 0; round < 20 && (yield* webhooks.run) > 0; round++) {
+      // the next round sends what this one caused
+    }
+  })
+
 const storeLayer = (store: TestStore) =>
-  store === "memory" ? MemoryStore.layer : layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))
+  store === "memory" ? MemoryStore.layer : layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporaryMigrated))
+
+/**
+ * With `LM_TEST_SERVER_STARTS` naming a file, every server start appends a line to it (`<store> <pid>`), so a run
+ * of the suite can count them (docs/testing.md).
+ */
+const countStart = (store: TestStore) => {
+  const file = process.env.LM_TEST_SERVER_STARTS
+  if (file !== undefined && file !== "") appendFileSync(file, `${store} ${process.pid}\n`)
+}
 
 /** Starts the whole server; `close()` it after the tests. */
 export const startApp = async (
@@ -59,7 +102,10 @@ export const startApp = async (
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
   process.env.LM_BOOTSTRAP_CONSUMER_SECRET = adminKey.consumerSecret
   const layer = serverLayerOn(options.storeLayer ?? storeLayer(store), { storage: store, description: store }, { host: "127.0.0.1", port: 0 }, {
+    // Background jobs are off unless a test turns one on (or runs it: `runJobs`), so none acts behind a test's back.
     sweepIntervalSeconds: 0,
+    subscriptionJobIntervalSeconds: 0,
+    anomalyIntervalSeconds: 0,
     ...options
   }, options.webhookSender).pipe(
     Layer.provide(HttpSettings.layer(options.settings ?? {})),
@@ -71,6 +117,7 @@ export const startApp = async (
     Layer.provide(Layer.succeed(References.MinimumLogLevel, process.env.LM_TEST_LOG_LEVEL === "debug" ? "Debug" : "Warn"))
   )
   const server = await startServer(layer as any, { restRoot: options.settings?.restRoot ?? "/api" })
+  countStart(store)
   const call: TestApp["call"] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers }
     const auth = opts.auth === undefined ? adminAuth : opts.auth
@@ -90,5 +137,27 @@ export const startApp = async (
     }
     return { status: response.status, headers: response.headers, body: parsed }
   }
-  return { ...server, call }
+  const runJobs: TestApp["runJobs"] = (opts = {}) => server.run(jobs(opts.aheadMillis ?? 0))
+  return { ...server, call, runJobs }
+}
+
+const shared = new Map<TestStore, Promise<TestApp>>()
+
+/**
+ * The server the test files of one vitest worker share on `store`, started with the defaults of {@link startApp}
+ * (every background job off) on first use. The `server` project runs with `isolate: false`, so a worker keeps it
+ * from file to file instead of starting one per file; its `close()` does nothing (the worker's exit ends it).
+ * Tests on it keep their data apart (their own product ids from `unique()`, keys, fingerprints) and never count
+ * what the whole store holds; a test that needs other options, the whole store, or to stop the server calls
+ * `startApp`.
+ */
+export const sharedApp = async (store: TestStore): Promise<TestApp> => {
+  let app = shared.get(store)
+  if (app === undefined) {
+    app = startApp(store)
+    shared.set(store, app)
+    // A failed start is not kept: the next file tries again.
+    app.catch(() => shared.delete(store))
+  }
+  return { ...(await app), close: async () => {} }
 }

@@ -25,6 +25,9 @@ import { Ports } from "@lm/domain"
  */
 export const licenseChangedChannel = "lm_license_changed"
 
+/** Payloads of policy changes (migration 0014's trigger): `policy:<id>`. */
+const policyPrefix = "policy:"
+
 /** Heartbeat payloads: `heartbeat:<feed>:<sent at, epoch ms>`; other processes' heartbeats are ignored. */
 const heartbeatPrefix = "heartbeat:"
 
@@ -61,6 +64,11 @@ export const layerChangeFeed = Layer.effect(
               lastBack = Math.max(lastBack, sentAt)
               onChange({ aliveAsOf: sentAt })
             }
+            return
+          }
+          if (payload.startsWith(policyPrefix)) {
+            const policyId = Number(payload.slice(policyPrefix.length))
+            onChange(Number.isSafeInteger(policyId) ? { policyId } : "all")
             return
           }
           const id = Number(payload)

@@ -17,6 +17,7 @@ import * as Idempotency from "./idempotency.js"
 import * as Licenses from "./licenses.js"
 import * as Machines from "./machines.js"
 import * as Outbox from "./outbox.js"
+import * as Policies from "./policies.js"
 import * as Releases from "./releases.js"
 import * as SigningKeys from "./signingKeys.js"
 import * as Store from "./store.js"
@@ -33,6 +34,7 @@ export const portsLayer: Layer.Layer<Ports.StorePorts, never, PgClient> = Layer.
   Licenses.layer,
   Machines.layer,
   Generators.layer,
+  Policies.layer,
   ApiKeys.layer,
   SigningKeys.layer,
   Outbox.layer,

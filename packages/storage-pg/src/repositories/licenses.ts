@@ -30,6 +30,7 @@ const licenseColumnNames = {
   generatorId: "generator_id",
   subscriptionId: "subscription_id",
   suspendedBy: "suspended_by",
+  policyId: "policy_id",
   createdAt: "created_at",
   updatedAt: "updated_at"
 } as const
@@ -57,6 +58,8 @@ export const LicenseRow = Schema.Struct({
   subscriptionId: Schema.NullOr(Int8),
   suspendedBy: Model.SuspendedBy,
   meta: Model.Meta,
+  policyId: Schema.NullOr(Int8),
+  entitlements: Model.Entitlements,
   createdAt: Timestamp,
   updatedAt: Timestamp,
   revision: Schema.Int
@@ -100,6 +103,8 @@ export const layer = Layer.effect(
         subscriptionId: l.subscriptionId,
         suspendedBy: l.suspendedBy,
         meta: sql.json(l.meta),
+        policyId: l.policyId,
+        entitlements: sql.json(l.entitlements),
         createdAt: date(l.createdAt),
         updatedAt: date(l.updatedAt)
       }, { ...licenseColumnNames, graceEndsAt: "grace_ends_at" })

@@ -73,6 +73,7 @@ export const layer = Layer.effect(
           orUnavailable
         ),
       findById: (id) => sql`SELECT * FROM lm_releases WHERE id = ${id}`.pipe(Effect.flatMap(firstRelease), orUnavailable),
+      delete: (id) => sql`DELETE FROM lm_releases WHERE id = ${id} RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), orUnavailable),
       findByVersion: (productId, version) =>
         sql`SELECT * FROM lm_releases WHERE product_id = ${productId} AND version = ${version}`.pipe(
           Effect.flatMap(firstRelease),

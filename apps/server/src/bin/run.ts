@@ -1,0 +1,12 @@
+/**
+ * What `lm` runs once its entry (`lm.ts`) has checked the Node.js version: the command line of `../cli/`.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Effect } from "effect"
+import { runCli } from "../cli/Cli.js"
+import { teardown } from "../Main.js"
+
+// Everything the service writes (PGlite's files, the master key) is for its own user only: folders 0700, files 0600.
+process.umask(0o077)
+
+NodeRuntime.runMain(runCli(process.argv.slice(2)).pipe(Effect.provide(NodeServices.layer)), { teardown })
