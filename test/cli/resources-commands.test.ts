@@ -1,6 +1,6 @@
 /**
- * `lm generators …`, `lm policies …`, `lm webhooks …`, `lm api-keys …` and `lm releases …` against a real
- * `lm serve` (CONTRACT §8, §9, §11, §15): every command's answer, the webhook's deliveries and redelivery against a receiver on
+ * `lm generators …`, `lm policies …`, `lm subscriptions …`, `lm webhooks …`, `lm api-keys …` and `lm releases …` against a real
+ * `lm serve` (CONTRACT §8, §9, §10, §11, §15): every command's answer, the webhook's deliveries and redelivery against a receiver on
  * loopback, and `releases publish` uploading a file with its progress bar on stderr.
  */
 import { writeFileSync, mkdtempSync, rmSync } from "node:fs"
@@ -55,6 +55,20 @@ describe("lm generators, policies, webhooks, api-keys and releases against a run
     expect(await server.json(["policies", "delete", id])).toMatchObject({ deleted: true })
     const gone = await server.run(["policies", "show", id])
     expect([gone.code, gone.err.split(":")[0]]).toEqual([1, "policy_not_found"])
+  })
+
+  it("subscriptions create, list, show, pause, resume, renew, renewals, switch and cancel", async () => {
+    const created = await server.json(["subscriptions", "create", "--user-id", "77", "--billing-period", "month", "--amount", "19.00", "--currency", "USD"])
+    expect(created).toMatchObject({ user_id: 77, status: "active", amount: "19.00", currency: "USD" })
+    const id = String(created.id)
+    expect((await server.json(["subscriptions", "list", "--user-id", "77"])).subscriptions.map((s: any) => s.id)).toEqual([created.id])
+    expect(await server.json(["subscriptions", "pause", id])).toMatchObject({ status: "on-hold" })
+    expect(await server.json(["subscriptions", "resume", id])).toMatchObject({ status: "active" })
+    await server.json(["subscriptions", "renew", id, "--transaction-id", "txn_cli"])
+    expect((await server.json(["subscriptions", "renewals", id])).renewals.map((r: any) => r.transaction_id)).toContain("txn_cli")
+    expect(await server.json(["subscriptions", "switch", id, "--amount", "29.00"])).toMatchObject({ amount: "29.00" })
+    expect(await server.json(["subscriptions", "cancel", id])).toMatchObject({ status: "cancelled" })
+    expect(await server.json(["subscriptions", "show", id])).toMatchObject({ status: "cancelled", license: expect.any(Object) })
   })
 
   it("webhooks create, list, update, ping, deliveries, redeliver and delete", async () => {

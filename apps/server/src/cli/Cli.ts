@@ -18,6 +18,7 @@ import { releases } from "./releases.js"
 import { policies } from "./policies.js"
 import { migrate, serve } from "./serve.js"
 import { signingKeys } from "./signingKeys.js"
+import { subscriptions } from "./subscriptions.js"
 import { webhooks } from "./webhooks.js"
 
 /** The root command and every subcommand. */
@@ -27,7 +28,7 @@ export const lm = Command.make("lm").pipe(
       "LM_CONSUMER_KEY and LM_CONSUMER_SECRET; migrate, signing-keys and api-keys without LM_URL work on the store " +
       "(LM_STORAGE=memory | DATABASE_URL | LM_DATA_DIR, default ./data; stop a PGlite server first)."
   ),
-  Command.withSubcommands([serve, migrate, licenses, machines, policies, generators, releases, webhooks, apiKeys, auditLog, signingKeys])
+  Command.withSubcommands([serve, migrate, licenses, machines, policies, subscriptions, generators, releases, webhooks, apiKeys, auditLog, signingKeys])
 )
 
 /** Sets the exit code. */

@@ -5,10 +5,10 @@
  */
 import { Effect } from "effect"
 import { AuditLog, type Model } from "@lm/domain"
-import { Refused } from "./Server.js"
+import type { Refused } from "./Server.js"
+import type { EngineServices } from "./StoreEngine.js"
 
-/** What the engine provides to a command. */
-export type EngineServices = import("effect").Layer.Success<ReturnType<typeof import("@lm/domain").Engine.layer<never, never>>>
+export type { EngineServices }
 
 /**
  * Runs a one-off command against the engine on the configured store (no sweep, retention, anomaly detection or

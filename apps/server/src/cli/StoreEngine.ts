@@ -8,7 +8,9 @@ import { engineOptionsFromEnv } from "../settings/Engine.js"
 import { storeChoiceFromEnv, storeLayer } from "../Store.js"
 import { refusalMessage } from "../Main.js"
 import { Refused } from "./Server.js"
-import type { EngineServices } from "./Store.js"
+
+/** What the engine provides to a command. */
+export type EngineServices = Layer.Success<ReturnType<typeof Engine.layer<never, never>>>
 
 /** A failure on the store as a {@link Refused}: the error's contract code (`store` for the store's own) and message. */
 const refused = (error: unknown): Refused => {
