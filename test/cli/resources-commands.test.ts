@@ -11,7 +11,7 @@ import { eventually } from "../support/eventually.js"
 import { type Receiver, startReceiver } from "../support/receiver.js"
 import { lm, type LmServer, startLmServer } from "./support/Lm.js"
 
-describe("lm generators, policies, webhooks, api-keys and releases against a running server", { timeout: 300_000 }, () => {
+describe("lm generators, policies, subscriptions, webhooks, api-keys and releases against a running server", { timeout: 300_000 }, () => {
   let server: LmServer
   let receiver: Receiver
   const dir = mkdtempSync(join(tmpdir(), "lm-cli-release-"))
