@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { basic } from "../../packages/http/test/support/Management.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "../http/support/Child.js"
 import { type PgServers, startPgServers } from "../http/support/PgServers.js"
+import { serviceUrl } from "../support/services.js"
 
 const dataDir = mkdtempSync(join(tmpdir(), "lm-bootstrap-"))
 const keyA = { key: `ck_${"5e".repeat(20)}`, secret: `cs_${"7a".repeat(20)}` }
@@ -76,7 +77,7 @@ it("ensures a new bootstrap key on an existing PGlite folder, and never restores
   await stop()
 }, 240_000)
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 
 // Two processes cannot share PGlite: this needs a PostgreSQL server (DATABASE_URL; CI sets it).
 describe.skipIf(url === "")("bootstrap keys on one PostgreSQL (DATABASE_URL)", () => {

@@ -2,11 +2,11 @@
  * Issue 31: the console in a real browser (Debian's Chromium, driven by playwright-core) against a real `lm serve`
  * on PGlite, spawned as a process with the console built fresh from its sources. What a vendor's support person
  * does: sign in (with the keyboard too), create a license, find the device a client activated through the public
- * API, revoke the device, suspend the license and see the revocation list change, upload a release and see it
- * listed, register a webhook and see a delivery, see the dashboard chart draw validations, read the audit log
- * filtered by the URL; a read-only key sees no
- * write controls; a revoked key returns to the sign-in page; numbers follow the browser's locale; the
- * Content-Security-Policy is enforced and no page logs an error. Every page is photographed at 1280 and 390 px into
+ * API, revoke the device, suspend the license and see the revocation list change, upload a release, see it
+ * listed and delete one (its version typed to confirm), register a webhook and see a delivery, see the dashboard
+ * chart draw validations, read the audit log filtered by the URL; a read-only key sees no write controls; a revoked
+ * key returns to the sign-in page; numbers follow the browser's locale; the Content-Security-Policy is enforced and
+ * no page logs an error. Every page is photographed at 1280 and 390 px into
  * test/console/screenshots/ (not committed; the README shows two copies from docs/console/).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
@@ -280,6 +280,20 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
     const listed = await admin("GET", "/releases?product_id=7")
     expect(listed.body.data.releases.map((r: { version: string }) => r.version)).toEqual(["1.4.0"])
     await shoot(page, "releases")
+  })
+
+  it("deletes a release once its version is typed; it leaves the list and the API", async () => {
+    const release = (await admin("POST", "/releases", { product_id: 7, version: "1.5.0", artifact_url: "https://cdn.example.com/1.5.0.zip" })).body.data
+    await open(page, "/releases?product_id=7")
+    const row = page.getByRole("row").filter({ hasText: "1.5.0" })
+    await row.getByRole("button", { name: "Delete", exact: true }).click()
+    const dialog = page.getByRole("dialog")
+    expect(await dialog.getByRole("button", { name: "Delete release" }).isDisabled()).toBe(true)
+    await dialog.getByRole("button", { name: "Cancel" }).click()
+    await confirmAction(page, row, "Delete", "Delete release", "1.5.0")
+    await row.waitFor({ state: "detached" })
+    expect((await admin("GET", `/releases/${release.id}`)).status).toBe(404)
+    await page.getByRole("row").filter({ hasText: "1.4.0" }).waitFor()
   })
 
   it("registers a webhook (its secret shown once), pings it and shows a delivery", async () => {

@@ -8,8 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startApp, type TestApp } from "../../packages/http/test/support/App.js"
 import { basic, expectError, expectInvalid, expectList, expectOk } from "../../packages/http/test/support/Management.js"
 import { freshPostgresStore } from "../storage-contract/pg-support.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 const stores = [
   { name: "memory", start: () => startApp("memory") },
   { name: "pglite", start: () => startApp("pglite") },

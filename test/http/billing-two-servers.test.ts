@@ -7,8 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Delivery, kits, type Target } from "../../packages/http/test/support/BillingProviders.js"
 import { type PgServers, request, type Server, startPgServers } from "./support/PgServers.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 const DAY = 86_400_000
 
 const deliver = async (server: Server, provider: string, delivery: Delivery) => {

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { admin, type PgServers, type Server, startPgServers } from "./support/PgServers.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 
 const send = async (server: Server, body: unknown, key: string) => {
   const response = await fetch(`${server.base}/licenses`, {

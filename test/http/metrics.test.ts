@@ -15,6 +15,7 @@ import { startReceiver } from "../support/receiver.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
 import { connect, requestText } from "./support/RawHttp.js"
 import { startTcpProxy } from "./support/TcpProxy.js"
+import { serviceUrl } from "../support/services.js"
 
 let server: ServerProcess | undefined
 const cleanups: Array<() => Promise<void>> = []
@@ -190,9 +191,9 @@ it("/health/live answers 200; /health/ready 200, then 503 while the server drain
   expect(await exitWithin(server!, 20_000)).toBe(0)
 }, 60_000)
 
-const url = process.env.DATABASE_URL
+const url = serviceUrl("DATABASE_URL")
 
-describe.skipIf(url === undefined || url === "")("with PostgreSQL behind a proxy", () => {
+describe.skipIf(url === "")("with PostgreSQL behind a proxy", () => {
   it("/health/ready is 503 while the store is down and 200 once it is back; failed store calls are counted", async () => {
     const database = `lm_metrics_${process.pid}_${Date.now()}`
     await Effect.runPromise(admin(url!, `CREATE DATABASE ${database}`))

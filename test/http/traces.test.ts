@@ -3,7 +3,7 @@
  * OTLP/HTTP receiver this test runs on loopback (JSON encoding, `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`). A
  * management call (Effect stack) and a validation (fast path), each with the caller's `traceparent`: the request's
  * server span continues the caller's trace under its span and carries route and status; the domain operation is
- * its child; the store's SQL statements are descendants of the request span. On PostgreSQL with `DATABASE_URL`,
+ * its child; the store's SQL statements are descendants of the request span. The metrics arrive there too. On PostgreSQL with `DATABASE_URL`,
  * else on embedded PGlite.
  */
 import { randomBytes } from "node:crypto"
@@ -38,11 +38,17 @@ afterEach(async () => {
 const startCollector = async () => {
   const spans: Array<Span> = []
   const paths: Array<string> = []
+  const metricNames = new Set<string>()
   const collector: Server = createServer((request, response) => {
     let body = ""
     request.on("data", (chunk: Buffer) => body += chunk.toString("utf8"))
     request.on("end", () => {
       paths.push(request.url ?? "")
+      if (request.url === "/v1/metrics") {
+        for (const resource of JSON.parse(body).resourceMetrics ?? []) {
+          for (const scope of resource.scopeMetrics ?? []) for (const metric of scope.metrics ?? []) metricNames.add(metric.name)
+        }
+      }
       if (request.url === "/v1/traces") {
         for (const resource of JSON.parse(body).resourceSpans ?? []) {
           for (const scope of resource.scopeSpans ?? []) {
@@ -60,7 +66,7 @@ const startCollector = async () => {
   await new Promise<void>((resolve) => collector.listen(0, "127.0.0.1", resolve))
   cleanups.push(() => new Promise((resolve) => collector.close(() => resolve())))
   const { port } = collector.address() as { port: number }
-  return { endpoint: `http://127.0.0.1:${port}`, spans, paths }
+  return { endpoint: `http://127.0.0.1:${port}`, spans, paths, metricNames }
 }
 
 /** A store of its own: a fresh PostgreSQL database with `DATABASE_URL`, else a PGlite folder. */
@@ -90,6 +96,7 @@ it("a span per request continuing the caller's traceparent, with route and statu
     OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
     OTEL_SERVICE_NAME: "lm-test",
     OTEL_BSP_SCHEDULE_DELAY: "200",
+    OTEL_METRIC_EXPORT_INTERVAL: "500",
     LM_BOOTSTRAP_CONSUMER_KEY: adminKey.consumerKey,
     LM_BOOTSTRAP_CONSUMER_SECRET: adminKey.consumerSecret
   })
@@ -116,6 +123,9 @@ it("a span per request continuing the caller's traceparent, with route and statu
     body: JSON.stringify({ license_key: key })
   })
   expect(validated.status).toBe(200)
+
+  // The metrics go to the same collector, the request counts among them.
+  await eventually(() => expect(collector.metricNames).toContain("lm_http_requests_total"), { timeout: 20_000 })
 
   /** The request span of a trace (the caller's span its parent), once it has arrived. */
   const requestSpan = (caller: { traceId: string; spanId: string }) =>
@@ -146,6 +156,8 @@ it("a span per request continuing the caller's traceparent, with route and statu
     // The domain operation (`Effect.fn("Licenses.create")`) and the SQL statements run under the request.
     const create = inTrace(management.traceId).find((span) => span.name === "Licenses.create")
     expect(create && below(create, managementSpan)).toBe(true)
+    const validate = inTrace(client.traceId).find((span) => span.name === "Licensing.validate")
+    expect(validate && below(validate, clientSpan)).toBe(true)
     const sql = (traceId: string, request: Span) =>
       inTrace(traceId).filter((span) => span.attributes["db.system.name"] !== undefined || span.attributes["db.system"] !== undefined)
         .filter((span) => below(span, request))

@@ -22,6 +22,7 @@ export const releaseCases = (test: ContractTest): void => {
       artifactKey: null,
       releasedAt: T0,
       createdAt: T0,
+      entitlements: [],
       ...overrides
     })
 
@@ -38,6 +39,7 @@ export const releaseCases = (test: ContractTest): void => {
           size: 5_000_000_000,
           sha256: "a".repeat(64),
           contentType: "application/gzip",
+          entitlements: ["export", "pro:updates"],
           artifactKey: "ab/cdef",
           releasedAt: T0 - DAY,
           createdAt: T0 + 1

@@ -19,6 +19,7 @@ import { layerRedisRateLimits } from "./RedisRateLimits.js"
 import { consoleDirFromEnv } from "./settings/Console.js"
 import { logSettingsFromEnv } from "./settings/Logging.js"
 import { metricsListenFromEnv } from "./settings/Metrics.js"
+import { otlpSettingsFromEnv } from "./settings/Tracing.js"
 import { closingWithin, engineCloseTimeoutMillis } from "./Shutdown.js"
 import { describeStore, type StoreChoice, storeLayer, storeName } from "./Store.js"
 import * as WebhookSender from "./WebhookSender.js"
@@ -66,10 +67,11 @@ export const serverLayerOn = <E, R>(
     const api = layerApiServer({ storage: names.storage, listen, logExtra: `store: ${names.description}`, requests, consoleDir })
     const metrics = yield* metricsListenFromEnv
     const { accessLog } = yield* logSettingsFromEnv()
-    // Both transports report each request to the observers: per-request metrics with `LM_METRICS_PORT`, the
-    // access log with `LM_ACCESS_LOG`.
+    const exported = (yield* otlpSettingsFromEnv) !== undefined
+    // Both transports report each request to the observers: per-request metrics when they are read (by the
+    // metrics listener or the OTLP exporter), the access log with `LM_ACCESS_LOG`.
     const observed = api.pipe(Layer.provide(layerRequestObservers([
-      ...(metrics === undefined ? [] : [makeRequestMetrics]),
+      ...(metrics === undefined && !exported ? [] : [makeRequestMetrics]),
       ...(accessLog ? [makeAccessLog] : [])
     ])))
     // The metrics listener opens before the API's and closes after it; the drain mark, built last, closes first:

@@ -1,6 +1,7 @@
 /**
  * The server's logs (CONTRACT §18), on effect's `Logger`: one line per entry, JSON (`time`, `level`, `message`,
- * `request_id` when the entry belongs to a request, `trace_id`/`span_id`/`span` when a span is current, `cause`,
+ * `request_id` when the entry belongs to a request (an annotation, or the request the fiber serves on the Effect
+ * stack), `trace_id`/`span_id`/`span` when a span is current, `cause`,
  * and the entry's other annotations) or text, at `LM_LOG_LEVEL` and above, and with `LM_ACCESS_LOG` one line per
  * request (method, route template, status, duration, request id, client IP), reported by both transports'
  * `RequestObserver`.
@@ -10,7 +11,7 @@
  */
 import { Cause, Context, Effect, Layer, Logger, References, Tracer } from "effect"
 import { Keys } from "@lm/domain"
-import type { AnsweredRequest } from "@lm/http"
+import { type AnsweredRequest, requestIdOfContext } from "@lm/http"
 import { type LogSettings, logLevels } from "./settings/Logging.js"
 
 /**
@@ -50,6 +51,8 @@ const fieldsOf = (options: Logger.Options<unknown>): Record<string, unknown> => 
     level: logLevel.toLowerCase(),
     message: messageText(message)
   }
+  const requestId = requestIdOfContext(fiber.context)
+  if (requestId !== undefined) line.request_id = requestId
   for (const [key, value] of Object.entries(fiber.getRef(References.CurrentLogAnnotations))) line[key] = value
   const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
   if (span !== undefined) {

@@ -23,7 +23,7 @@ export const layerOtlp = (settings: OtlpSettings) => {
   const common = { resource, headers: settings.headers }
   return Layer.mergeAll(
     OtlpTracer.layer({ ...common, url: `${settings.endpoint}/v1/traces`, exportInterval: settings.exportEveryMillis }),
-    OtlpMetrics.layer({ ...common, url: `${settings.endpoint}/v1/metrics` }),
+    OtlpMetrics.layer({ ...common, url: `${settings.endpoint}/v1/metrics`, exportInterval: settings.metricsEveryMillis }),
     Layer.succeed(UrlParams.CurrentRedactedNames)([...UrlParams.CurrentRedactedNames.defaultValue(), ...secretQueryParameters])
   ).pipe(
     Layer.provide(settings.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),

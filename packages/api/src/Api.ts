@@ -9,6 +9,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { version } from "./version.js"
+import { finishOpenApi } from "./OpenApiDocument.js"
 import { AnalyticsGroup } from "./groups/Analytics.js"
 import { BillingGroup, BillingProvidersGroup } from "./groups/Billing.js"
 import { ErrorEnvelope } from "./middleware/ErrorEnvelope.js"
@@ -56,6 +57,8 @@ export class Api extends HttpApi.make("lm")
   .annotateMerge(OpenApi.annotations({
     title: "Licensing Service lm/v1",
     version,
-    description: "License keys, device seats, floating leases, heartbeats and Ed25519-signed offline verification."
+    description: "License keys, device seats, floating leases, heartbeats and Ed25519-signed offline verification.",
+    license: { name: "MIT", url: "https://opensource.org/license/mit" },
+    transform: finishOpenApi
   }))
 {}

@@ -126,6 +126,12 @@ export interface LicensedApp {
   /** The offline answer from storage alone (see `entitlement.ts`). Raises and keeps the time floor. */
   entitlement(): Promise<Entitlement>
   /**
+   * Whether this device may use the feature `code` now, offline: {@link entitlement} entitles and the cached,
+   * verified license token lists `code` among the license's effective entitlements (CONTRACT §15). The codes are
+   * those of the token's last online validation.
+   */
+  entitled(code: string): Promise<boolean>
+  /**
    * Asks the server for a newer release of the app's product for this license and device: `version` is the
    * running one (default `device.app_version`), `channel` the app's (default `stable`).
    */
@@ -312,6 +318,11 @@ export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
     return answer!
   }
 
+  const entitled = async (code: string): Promise<boolean> => {
+    const answer = await entitlement()
+    return answer.entitled && answer.entitlements.includes(code)
+  }
+
   const startHeartbeat = (settings: HeartbeatOptions = {}): HeartbeatLoop => {
     const minBackoff = settings.minBackoffMs ?? 1_000
     const maxBackoff = settings.maxBackoffMs ?? 60_000
@@ -396,6 +407,7 @@ export const createLicensedApp = (options: LicensedAppOptions): LicensedApp => {
     validate,
     refresh,
     entitlement,
+    entitled,
     checkForUpdate,
     download,
     startHeartbeat,

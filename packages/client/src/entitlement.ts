@@ -86,8 +86,17 @@ export type Entitlement =
     readonly license: LicensePayload
     /** Until when (unix seconds) the token allows offline use, at the latest. */
     readonly offlineUntil: number
+    /**
+     * The license's effective entitlement codes, sorted, as the verified token states them (`ent`; none in a token
+     * signed by a server without entitlements). They are as of the token's `iat`: validate online to refresh them.
+     */
+    readonly entitlements: ReadonlyArray<string>
   }
   | { readonly entitled: false; readonly reason: NotEntitledReason }
+
+/** The codes a verified license token states: its `ent` when it is a list of strings, else none. */
+const entitlementsOf = (license: LicensePayload): ReadonlyArray<string> =>
+  Array.isArray(license.ent) ? license.ent.filter((code): code is string => typeof code === "string") : []
 
 /** Settings of the check. */
 export interface EntitlementOptions {
@@ -174,5 +183,8 @@ export const checkEntitlement = async (
     const machine = certificate.ok ? certificate.payload : certificate.reason === "expired" ? certificate.payload : undefined
     if (machine !== undefined && machine.typ === "machine" && crl.crl.isMachineRevoked(machine.mid)) return no("machine_revoked")
   }
-  return { entitlement: { entitled: true, license, offlineUntil: license.exp }, timeFloor: floor.value }
+  return {
+    entitlement: { entitled: true, license, offlineUntil: license.exp, entitlements: entitlementsOf(license) },
+    timeFloor: floor.value
+  }
 }

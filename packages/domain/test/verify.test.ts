@@ -274,3 +274,31 @@ describe("verify module stays portable", () => {
     }
   })
 })
+
+describe("tokens from a newer server (CONTRACT §15: later versions only append keys)", () => {
+  /** A license token whose JSON has `extra` appended after its last key, signed with the current key. */
+  const withTrailing = (extra: string) => {
+    const json = Token.payloadJson({ ...licenseClaims(), ent: ["export", "sync"] }, currentKey.kid).replace(/\}$/, `,${extra}}`)
+    const head = Token.signingInput(json)
+    const signature = Effect.runSync(signerOf(currentKey).sign(Token.signingBytes(head)))
+    return Token.compact(head, signature)
+  }
+
+  it("a license token with unknown trailing keys verifies, its known keys (ent included) read as signed", async () => {
+    const result = await verifyToken(withTrailing(`"seats_left":2,"features_v2":{"a":[1]}`), keys, { type: "license", now: T })
+    expect(result.ok).toBe(true)
+    if (result.ok && result.payload.typ === "license") {
+      expect(result.payload.ent).toEqual(["export", "sync"])
+      expect(result.payload.exp).toBe(T + 7 * DAY)
+    }
+  })
+
+  it("a token of a server before entitlements (no ent) still verifies", async () => {
+    const json = Token.payloadJson(licenseClaims(), currentKey.kid).replace(/,"ent":\[\]\}$/, "}")
+    expect(json.endsWith(`"exp":${T + 7 * DAY}}`)).toBe(true)
+    const head = Token.signingInput(json)
+    const old = Token.compact(head, Effect.runSync(signerOf(currentKey).sign(Token.signingBytes(head))))
+    const result = await verifyToken(old, keys, { type: "license", now: T })
+    expect(result.ok && result.payload.typ === "license" && result.payload.ent).toBeUndefined()
+  })
+})

@@ -43,7 +43,7 @@ export { ErrorEnvelopeLive } from "./server/ErrorEnvelope.js"
 export { FastPath, type FastPathService } from "./server/FastPath.js"
 export { IdempotencyLive, replayedHeader } from "./server/Idempotency.js"
 export { type GuardedRequest, ipAllowListGuard, type RestRequestGuard, RestRequestValid, runGuards } from "./server/Guards.js"
-export { layerMiddlewares, layerRoutes, layerServer, openApiDocument, type RequestCounter } from "./server/Http.js"
+export { layerMiddlewares, layerRoutes, layerServer, openApiDocument, type RequestCounter, withServer } from "./server/Http.js"
 export { rateLimitApiKeyGuard, rateLimitClientGuard } from "./server/RateLimits.js"
 export { ReleaseRoutes } from "./server/ReleaseRoutes.js"
 export { defaultRetryAfterSeconds, envelope, errorResponse, wwwAuthenticate } from "./server/Responses.js"
@@ -54,6 +54,7 @@ export {
   payloadTooLarge,
   requestEnvelope,
   type RequestEnvelopeOptions,
+  requestIdOfContext,
   type RouteTable
 } from "./server/Routing.js"
 export { makeRequestMetrics } from "./server/RequestMetrics.js"

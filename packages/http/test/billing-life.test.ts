@@ -13,10 +13,11 @@ import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js
 import { startApp, type TestApp } from "./support/App.js"
 import { type Delivery, deliver, kits, type ProviderKit, secretsOf, type Target } from "./support/BillingProviders.js"
 import { expectList, expectOk } from "./support/Management.js"
+import { serviceUrl } from "../../../test/support/services.js"
 
 const DAY = 86_400_000
 const iso = (ms: number) => new Date(ms).toISOString()
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 
 /** A provider subscription id of the provider's own form. */
 const externalIdOf = (provider: string, n: number) =>

@@ -5,15 +5,30 @@
  * are checked on the domain's rule with the TestClock: `packages/domain/test/idempotency.test.ts`; the race of two
  * processes in `test/http/idempotency-two-servers.test.ts`.)
  */
+import { Api, Authentication, Idempotency } from "@lm/api"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startApp, type TestApp } from "./support/App.js"
+import { sharedApp, type TestApp } from "./support/App.js"
 import { basic, expectError, expectInvalid, expectOk, unique } from "./support/Management.js"
+
+it("every management POST of the API definition carries the Idempotency middleware", () => {
+  const missing: Array<string> = []
+  let checked = 0
+  for (const group of Object.values(Api.groups) as Array<any>) {
+    for (const endpoint of Object.values(group.endpoints) as Array<any>) {
+      if (endpoint.method !== "POST" || !endpoint.middlewares.has(Authentication)) continue
+      checked++
+      if (!endpoint.middlewares.has(Idempotency)) missing.push(`${group.identifier}.${endpoint.name}`)
+    }
+  }
+  expect(checked).toBeGreaterThan(20)
+  expect(missing).toEqual([])
+})
 
 for (const store of ["memory", "pglite"] as const) {
   describe(`Idempotency-Key on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await sharedApp(store)
     })
     afterAll(() => app?.close())
 
@@ -69,6 +84,16 @@ for (const store of ["memory", "pglite"] as const) {
       expectOk(theirs, 201)
       expect(theirs.headers.get("idempotent-replayed")).toBeNull()
       expect(await licensesOf(product)).toBe(2)
+    })
+
+    it("holds on every management group (policies too)", async () => {
+      const name = `plan-${unique()}`
+      const first = expectOk(await post("/policies", { name }, `policy-${name}`), 201)
+      const again = await post("/policies", { name }, `policy-${name}`)
+      expect(again.headers.get("idempotent-replayed")).toBe("true")
+      expect(expectOk(again, 201)).toEqual(first)
+      const listed = (await app.call("GET", "/policies?per_page=100")).body.data.policies as Array<{ name: string }>
+      expect(listed.filter((p) => p.name === name)).toHaveLength(1)
     })
 
     it("a key that is not 1 to 255 printable ASCII characters is 400 naming Idempotency-Key", async () => {

@@ -19,6 +19,7 @@ import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js
 import { admin } from "./support/Admin.js"
 import { adminAuth, startApp, type TestApp, type TestStore } from "./support/App.js"
 import { withMultipartUploadListing } from "./support/S3rverUploads.js"
+import { serviceUrl } from "../../../test/support/services.js"
 
 const ALLOWED = "must be one of stable, rc, beta, alpha, dev"
 
@@ -71,7 +72,7 @@ const publishAndDelete = async (app: TestApp, productId: number, artifactsLeft: 
   expect([download.status, ((await download.json()) as any).code]).toEqual([404, "release_not_found"])
 }
 
-const postgresUrl = process.env.DATABASE_URL ?? ""
+const postgresUrl = serviceUrl("DATABASE_URL")
 const stores: Array<TestStore | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
 
 for (const store of stores) {

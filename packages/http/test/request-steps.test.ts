@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AnsweredRequest } from "../src/server/RequestSteps.js"
 import { startApp, type TestApp } from "./support/App.js"
+import { type CapturedLog, startEchoServer } from "./support/TestServer.js"
 import { rawPost } from "./support/RawPost.js"
 import { eventually } from "../../../test/support/eventually.js"
 
@@ -65,5 +66,22 @@ describe("the request steps", () => {
     expect(reportOf("steps-check")).toEqual([
       expect.objectContaining({ method: "GET", path: "/api/lm/v1/updates/check", status: check.status })
     ])
+  })
+})
+
+describe("a log line written while a request is served on the Effect stack", () => {
+  it("finds that request's id from the fiber (requestIdOfContext), without an annotation per request", async () => {
+    const logs: Array<CapturedLog> = []
+    const server = await startEchoServer({ logs })
+    try {
+      const response = await fetch(`${server.apiBase}/echo/slow?ms=1`, { headers: { "x-request-id": "logged-in-request" } })
+      expect(response.status).toBe(200)
+      await eventually(() =>
+        expect(logs.find((line) => line.message === "slow request started")?.requestId).toBe("logged-in-request")
+      )
+      expect(logs.filter((line) => line.message.startsWith("Listening")).map((line) => line.requestId)).toEqual([undefined])
+    } finally {
+      await server.close()
+    }
   })
 })

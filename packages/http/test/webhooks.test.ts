@@ -27,7 +27,8 @@ for (const store of ["memory", "pglite"] as const) {
     let hook: any
     beforeAll(async () => {
       receiver = await startReceiver()
-      app = await startApp(store, { sweepIntervalSeconds: 1, webhooks: { ...loopback, retrySchedule: [0, 0] } })
+      // Delivery in the background (its subject here), looking for work every 50 ms instead of 500.
+      app = await startApp(store, { sweepIntervalSeconds: 1, webhooks: { ...loopback, retrySchedule: [0, 0], pollMillis: 50 } })
       hook = await register(app, receiver.url)
     })
     afterAll(async () => {

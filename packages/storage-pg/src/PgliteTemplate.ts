@@ -103,7 +103,7 @@ export const layerTemporary: Layer.Layer<PgClient.PgClient | SqlClient, StoreUna
 )
 
 /** The migration files (names and contents), hashed: a new or changed migration makes a new migrated template. */
-const migrationsHash = async (): Promise<string> => {
+export const migrationsHash = async (): Promise<string> => {
   const dir = new URL("./migrations/", import.meta.url)
   const hash = createHash("sha256")
   for (const name of (await fs.readdir(dir)).filter((file) => /^\d{4}_.*\.[jt]s$/.test(file)).sort()) {

@@ -11,6 +11,7 @@ import { adminKey } from "../../../packages/http/test/support/App.js"
 import { basic } from "../../../packages/http/test/support/Management.js"
 import { freshDatabase } from "../../storage-contract/pg-support.js"
 import { exitWithin, spawnServer, waitForOutput } from "../../http/support/Child.js"
+import { serviceUrl } from "../../support/services.js"
 
 const loader = fileURLToPath(new URL("../../http/support/sources.mjs", import.meta.url))
 const lm = fileURLToPath(new URL("../../../apps/server/src/bin/lm.ts", import.meta.url))
@@ -43,8 +44,8 @@ const listen = async (env: Readonly<Record<string, string>>) => {
 }
 
 export const startServer = async (name: string, extraEnv: Readonly<Record<string, string>> = {}): Promise<TestServer> => {
-  const url = process.env.DATABASE_URL
-  if (url === undefined || url === "") {
+  const url = serviceUrl("DATABASE_URL")
+  if (url === "") {
     throw new Error("the client tests need PostgreSQL: set DATABASE_URL (CI does), e.g. postgres://postgres@127.0.0.1:5432/postgres")
   }
   const scope = Effect.runSync(Scope.make())

@@ -1,12 +1,13 @@
 /**
- * Releases: the list (filters by product and channel, in the URL) and publishing one, either by uploading its
- * artifact (multipart, with a progress bar) or by naming an artifact hosted elsewhere.
+ * Releases: the list (filters by product and channel, in the URL), publishing one, either by uploading its
+ * artifact (multipart, with a progress bar) or by naming an artifact hosted elsewhere, and deleting one (its
+ * version typed to confirm: clients are no longer offered it, and its uploaded artifact is removed).
  */
 import { useState } from "preact/hooks"
 import { call, ConsoleError, names } from "../api.js"
 import { formatBytes, formatNumber, formatTime } from "../format.js"
 import { useQueryState } from "../router.js"
-import { defined, Disclosure, ErrorNote, Field, Form, Loading, Page, Pager, Select, Table, TextArea, useLoad, useSigned } from "../ui.js"
+import { Action, defined, Disclosure, ErrorNote, Field, Form, Loading, Page, Pager, Select, Table, TextArea, useLoad, useSigned } from "../ui.js"
 import { numberParam } from "./Licenses.js"
 
 type Channel = (typeof names.releaseChannels)[number]
@@ -106,7 +107,7 @@ export const Releases = () => {
         <>
           <Table
             caption="Releases"
-            head={["Product", "Version", "Channel", "Artifact", "Size", "SHA-256", "Released"]}
+            head={["Product", "Version", "Channel", "Artifact", "Size", "SHA-256", "Released", ...(canWrite ? [""] : [])]}
             empty="No release matches."
             rows={list.data.data.releases.map((r) => ({
               key: r.id,
@@ -117,7 +118,28 @@ export const Releases = () => {
                 r.artifact_url === null ? r.filename ?? "—" : <a href={r.artifact_url} rel="noreferrer noopener" target="_blank">{r.filename ?? "external"}</a>,
                 formatBytes(r.size),
                 r.sha256 === null ? "—" : <code title={r.sha256}>{r.sha256.slice(0, 12)}…</code>,
-                formatTime(r.released_at)
+                formatTime(r.released_at),
+                ...(canWrite
+                  ? [
+                    <Action
+                      label="Delete"
+                      danger
+                      run={() => call(api.releases.delete({ params: { id: r.id }, payload: {} }))}
+                      onDone={list.reload}
+                      confirm={{
+                        title: `Delete release ${r.version} of product ${r.product_id}?`,
+                        body: (
+                          <p>
+                            Update checks no longer offer it, download links already given out stop working
+                            {r.artifact_url === null ? ", and its uploaded artifact is removed from the artifact store" : ""}.
+                          </p>
+                        ),
+                        confirmLabel: "Delete release",
+                        typed: r.version
+                      }}
+                    />
+                  ]
+                  : [])
               ]
             }))}
           />

@@ -2,8 +2,8 @@
  * The OTLP export settings (CONTRACT §18), the OpenTelemetry names: `OTEL_EXPORTER_OTLP_ENDPOINT` (the collector's
  * OTLP/HTTP base URL, e.g. `http://127.0.0.1:4318`; unset: no export), `OTEL_SERVICE_NAME` (default `lm`),
  * `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the default, or `http/json`), `OTEL_EXPORTER_OTLP_HEADERS`
- * (`name=value,…`, e.g. a collector's API key) and `OTEL_BSP_SCHEDULE_DELAY` (milliseconds between exports of
- * spans, default 5000).
+ * (`name=value,…`, e.g. a collector's API key), `OTEL_BSP_SCHEDULE_DELAY` (milliseconds between exports of
+ * spans, default 5000) and `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds between exports of metrics, default 60000).
  */
 import { Config, Effect } from "effect"
 import { InvalidSetting } from "@lm/http"
@@ -16,6 +16,7 @@ export interface OtlpSettings {
   readonly protocol: "http/protobuf" | "http/json"
   readonly headers: Readonly<Record<string, string>>
   readonly exportEveryMillis: number
+  readonly metricsEveryMillis: number
 }
 
 /** `name=value` pairs separated by commas, values URL-encoded (the OpenTelemetry format). */
@@ -53,6 +54,7 @@ export const otlpSettingsFromEnv: Effect.Effect<OtlpSettings | undefined, Config
     const headersText = yield* Config.String("OTEL_EXPORTER_OTLP_HEADERS").pipe(Config.withDefault(""))
     const headers = yield* readSetting("OTEL_EXPORTER_OTLP_HEADERS", () => parseHeaders(headersText))
     const exportEveryMillis = yield* positiveInt("OTEL_BSP_SCHEDULE_DELAY", 5000)
-    return { endpoint, serviceName, protocol, headers, exportEveryMillis }
+    const metricsEveryMillis = yield* positiveInt("OTEL_METRIC_EXPORT_INTERVAL", 60_000)
+    return { endpoint, serviceName, protocol, headers, exportEveryMillis, metricsEveryMillis }
   }
 )

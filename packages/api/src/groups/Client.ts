@@ -255,4 +255,7 @@ export class ClientGroup extends HttpApiGroup.make("client")
       deprecated: true
     }))
   )
+  .annotateMerge(OpenApi.annotations({
+    description: "What licensed software calls (public, no API key): validate, activate, deactivate, heartbeat, the revocation list and the public keys."
+  }))
 {}

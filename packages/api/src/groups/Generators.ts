@@ -93,7 +93,10 @@ export class GeneratorsGroup extends HttpApiGroup.make("generators")
       params: idParam,
       success: Success(GeneratorWire),
       error: NotFound
-    }).annotateMerge(OpenApi.annotations({ summary: "Get a generator with its pool size" })),
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Get a generator with its pool size",
+      description: "The generator's settings and `pool_size`, the number of its `pending` keys. Unknown id: 404 `generator_not_found`."
+    })),
     HttpApiEndpoint.put("update", "/generators/:id", {
       params: idParam,
       payload: UpdateGeneratorBody,

@@ -39,7 +39,10 @@ export class MachinesGroup extends HttpApiGroup.make("machines")
       params: idParam,
       success: Success(MachineWire),
       error: NotFound
-    }).annotateMerge(OpenApi.annotations({ summary: "Get a machine with its components" })),
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Get a machine with its components",
+      description: "The machine with its hardware `components`. Unknown id: 404 `machine_not_found`."
+    })),
     HttpApiEndpoint.delete("deactivate", "/machines/:id", {
       params: idParam,
       payload: NoFields,

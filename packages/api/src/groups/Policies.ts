@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
+import { Idempotency } from "../middleware/Idempotency.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { Conflict, NotFound } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
@@ -120,6 +121,7 @@ export class PoliciesGroup extends HttpApiGroup.make("policies")
         "(and its product, when it names one); `updated` counts the licenses that changed (each a `license.updated` event)."
     }))
   )
+  .middleware(Idempotency)
   .middleware(Authentication)
   .annotate(HttpApi.PayloadParseOptions, strictPayloadOptions)
   .annotateMerge(OpenApi.annotations({ title: "Policies", description: "Policies and entitlements (API key required)." }))

@@ -16,7 +16,7 @@ import { NoFields } from "./Licenses.js"
 import { StreamedBody } from "../middleware/ErrorEnvelope.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, RangeNotSatisfiable, RequestTimeout, TooManyRequests, UnsupportedMediaType } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
-import { ListMeta, PageQuery, positiveIntFromString, ReleaseWire, Time } from "../wire/Wire.js"
+import { EntitlementCodes, ListMeta, PageQuery, positiveIntFromString, ReleaseWire, Time } from "../wire/Wire.js"
 
 const channelDescription = `One of ${Model.releaseChannels.join(", ")} (most stable first).`
 
@@ -59,7 +59,11 @@ export const releaseFields = {
   min_app_version: Schema.optionalKey(Schema.NullOr(Schema.String).annotate({
     description: "The oldest client version that may install it (strict semver)."
   })),
-  released_at: Schema.optionalKey(Schema.String.annotate({ description: "ISO 8601 time (default: now)." }))
+  released_at: Schema.optionalKey(Schema.String.annotate({ description: "ISO 8601 time (default: now)." })),
+  entitlements: Schema.optionalKey(Schema.NullOr(EntitlementCodes).annotate({
+    description: "Codes a license must hold to be offered the release by an update check and to download it " +
+      "(403 `entitlements_missing` with `data.missing`); at most 64. In a multipart form: one comma-separated field."
+  }))
 }
 
 /** `multipart/form-data` body of `POST /releases`: the fields and the `file` part (streamed, never buffered). */

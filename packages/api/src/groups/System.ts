@@ -16,5 +16,8 @@ export class SystemGroup extends HttpApiGroup.make("system").add(
   HttpApiEndpoint.get("health", "/health", {
     success: Success(Health),
     error: ServiceUnavailable
-  }).annotateMerge(OpenApi.annotations({ summary: "Liveness and store reachability" }))
-) {}
+  }).annotateMerge(OpenApi.annotations({
+    summary: "Liveness and store reachability",
+    description: "`{status: \"ok\", storage, version}` while the store answers; 503 `service_unavailable` (with `Retry-After`) when it does not. Public, not rate limited."
+  }))
+).annotateMerge(OpenApi.annotations({ description: "Health of the service (public)." })) {}

@@ -6,7 +6,7 @@
  * here (`Tokens`): validate's license token or refusal token, the machine certificate of activate and heartbeat,
  * so an embedder gets the same signed answer as the server sends.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Tracer } from "effect"
 import { Blacklist, type BlacklistSubject } from "../access/Blacklist.js"
 import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 import type { ActivityKind } from "../activity/model.js"
@@ -220,9 +220,14 @@ export class Licensing extends Context.Service<Licensing, {
       const certified = <A extends { readonly license: License; readonly machine: Machine; readonly now: number }>(result: A) =>
         Effect.map(tokens.machineCertificate(result.license, result.machine, result.now), (certificate) => ({ ...result, certificate }))
 
+      // Each call is a span when a tracer is installed (OTLP, `apps/server`), as an `Effect.fn` would be; without one
+      // the hot path makes none.
+      const tracing = (yield* Tracer.Tracer) !== Tracer.nativeTracer
+      const spanned = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) => (tracing ? Effect.withSpan(effect, name) : effect)
+
       return Licensing.of({
         validate: (input) =>
-          logged("validate", input, (seen) => validate(input, seen), (r) => ({
+          spanned("Licensing.validate", logged("validate", input, (seen) => validate(input, seen), (r) => ({
             license: r.license,
             machineId: r.validation.machine?.id ?? null,
             result: r.validation.code
@@ -233,19 +238,25 @@ export class Licensing extends Context.Service<Licensing, {
                 (signed) => ({ ...result, ...signed })
               )
             )
-          ),
+          )),
         activate: (input) =>
-          logged(
+          spanned("Licensing.activate", logged(
             "activate",
             { ...input, fingerprint: input.facts.fingerprint, appVersion: input.facts.appVersion },
             (seen) => activate(input, seen),
             (r) => ({ license: r.license, machineId: r.machine.id, result: r.created ? "activated" : "already_active" })
-          ).pipe(Effect.flatMap(certified)),
+          ).pipe(Effect.flatMap(certified))),
         deactivate: (input) =>
-          logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "deactivated" })),
+          spanned(
+            "Licensing.deactivate",
+            logged("deactivate", input, (seen) => deactivate(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "deactivated" }))
+          ),
         heartbeat: (input) =>
-          logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "ok" })).pipe(
-            Effect.flatMap(certified)
+          spanned(
+            "Licensing.heartbeat",
+            logged("heartbeat", input, (seen) => heartbeat(input, seen), (r) => ({ license: r.license, machineId: r.machine.id, result: "ok" })).pipe(
+              Effect.flatMap(certified)
+            )
           )
       })
     })

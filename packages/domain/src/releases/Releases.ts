@@ -8,6 +8,7 @@
  */
 import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { ActivityRecorder } from "../activity/ActivityRecorder.js"
+import { checkEntitlements } from "../licensing/entitlements.js"
 import { Licensing } from "../licensing/Licensing.js"
 import type { LicenseNotFound } from "../licensing/errors.js"
 import type { License } from "../licensing/model.js"
@@ -41,6 +42,8 @@ export interface ReleaseInput {
   readonly changelog?: string | null | undefined
   readonly minAppVersion?: string | null | undefined
   readonly releasedAt?: number | undefined
+  /** Codes a license must hold to be offered the release and to download it. */
+  readonly entitlements?: ReadonlyArray<string> | null | undefined
 }
 
 /** The artifact of a release: one the artifact store holds, or one hosted at a URL. */
@@ -137,7 +140,8 @@ export class Releases extends Context.Service<Releases, {
           }
           const version = yield* Effect.fromResult(checkVersion("version", input.version))
           if (input.minAppVersion != null) yield* Effect.fromResult(checkVersion("min_app_version", input.minAppVersion))
-          return version
+          const entitlements = yield* Effect.fromResult(checkEntitlements("entitlements", input.entitlements ?? []))
+          return { version, entitlements }
         })
 
         const prepare = Effect.fn("Releases.prepare")(function*(input: ReleaseInput) {
@@ -146,7 +150,7 @@ export class Releases extends Context.Service<Releases, {
         })
 
         const publish = Effect.fn("Releases.publish")(function*(input: ReleaseInput, artifact: ReleaseArtifact) {
-          const version = yield* checked(input)
+          const { entitlements, version } = yield* checked(input)
           if (artifact._tag === "External") {
             if (artifact.sha256 != null && !SHA256_HEX.test(artifact.sha256)) {
               return yield* invalidParam("sha256", "must be 64 lowercase hex digits")
@@ -173,7 +177,8 @@ export class Releases extends Context.Service<Releases, {
                 artifactUrl: stored ? null : artifact.url,
                 artifactKey: stored ? artifact.key : null,
                 releasedAt: input.releasedAt ?? now,
-                createdAt: now
+                createdAt: now,
+                entitlements
               })
               yield* outbox.append([{
                 type: "release.published",
@@ -220,8 +225,9 @@ export class Releases extends Context.Service<Releases, {
         })
 
         /** Refuses a license that does not validate, with validation's code. */
-        const entitled = (result: { readonly validation: { readonly valid: boolean; readonly code: string } }) =>
-          result.validation.valid ? Effect.void : Effect.fail(notEntitled(result.validation.code))
+        const entitled = (
+          result: { readonly validation: { readonly valid: boolean; readonly code: string; readonly missing: ReadonlyArray<string> } }
+        ) => result.validation.valid ? Effect.void : Effect.fail(notEntitled(result.validation.code, result.validation.missing))
 
         const checkUpdate = Effect.fn("Releases.checkUpdate")(function*(input: UpdateCheckInput) {
           const current = yield* Effect.fromResult(checkVersion("version", input.version))
@@ -241,7 +247,7 @@ export class Releases extends Context.Service<Releases, {
           for (let page = 1;; page++) {
             const found = yield* releases.list({ productId, channels, page, perPage: 100 })
             if (page === 1) latestVersion = found.items[0]?.version
-            offered = pickUpdate(found.items, current)
+            offered = pickUpdate(found.items, current, result.validation.entitlements)
             const last = found.items.at(-1)
             if (offered !== undefined || last === undefined || found.items.length < 100) break
             if (last.versionKey <= versionSortKey(current)) break
@@ -270,7 +276,8 @@ export class Releases extends Context.Service<Releases, {
           if (release === undefined) return yield* releaseNotFound()
           const license = yield* licenses.findById(lid)
           if (license === undefined) return yield* downloadTokenInvalid()
-          const result = yield* licensing.validate({ licenseKey: license.key, ipAddress }).pipe(
+          // The release's codes are re-checked: `entitlements_missing` once the license no longer holds one.
+          const result = yield* licensing.validate({ licenseKey: license.key, ipAddress, entitlements: release.entitlements }).pipe(
             Effect.catchTag("LicenseNotFound", () => Effect.fail(downloadTokenInvalid())),
             Effect.catchTag("InvalidParam", () => Effect.fail(downloadTokenInvalid()))
           )

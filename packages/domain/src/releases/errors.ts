@@ -52,9 +52,15 @@ export const downloadTokenExpired = () =>
  */
 export class NotEntitled extends Schema.TaggedError<NotEntitled>()("NotEntitled", {
   code: Schema.String,
-  message: Schema.String
+  message: Schema.String,
+  /** With `entitlements_missing`: the release's codes the license does not hold. */
+  missing: Schema.optionalKey(Schema.Array(Schema.String))
 }) {
   readonly status = 403
 }
-export const notEntitled = (code: string) =>
-  new NotEntitled({ code, message: `The license does not entitle this client to updates (${code}).` })
+export const notEntitled = (code: string, missing: ReadonlyArray<string> = []) =>
+  new NotEntitled({
+    code,
+    message: `The license does not entitle this client to updates (${code}).`,
+    ...(missing.length > 0 ? { missing } : {})
+  })

@@ -1,5 +1,6 @@
 /** The releases feature's records: releases of a product and their channels, and the event publishing one causes. */
 import { Schema } from "effect"
+import { Entitlements } from "../licensing/model.js"
 import { Millis } from "../shared/model.js"
 
 /**
@@ -34,7 +35,9 @@ export const Release = Schema.Struct({
   /** The artifact store's key of an uploaded artifact; null for an external one. */
   artifactKey: Schema.NullOr(Schema.String),
   releasedAt: Millis,
-  createdAt: Millis
+  createdAt: Millis,
+  /** Entitlement codes a license must hold to be offered it and to download it (CONTRACT §15), sorted. */
+  entitlements: Entitlements
 })
 export type Release = typeof Release.Type
 export type ReleaseDraft = Omit<Release, "id">

@@ -4,6 +4,7 @@
  */
 import semver from "semver"
 import { Result } from "effect"
+import { missingEntitlements } from "../licensing/entitlements.js"
 import type { License } from "../licensing/model.js"
 import { invalidParam, type InvalidParam } from "../shared/errors.js"
 import { type ProductMismatch, productMismatch } from "./errors.js"
@@ -66,12 +67,17 @@ export const installableFrom = (release: Release, current: semver.SemVer): boole
 
 /**
  * The release an update check offers: among `newestFirst` (the product's releases in visible channels, newest
- * first), the first newer than `current` that `current` may install; undefined when there is none.
+ * first), the first newer than `current` that `current` may install and whose entitlement codes the license holds
+ * (`held`, its effective codes); undefined when there is none.
  */
-export const pickUpdate = (newestFirst: Iterable<Release>, current: semver.SemVer): Release | undefined => {
+export const pickUpdate = (
+  newestFirst: Iterable<Release>,
+  current: semver.SemVer,
+  held: ReadonlyArray<string> = []
+): Release | undefined => {
   for (const release of newestFirst) {
     if (!semver.gt(release.version, current)) return undefined
-    if (installableFrom(release, current)) return release
+    if (installableFrom(release, current) && missingEntitlements(held, release.entitlements).length === 0) return release
   }
   return undefined
 }

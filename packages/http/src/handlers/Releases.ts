@@ -5,40 +5,16 @@
  * (IP, license key), an embedder's guards) run before their domain call, as on every public route. The update
  * check's `download_url` is absolute: the origin the client reached ({@link requestOrigin}) and `LM_REST_ROOT`.
  */
-import type { TLSSocket } from "node:tls"
 import { Effect } from "effect"
 import { Ports, Releases } from "@lm/domain"
-import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { Api, ApiErrors, ok } from "@lm/api"
 import { iso, listMeta, pageRequest, releaseToWire } from "@lm/api/wire"
-import { clientIp, forwardedHost, forwardedHttps } from "../server/ClientIp.js"
+import { clientIp, requestOrigin } from "../server/ClientIp.js"
 import { makePublicGuard } from "../server/ClientPipeline.js"
 import { ReleaseRoutes } from "../server/ReleaseRoutes.js"
 import { errorResponse } from "../server/Responses.js"
 import { apiBase, HttpSettings } from "../server/Settings.js"
 import { group } from "./Group.js"
-
-/** A `Host` value: a DNS name, an IPv4 address or a bracketed IPv6 address, with an optional port. */
-const hostPattern = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
-
-/** The host of an address the server listens on, as a URL writes it (IPv6 in brackets). */
-const urlHost = (address: string, port: number | undefined): string =>
-  `${address.includes(":") ? `[${address}]` : address}${port === undefined ? "" : `:${port}`}`
-
-/**
- * The origin the client reached: `https` over TLS (or per `X-Forwarded-Proto` behind a trusted proxy), else
- * `http`; the host of `X-Forwarded-Host` behind a trusted proxy, else `Host`, else (an HTTP/1.0 request without
- * one) the address and port the connection reached. Undefined when the host given is no host (the caller answers
- * 400): it would make a broken URL.
- */
-export const requestOrigin = (request: HttpServerRequest, trustProxyHops: number): string | undefined => {
-  const socket = (request.source as { readonly socket?: Partial<TLSSocket> }).socket
-  const https = socket?.encrypted === true || forwardedHttps(request.headers["x-forwarded-proto"], trustProxyHops)
-  const given = forwardedHost(request.headers["x-forwarded-host"], trustProxyHops) ?? request.headers.host
-  const host = given ?? (socket?.localAddress === undefined ? undefined : urlHost(socket.localAddress, socket.localPort))
-  if (host === undefined || host.length > 261 || !hostPattern.test(host)) return undefined
-  return `${https ? "https" : "http"}://${host}`
-}
 
 export const ReleasesHandlers = group(Api, "releases", (handlers) =>
   Effect.gen(function*() {

@@ -3,6 +3,7 @@
  * the server sits behind a trusted proxy. IPv4-mapped IPv6 addresses are written as plain IPv4.
  */
 import { BlockList, isIP } from "node:net"
+import type { TLSSocket } from "node:tls"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 
 const mappedPrefix = "::ffff:"
@@ -122,4 +123,26 @@ export const forwardedHost = (forwardedHostHeader: string | undefined, trustProx
   const hops = forwardedHostHeader.split(",")
   const entry = hops[Math.max(0, hops.length - trustProxyHops)]?.trim()
   return entry === "" ? undefined : entry
+}
+
+/** A `Host` value: a DNS name, an IPv4 address or a bracketed IPv6 address, with an optional port. */
+const hostPattern = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
+
+/** The host of an address the server listens on, as a URL writes it (IPv6 in brackets). */
+const urlHost = (address: string, port: number | undefined): string =>
+  `${address.includes(":") ? `[${address}]` : address}${port === undefined ? "" : `:${port}`}`
+
+/**
+ * The origin the client reached: `https` over TLS (or per `X-Forwarded-Proto` behind a trusted proxy), else
+ * `http`; the host of `X-Forwarded-Host` behind a trusted proxy, else `Host`, else (an HTTP/1.0 request without
+ * one) the address and port the connection reached. Undefined when the host given is no host (the caller answers
+ * 400): it would make a broken URL.
+ */
+export const requestOrigin = (request: HttpServerRequest, trustProxyHops: number): string | undefined => {
+  const socket = (request.source as { readonly socket?: Partial<TLSSocket> }).socket
+  const https = socket?.encrypted === true || forwardedHttps(request.headers["x-forwarded-proto"], trustProxyHops)
+  const given = forwardedHost(request.headers["x-forwarded-host"], trustProxyHops) ?? request.headers.host
+  const host = given ?? (socket?.localAddress === undefined ? undefined : urlHost(socket.localAddress, socket.localPort))
+  if (host === undefined || host.length > 261 || !hostPattern.test(host)) return undefined
+  return `${https ? "https" : "http"}://${host}`
 }

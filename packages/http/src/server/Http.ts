@@ -16,7 +16,7 @@ import { Server as NetServer, type Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Effect, Layer, Option } from "effect"
-import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApi, HttpApiGroup } from "effect/http-api"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { openApiPath } from "@lm/api"
@@ -26,7 +26,7 @@ import { ErrorEnvelopeLive } from "./ErrorEnvelope.js"
 import { IdempotencyLive } from "./Idempotency.js"
 import { FastPath, type FastPathService } from "./FastPath.js"
 import { layerRestRequestValid } from "./BundledGuards.js"
-import { forwardedHttps } from "./ClientIp.js"
+import { forwardedHttps, requestOrigin } from "./ClientIp.js"
 import { makeRequestSteps, requestIdFor } from "./RequestSteps.js"
 import { makeRouteTable, mountAt, requestEnvelope } from "./Routing.js"
 import { apiBase, checkTls, HttpSettings, InvalidSetting, type Listen, type Settings } from "./Settings.js"
@@ -39,6 +39,13 @@ export const openApiDocument = <Id extends string, Groups extends HttpApiGroup.C
   OpenApi.fromApi((restRoot === "" ? api : api.prefix(restRoot as HttpRouter.PathInput)) as HttpApi.HttpApi<Id, Groups>)
 
 /**
+ * The document with `origin` (the scheme and host a client reached the server at) as its one server: its paths
+ * already hold `restRoot`. Without an origin (no usable `Host`) it is left without servers.
+ */
+export const withServer = (document: OpenApi.OpenAPISpec, origin: string | undefined): OpenApi.OpenAPISpec =>
+  origin === undefined ? document : { ...document, servers: [{ url: origin, description: "This server." }] }
+
+/**
  * The routes of `api` under `HttpSettings.restRoot`, plus `GET {api_base}/openapi.json` and the global request
  * envelope (request ids, 404/405/413/500). Provide the group handlers (`HttpApiBuilder.group(api, ...)`).
  */
@@ -48,14 +55,15 @@ export const layerRoutes = <Id extends string, Groups extends HttpApiGroup.Const
   extraRoutes: Layer.Layer<never, E, R | HttpRouter.HttpRouter> = Layer.empty as Layer.Layer<never, E, R | HttpRouter.HttpRouter>
 ) =>
   Layer.unwrap(Effect.gen(function*() {
-    const { maxBodyBytes, restRoot } = yield* HttpSettings
+    const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
     const table = makeRouteTable()
-    // Built on the first request, then kept.
-    let document: HttpServerResponse.HttpServerResponse | undefined
+    // Built on the first request, then kept; each answer names the origin the client reached as its server.
+    let document: OpenApi.OpenAPISpec | undefined
     const openApiRoute = HttpRouter.add(
       "GET",
       openApiPath,
-      Effect.sync(() => document ??= HttpServerResponse.jsonUnsafe(openApiDocument(api, restRoot)))
+      Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+        HttpServerResponse.jsonUnsafe(withServer(document ??= openApiDocument(api, restRoot), requestOrigin(request, trustProxyHops))))
     )
     return Layer.mergeAll(HttpApiBuilder.layer(api), openApiRoute, extraRoutes, requestEnvelope({
       table,

@@ -40,7 +40,7 @@ const badParams = (params: Record<string, string>) =>
 /** A multipart body that ended early or broke the multipart grammar: the client's fault, never an outage. */
 const incompleteBody = () => badParams({ body: "is not a complete multipart/form-data body" })
 
-/** The most text fields a multipart upload may have (a release has 6). */
+/** The most text fields a multipart upload may have (a release has 7). */
 const maxFields = 20
 
 /** The release fields of an upload (multipart text, `product_id` read as a number) or of a JSON body. */
@@ -59,6 +59,7 @@ const releaseInput = (fields: typeof ReleaseFields.Type): Services.ReleaseInput 
     channel: fields.channel,
     changelog: fields.changelog,
     minAppVersion: fields.min_app_version,
+    entitlements: fields.entitlements,
     releasedAt
   }
 }
@@ -85,6 +86,8 @@ const fieldExpectations: Readonly<Record<string, string>> = {
 const multipartFields = (fields: Record<string, string>): Record<string, unknown> => {
   const out: Record<string, unknown> = { ...fields }
   if (fields.product_id !== undefined) out.product_id = /^[0-9]{1,15}$/.test(fields.product_id) ? Number(fields.product_id) : fields.product_id
+  // A form carries a list of codes as one comma-separated field.
+  if (fields.entitlements !== undefined) out.entitlements = fields.entitlements.split(",").map((code) => code.trim()).filter((code) => code !== "")
   return out
 }
 

@@ -78,6 +78,15 @@ export const currentRequestId: Effect.Effect<string, never, HttpServerRequest> =
   (request) => requestIds.get(request.source) ?? ""
 )
 
+/**
+ * The request id of the request a fiber serves on the Effect stack, from its context, or undefined (not a
+ * request's fiber): what a logger adds to each line, at no cost to requests that log nothing.
+ */
+export const requestIdOfContext = (context: Context.Context<never>): string | undefined => {
+  const request = Context.getOrUndefined(context, HttpServerRequest)
+  return request === undefined ? undefined : requestIds.get(request.source)
+}
+
 /** The `HttpServerError` a cause failed or died with, if any (no route, an unreadable or oversized body). */
 const serverError = (cause: Cause.Cause<unknown>): HttpServerError.HttpServerError | undefined => {
   for (const reason of cause.reasons) {
@@ -174,7 +183,8 @@ export const requestEnvelope = (options: RequestEnvelopeOptions) =>
         const requestId = frame.requestId
         requestIds.set(request.source, requestId)
         const preflight = options.steps.cors.preflight(request.method, request.url, request.headers, options.table.allowedMethods)
-        // No log annotation or service per request: they would cost more than the rest of this middleware.
+        // No log annotation or service per request: they would cost more than the rest of this middleware (loggers
+        // find the request id with `requestIdOfContext`).
         const handled = preflight === undefined
           ? Effect.catchCause(httpEffect, (cause) => failureResponse(cause, request, requestId, options))
           : Effect.succeed(preflight)

@@ -13,6 +13,7 @@ import type { RestRequestGuard } from "../../src/server/Guards.js"
 import { ErrorEnvelopeLive } from "../../src/server/ErrorEnvelope.js"
 import { AuthenticationLive } from "../../src/server/Authentication.js"
 import { layerRoutes, layerServer } from "../../src/server/Http.js"
+import { requestIdOfContext } from "../../src/server/Routing.js"
 import { apiBase, HttpSettings, type Settings } from "../../src/server/Settings.js"
 import { StorageHealth, SystemHandlers } from "../../src/handlers/System.js"
 import { EchoApi, TestHandlers } from "./EchoApi.js"
@@ -85,6 +86,8 @@ export interface CapturedLog {
   readonly message: string
   readonly annotations: Readonly<Record<string, unknown>>
   readonly cause: string
+  /** The id of the request the logging fiber served (`requestIdOfContext`), if any. */
+  readonly requestId: string | undefined
 }
 
 /** Options of {@link startEchoServer}. */
@@ -118,7 +121,8 @@ export const echoServerLayer = (options: EchoServerOptions = {}, listen = { host
         level: entry.logLevel,
         message: Array.isArray(entry.message) ? entry.message.map(String).join(" ") : String(entry.message),
         annotations: entry.fiber.getRef(References.CurrentLogAnnotations),
-        cause: String(entry.cause)
+        cause: String(entry.cause),
+        requestId: requestIdOfContext(entry.fiber.context)
       })
     })])
   return layerServer(layerRoutes(EchoApi).pipe(Layer.provide(handlers)), listen).pipe(

@@ -34,7 +34,8 @@ const ReleaseRow = Schema.Struct({
   artifactUrl: Schema.NullOr(Schema.String),
   artifactKey: Schema.NullOr(Schema.String),
   releasedAt: Timestamp,
-  createdAt: Timestamp
+  createdAt: Timestamp,
+  entitlements: Model.Entitlements
 }).pipe(Schema.encodeKeys(releaseColumnNames))
 
 const releaseRows = rowsOf(ReleaseRow, "lm_releases")
@@ -42,17 +43,19 @@ const firstRelease = firstOf(ReleaseRow, "lm_releases")
 const oneRelease = oneOf(ReleaseRow, "lm_releases")
 const count = oneOf(Count, "a count")
 
-const releaseColumns = (r: Model.ReleaseDraft) =>
-  Struct.renameKeys({
-    ...r,
-    releasedAt: date(r.releasedAt),
-    createdAt: date(r.createdAt)
-  }, releaseColumnNames)
 
 export const layer = Layer.effect(
   Ports.ReleaseRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+
+    const releaseColumns = (r: Model.ReleaseDraft) =>
+      Struct.renameKeys({
+        ...r,
+        releasedAt: date(r.releasedAt),
+        createdAt: date(r.createdAt),
+        entitlements: sql.json(r.entitlements)
+      }, releaseColumnNames)
 
     const uniqueVersion = <A>(effect: Effect.Effect<A, SqlError>) =>
       Effect.catchIf(effect, (e) => e.reason._tag === "UniqueViolation", () => Effect.fail(Errors.releaseExists()))
