@@ -109,7 +109,7 @@ describe("lm generators, policies, subscriptions, webhooks, api-keys and release
     expect([revoked.code, revoked.err.split(":")[0]]).toEqual([1, "rest_unauthorized"])
   })
 
-  it("releases publish uploads the file with a progress bar ending at 100%; list shows it", async () => {
+  it("releases publish uploads the file with a progress bar ending at 100%; list shows it; delete removes it", async () => {
     const file = join(dir, "app-1.2.0.zip")
     writeFileSync(file, Buffer.alloc(3 * 1024 * 1024, 7))
     const published = await server.run(["releases", "publish", file, "--product-id", "41", "--version", "1.2.0", "--channel", "beta", "--json"])
@@ -123,6 +123,9 @@ describe("lm generators, policies, subscriptions, webhooks, api-keys and release
     expect(listed.releases.map((r: any) => r.version)).toEqual(["1.2.0"])
     const again = await server.run(["releases", "publish", file, "--product-id", "41", "--version", "1.2.0"])
     expect([again.code, again.err.trim().split("\n").at(-1)!.split(":")[0]]).toEqual([1, "release_exists"])
+    const deleted = await server.json(["releases", "delete", String(listed.releases[0].id)])
+    expect(deleted).toEqual({ deleted: true, id: listed.releases[0].id })
+    expect((await server.json(["releases", "list", "--product-id", "41"])).releases).toEqual([])
     const missing = await lm(["releases", "publish", file, "--product-id", "41", "--version", "1.3.0"])
     expect([missing.code, missing.err]).toEqual([2, expect.stringContaining("LM_URL is not set")])
   })
