@@ -11,6 +11,7 @@ import { MemoryStore } from "@lm/storage-memory"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { freshDatabase, freshPgliteStore, freshPostgresStore } from "../storage-contract/pg-support.js"
 import { eventuallyEffect } from "../support/eventually.js"
+import { serviceUrl } from "../support/services.js"
 
 const masterKey = Redacted.make(new Uint8Array(32).fill(9))
 const engine = (store: Layer.Layer<Engine.StorePorts, any, any>) => Engine.layer(store, { sweepIntervalSeconds: 0, masterKey })
@@ -54,8 +55,8 @@ const sameProcess = (name: string, store: () => Layer.Layer<any, any, any>) =>
 sameProcess("memory", () => MemoryStore.layer)
 sameProcess("pglite", freshPgliteStore)
 
-const url = process.env.DATABASE_URL
-if (url !== undefined && url !== "") {
+const url = serviceUrl("DATABASE_URL")
+if (url !== "") {
   sameProcess("postgres", () => freshPostgresStore(url))
 
   describe("policy entitlements across two processes on one PostgreSQL", () => {

@@ -17,6 +17,7 @@ import { adminAuth, adminKey } from "../../packages/http/test/support/App.js"
 import { admin, databaseUrl } from "../storage-contract/pg-support.js"
 import { eventually } from "../support/eventually.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
+import { serviceUrl } from "../support/services.js"
 
 interface Span {
   readonly traceId: string
@@ -71,8 +72,8 @@ const startCollector = async () => {
 
 /** A store of its own: a fresh PostgreSQL database with `DATABASE_URL`, else a PGlite folder. */
 const storeEnv = async (): Promise<Record<string, string>> => {
-  const url = process.env.DATABASE_URL
-  if (url !== undefined && url !== "") {
+  const url = serviceUrl("DATABASE_URL")
+  if (url !== "") {
     const database = `lm_traces_${process.pid}_${Date.now()}`
     await Effect.runPromise(admin(url, `CREATE DATABASE ${database}`))
     cleanups.push(() => Effect.runPromise(admin(url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)))

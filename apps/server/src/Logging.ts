@@ -99,7 +99,7 @@ export const makeAccessLog: Effect.Effect<(request: AnsweredRequest) => void> = 
         status: request.status,
         duration_ms: Math.round(request.durationMillis * 1000) / 1000,
         request_id: request.requestId,
-        client_ip: request.clientIp ?? null
+        client_ip: request.clientIp() ?? null
       })))
   }
 )

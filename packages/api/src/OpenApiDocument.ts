@@ -8,7 +8,9 @@
  *   integer it is (the schema decodes it from the path's text);
  * - webhook event names: the `events` of a webhook are the contract's event names or `*`, as an enum;
  * - deliveries: the 3.1 `webhooks` section describes the POST each event is delivered as, with its headers and
- *   payload schema (CONTRACT §11).
+ *   payload schema (CONTRACT §11);
+ * - idempotent writes: every management POST takes `Idempotency-Key` (CONTRACT §16), but the release upload, whose
+ *   body is streamed and not kept.
  * The `servers` entry depends on the request (its origin), so the server adds it when it serves the document.
  */
 import { Model } from "@lm/domain/core"
@@ -42,6 +44,28 @@ const integerPathIds = (paths: Json): void => {
         }
       }
     }
+  }
+}
+
+/** The `Idempotency-Key` header of a management POST. */
+const idempotencyKey: Json = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description: "1 to 255 printable ASCII characters. The first answer (status and body) is kept for 24 h per API key " +
+    "and key: a repeat of the same request gets it again with `Idempotent-Replayed: true` and changes nothing; the " +
+    "same key with another request is 422 `idempotency_key_reused`; a repeat while the first runs is 409 " +
+    "`idempotency_key_in_use`.",
+  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" }
+}
+
+/** `Idempotency-Key` on every management POST whose body is read up front (not a multipart upload). */
+const idempotencyHeaders = (paths: Json): void => {
+  for (const item of Object.values(paths)) {
+    const post = (item as Json).post
+    const management = isObject(post) && Array.isArray(post.security) && post.security.length > 0
+    if (!management || isObject(post.requestBody?.content?.["multipart/form-data"])) continue
+    post.parameters = [...(post.parameters ?? []), idempotencyKey]
   }
 }
 
@@ -121,7 +145,10 @@ const webhooks = (): Json =>
 export const finishOpenApi = (spec: Json): Json => {
   const document = structuredClone(spec)
   dropSafeIntegerRange(document)
-  if (isObject(document.paths)) integerPathIds(document.paths)
+  if (isObject(document.paths)) {
+    integerPathIds(document.paths)
+    idempotencyHeaders(document.paths)
+  }
   webhookEventEnums(document)
   document.components = { ...document.components }
   document.components.schemas = {

@@ -40,6 +40,7 @@ export * as SigningKey from "./signing/SigningKey.js"
 export * as Token from "./signing/Token.js"
 export * as RateLimit from "./access/rateLimit.js"
 export * as Validation from "./licensing/validation.js"
+export * as Wplm from "./licensing/wplm.js"
 export * as Webhook from "./webhooks/webhook.js"
 
 export { Random } from "./shared/random.js"

@@ -79,6 +79,9 @@ describe("the OpenAPI document", () => {
     for (const { path, method, operation } of operationsOf(document)) {
       expect(operation.description, `${method} ${path}`).toMatch(/\S/)
     }
+    const headers = (path: string) => document.paths[path].post.parameters.filter((p: any) => p.in === "header").map((p: any) => p.name)
+    expect(headers("/api/lm/v1/licenses")).toEqual(["Idempotency-Key"])
+    expect(headers("/api/lm/v1/validate")).toEqual([])
   })
 
   it("lists webhook event names as an enum and describes each delivery in the webhooks section", () => {

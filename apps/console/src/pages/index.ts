@@ -12,6 +12,7 @@ import { AuditLog } from "./AuditLog.js"
 import { BillingEvents } from "./BillingEvents.js"
 import { Dashboard } from "./Dashboard.js"
 import { GeneratorDetail, Generators } from "./Generators.js"
+import { Policies, PolicyDetail } from "./Policies.js"
 import { LicenseDetail } from "./License.js"
 import { Licenses } from "./Licenses.js"
 import { MachineDetail } from "./Machine.js"
@@ -36,6 +37,8 @@ export const routes: ReadonlyArray<PageRoute> = [
   { path: "/machines/:id", component: MachineDetail },
   { path: "/generators", nav: "Generators", component: Generators },
   { path: "/generators/:id", component: GeneratorDetail },
+  { path: "/policies", nav: "Policies", component: Policies },
+  { path: "/policies/:id", component: PolicyDetail },
   { path: "/subscriptions", nav: "Subscriptions", component: Subscriptions },
   { path: "/subscriptions/:id", component: SubscriptionDetail },
   { path: "/billing-events", nav: "Billing events", component: BillingEvents },

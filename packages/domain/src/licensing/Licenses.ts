@@ -18,7 +18,7 @@ import {
   type PolicyNotFound,
   policyNotFound
 } from "./errors.js"
-import { defaultKeyFormat, mintKey, parseKey, parseKeyPrefix } from "./keys.js"
+import { defaultKeyFormat, mintKey, parseKey, parseKeyPrefix, parseNewKey } from "./keys.js"
 import {
   applyLicenseAction,
   checkLicenseSettings,
@@ -190,7 +190,7 @@ export class Licenses extends Context.Service<Licenses, {
             }).pipe(Effect.provideService(PolicyRepository, policies))
           )
         }
-        const key = input.licenseKey !== undefined ? yield* keyOf(input.licenseKey) : yield* withRandom(mintKey(defaultKeyFormat))
+        const key = input.licenseKey !== undefined ? yield* Effect.fromResult(parseNewKey(input.licenseKey)) : yield* withRandom(mintKey(defaultKeyFormat))
         return yield* store.transaction(
           Effect.gen(function*() {
             const settings = yield* withPolicyDefaults(given)

@@ -26,7 +26,7 @@ import { normalizeKey, parseKey } from "./keys.js"
 import type { License, Machine, MachineFacts } from "./model.js"
 import { LicenseRepository, MachineRepository, PolicyRepository } from "./ports.js"
 import type { ActivateResult as SeatTaken, DeactivateResult, HeartbeatResult as Beaten } from "./seatChanges.js"
-import { Tokens, type Validated } from "./Tokens.js"
+import { type TokenDialect, Tokens, type Validated } from "./Tokens.js"
 import { validateLicense } from "./validation.js"
 
 export type { DeactivateResult } from "./seatChanges.js"
@@ -44,6 +44,8 @@ export interface ValidateInput extends ClientContext {
   readonly nonce?: string | number | null | undefined
   /** Entitlement codes the client needs: one the license does not hold answers `entitlements_missing`. */
   readonly entitlements?: ReadonlyArray<string> | undefined
+  /** Whose client reads the signed answer (`Tokens`): lm/v1's (default) or the WPLM libraries' (CONTRACT §17). */
+  readonly dialect?: TokenDialect | undefined
 }
 
 /**
@@ -234,7 +236,7 @@ export class Licensing extends Context.Service<Licensing, {
           })).pipe(
             Effect.flatMap((result) =>
               Effect.map(
-                tokens.validationTokens(result, { fingerprint: input.fingerprint ?? null, nonce: input.nonce ?? null }),
+                tokens.validationTokens(result, { fingerprint: input.fingerprint ?? null, nonce: input.nonce ?? null }, input.dialect),
                 (signed) => ({ ...result, ...signed })
               )
             )

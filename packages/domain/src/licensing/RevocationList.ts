@@ -10,10 +10,13 @@ import { EventOutbox } from "../shared/ports.js"
 import { Signer } from "../signing/Signer.js"
 import * as Token from "../signing/Token.js"
 import { LicenseRepository, MachineRepository } from "./ports.js"
+import * as Wplm from "./wplm.js"
 
 /** The CRL as served. */
 export interface SignedRevocationList {
   readonly token: string
+  /** The same list for the WPLM client libraries (CONTRACT §17, `wplm.ts`): suspended keys in `revoked_keys` too. */
+  readonly wplmToken: string
   readonly seq: number
   readonly kid: string
   /** When the list's content last changed (first built in this process for that seq). */
@@ -52,8 +55,7 @@ export class RevocationList extends Context.Service<RevocationList, {
           ])
           const now = yield* Clock.currentTimeMillis
           const generatedAt = cached?.seq === seq ? cached.generatedAt : now
-          const token = yield* signer.signToken(
-            Token.crl({
+          const claims = Token.crl({
               seq,
               revokedKeys: revoked.map(Token.licenseKeyHash),
               suspendedKeys: suspended.map(Token.licenseKeyHash),
@@ -62,8 +64,9 @@ export class RevocationList extends Context.Service<RevocationList, {
               generatedAt,
               issuedAt: now
             })
-          )
-          return { token, seq, kid, generatedAt, nextUpdate: now + nextUpdateMs, etag: `"crl-${seq}-${kid}"` }
+          const token = yield* signer.signToken(claims)
+          const wplmToken = yield* signer.signToken(Wplm.crlClaims(claims))
+          return { token, wplmToken, seq, kid, generatedAt, nextUpdate: now + nextUpdateMs, etag: `"crl-${seq}-${kid}"` }
         })
 
         const current = Effect.gen(function*() {

@@ -8,6 +8,7 @@ import { Signer } from "../signing/Signer.js"
 import * as Token from "../signing/Token.js"
 import type { License, Machine } from "./model.js"
 import type { Validation } from "./validation.js"
+import * as Wplm from "./wplm.js"
 
 /** What validation found, which its signed answer states. */
 export interface Validated {
@@ -22,6 +23,12 @@ export interface SentToValidate {
   readonly nonce: string | number | null
 }
 
+/**
+ * Whose client reads the answer: lm/v1's (default), or the WPLM client libraries' (CONTRACT §17: a license token
+ * in every answer, its `expires` bounded as `wplm.ts` says).
+ */
+export type TokenDialect = "lm" | "wplm"
+
 export interface TokensOptions {
   /** Offline TTL of validate's payload in seconds (default 7 days). */
   readonly offlineTtlSeconds?: number | undefined
@@ -31,11 +38,13 @@ export class Tokens extends Context.Service<Tokens, {
   /**
    * Validate's signed answer: a license token (`signedPayload`) when validation says valid, else a refusal token
    * (`signedRefusal`) and no license token, so that a client caching any signed payload cannot cache a refusal
-   * as an entitlement.
+   * as an entitlement. In the `wplm` dialect `signedPayload` is always a license token (`wplm.ts`), a refusal's
+   * saying `valid: false` with an `expires` in the past, and `signedRefusal` is as in lm/v1.
    */
   readonly validationTokens: (
     result: Validated,
-    sent: SentToValidate
+    sent: SentToValidate,
+    dialect?: TokenDialect
   ) => Effect.Effect<{ readonly signedPayload: string | null; readonly signedRefusal: string | null }>
   /** A license token: what validation found, the fingerprint and nonce sent, `exp`. */
   readonly licensePayload: (
@@ -50,9 +59,8 @@ export class Tokens extends Context.Service<Tokens, {
       Tokens,
       Effect.gen(function*() {
         const signer = yield* Signer
-        const licensePayload = (result: Validated, sent: SentToValidate) =>
-          signer.signToken(
-            Token.license({
+        const licenseClaims = (result: Validated, sent: SentToValidate) =>
+          Token.license({
               licenseKey: result.license.key,
               licenseId: result.license.id,
               productId: result.license.productId,
@@ -68,7 +76,7 @@ export class Tokens extends Context.Service<Tokens, {
               entitlements: result.validation.entitlements,
               ...(options.offlineTtlSeconds === undefined ? {} : { ttlSeconds: options.offlineTtlSeconds })
             })
-          )
+        const licensePayload = (result: Validated, sent: SentToValidate) => signer.signToken(licenseClaims(result, sent))
         const refusal = (result: Validated, sent: SentToValidate) =>
           signer.signToken(
             Token.refusal({
@@ -82,8 +90,14 @@ export class Tokens extends Context.Service<Tokens, {
             })
           )
         return Tokens.of({
-          validationTokens: (result, sent) =>
-            result.validation.valid
+          validationTokens: (result, sent, dialect = "lm") =>
+            dialect === "wplm"
+              ? Effect.zipWith(
+                signer.signToken(Wplm.licenseClaims(licenseClaims(result, sent))),
+                result.validation.valid ? Effect.succeed(null) : refusal(result, sent),
+                (signedPayload, signedRefusal) => ({ signedPayload, signedRefusal })
+              )
+              : result.validation.valid
               ? Effect.map(licensePayload(result, sent), (signedPayload) => ({ signedPayload, signedRefusal: null }))
               : Effect.map(refusal(result, sent), (signedRefusal) => ({ signedPayload: null, signedRefusal })),
           licensePayload,

@@ -28,6 +28,7 @@ import { layerClientRateLimit } from "./BundledGuards.js"
 import { layerConsoleRoutes } from "./Console.js"
 import { ReleaseRoutes } from "./ReleaseRoutes.js"
 import { HttpSettings, type Listen } from "./Settings.js"
+import { layerWplmRoutes } from "./WplmRoutes.js"
 
 /** API credentials checked against the domain's API keys. */
 const authenticatorLayer = Layer.effect(
@@ -75,7 +76,7 @@ export const layerApiRoutes = (storage: string) => {
     Layer.provide(authenticatorLayer),
     Layer.provide(storageHealthLayer(storage))
   )
-  return layerRoutes(Api).pipe(
+  return layerRoutes(Api, layerWplmRoutes).pipe(
     Layer.provide(handlers),
     Layer.provide(authenticatorLayer),
     Layer.provide(storageHealthLayer(storage))

@@ -100,10 +100,13 @@ export const makePublicGuard: Effect.Effect<((request: ClientGuardRequest) => Ef
   }
 )
 
-/** The pipeline on the engine's services and the provided {@link ClientGuards}. */
-export const makeClientPipeline: Effect.Effect<ClientPipeline, never, Effect.Services<typeof makeClientAnswers>> = Effect.gen(
-  function*() {
-    const answers = yield* makeClientAnswers
+/**
+ * The pipeline of a set of answers (lm/v1's, or the WPLM namespace's: `handlers/WplmAnswers.ts`) with the provided
+ * {@link ClientGuards}.
+ */
+export const makeClientPipelineOf = <R>(makeAnswers: Effect.Effect<ClientAnswers, never, R>): Effect.Effect<ClientPipeline, never, R> =>
+  Effect.gen(function*() {
+    const answers = yield* makeAnswers
     const guard = yield* makePublicGuard
     const answer = <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts) =>
       (answers[endpoint] as (input: ClientInput<E>, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.AnyError>)(
@@ -116,6 +119,12 @@ export const makeClientPipeline: Effect.Effect<ClientPipeline, never, Effect.Ser
         guard({ ...facts, endpoint, licenseKey: licenseKeyOf(input) }),
         Effect.suspend(() => answer(endpoint, input, facts))
       )
-    return (endpoint, input, facts) => Effect.catch(guarded(endpoint, input, facts), (error) => Effect.succeed(errorResponse(error)))
-  }
+    const pipeline: ClientPipeline = (endpoint, input, facts) =>
+      Effect.catch(guarded(endpoint, input, facts), (error) => Effect.succeed(errorResponse(error)))
+    return pipeline
+  })
+
+/** The lm/v1 pipeline on the engine's services and the provided {@link ClientGuards}. */
+export const makeClientPipeline: Effect.Effect<ClientPipeline, never, Effect.Services<typeof makeClientAnswers>> = makeClientPipelineOf(
+  makeClientAnswers
 )

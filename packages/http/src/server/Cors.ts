@@ -16,6 +16,7 @@
  * - When the setting is set, every response carries `Vary: Origin` (its CORS headers depend on the origin), so
  *   that a shared cache (the CRL is `Cache-Control: public`) never serves one origin's answer to another.
  */
+import { wplmRoutes } from "../handlers/WplmAnswers.js"
 import { FindMyWay, HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
 import { Api, Authentication, openApiPath } from "@lm/api"
@@ -54,7 +55,8 @@ export interface CorsOptions {
  * authenticate, and the OpenAPI document served beside them. The API definition is the one list.
  */
 export const publicPaths = (): ReadonlyArray<string> => {
-  const paths: Array<string> = [openApiPath]
+  // The WPLM compatibility namespace's routes are public too (CONTRACT §17; served only with `LM_WPLM_COMPAT=1`).
+  const paths: Array<string> = [openApiPath, ...Object.values(wplmRoutes)]
   HttpApi.reflect(Api, {
     onGroup: () => {},
     onEndpoint: ({ endpoint, middleware }) => {

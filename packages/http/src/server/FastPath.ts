@@ -36,10 +36,13 @@ import { Api, ErrorEnvelope } from "@lm/api"
 import {
   type ClientEndpoint,
   type ClientInput,
+  type ClientPipeline,
   type ClientRequestFacts,
   factsOfNodeRequest,
-  makeClientPipeline
+  makeClientPipeline,
+  makeClientPipelineOf
 } from "./ClientPipeline.js"
+import { makeWplmAnswers, wplmRoutes } from "../handlers/WplmAnswers.js"
 import { foreignCharset, invalidJson, invalidParams, refuseBodyText } from "./ErrorEnvelope.js"
 import { makeRequestSteps, type RequestFrame } from "./RequestSteps.js"
 import { internalError } from "./Routing.js"
@@ -69,7 +72,7 @@ export class FastPath extends Context.Service<FastPath, FastPathService>()("lm/h
 }
 
 /** One route of the fast path: its endpoint, its payload decoder. */
-interface Route {
+export interface Route {
   readonly name: FastPathEndpoint
   readonly decode: (input: unknown) => Result.Result<unknown, Schema.SchemaError>
 }
@@ -97,7 +100,7 @@ const textDecoder = new TextDecoder()
  * path could not answer like the Effect stack (another method, no JSON payload, a middleware other than the
  * error envelope), so that a change to the definition cannot silently bypass it.
  */
-const routesOf = (): ReadonlyMap<string, Route> => {
+export const routesOf = (): ReadonlyMap<string, Route> => {
   const routes = new Map<string, Route>()
   HttpApi.reflect(Api, {
     predicate: ({ endpoint, group }) =>
@@ -128,12 +131,39 @@ const routesOf = (): ReadonlyMap<string, Route> => {
   return routes
 }
 
+/** A route as the fast path serves it: with the pipeline of its namespace (lm/v1 or wplm/v1). */
+interface ServedRoute extends Route {
+  readonly pipeline: ClientPipeline
+}
+
+/**
+ * A client write's body decoded by its route's payload schema, or the 400 refusing it: refused text, not JSON,
+ * bad fields. Both transports of the WPLM namespace decode with it too (`WplmRoutes.ts`).
+ */
+export const decodeBody = (route: Route, text: string): Result.Result<unknown, HttpServerResponse.HttpServerResponse> => {
+  const refused = refuseBodyText(text)
+  if (refused !== undefined) return Result.fail(refused)
+  let input: unknown
+  try {
+    input = JSON.parse(text)
+  } catch {
+    return Result.fail(invalidJson())
+  }
+  const payload = route.decode(input)
+  return Result.isFailure(payload) ? Result.fail(invalidParams(payload.failure, "body")) : Result.succeed(payload.success)
+}
+
 const make = Effect.gen(function*() {
-  const { maxBodyBytes, restRoot, trustProxyHops } = yield* HttpSettings
+  const { maxBodyBytes, restRoot, trustProxyHops, wplmCompat } = yield* HttpSettings
   const steps = yield* makeRequestSteps()
   const pipeline = yield* makeClientPipeline
-  const routes = new Map<string, Route>()
-  for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, route)
+  const routes = new Map<string, ServedRoute>()
+  for (const [path, route] of routesOf()) routes.set(`${restRoot}${path}`, { ...route, pipeline })
+  // The WPLM compatibility namespace (CONTRACT §17) answers its writes on this path too.
+  if (wplmCompat) {
+    const wplm = yield* makeClientPipelineOf(makeWplmAnswers)
+    for (const route of routesOf().values()) routes.set(`${restRoot}${wplmRoutes[route.name]}`, { ...route, pipeline: wplm })
+  }
   const served: Record<FastPathEndpoint, number> = { validate: 0, activate: 0, deactivate: 0, heartbeat: 0 }
   const context = yield* Effect.context<never>()
   const run = Effect.runForkWith(context)
@@ -147,22 +177,14 @@ const make = Effect.gen(function*() {
   )
 
   /** The answer to a body: refused text, not JSON, bad fields, or the client pipeline's answer. */
-  const respondTo = (route: Route, text: string, facts: ClientRequestFacts) => {
-    const refused = refuseBodyText(text)
-    if (refused !== undefined) return Effect.succeed(refused)
-    let input: unknown
-    try {
-      input = JSON.parse(text)
-    } catch {
-      return Effect.succeed(invalidJson())
-    }
-    const payload = route.decode(input)
-    if (Result.isFailure(payload)) return Effect.succeed(invalidParams(payload.failure, "body"))
-    return pipeline(route.name, payload.success as ClientInput<FastPathEndpoint>, facts)
+  const respondTo = (route: ServedRoute, text: string, facts: ClientRequestFacts) => {
+    const payload = decodeBody(route, text)
+    if (!Result.isSuccess(payload)) return Effect.succeed(payload.failure)
+    return route.pipeline(route.name, payload.success as ClientInput<FastPathEndpoint>, facts)
   }
 
   /** {@link respondTo}, with defects (a throw included) answered 500 with the request id. */
-  const answer = (route: Route, text: string, facts: ClientRequestFacts, requestId: string, url: string) =>
+  const answer = (route: ServedRoute, text: string, facts: ClientRequestFacts, requestId: string, url: string) =>
     Effect.catchCause(
       Effect.suspend(() => respondTo(route, text, facts)),
       (cause) =>
@@ -209,7 +231,7 @@ const make = Effect.gen(function*() {
     response.end(body._tag === "Uint8Array" ? body.text ?? body.body : undefined)
   }
 
-  const serve = (route: Route, request: IncomingMessage, response: ServerResponse, url: string) => {
+  const serve = (route: ServedRoute, request: IncomingMessage, response: ServerResponse, url: string) => {
     const frame = steps.begin(
       "fast-path",
       "POST",

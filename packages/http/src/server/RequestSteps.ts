@@ -36,8 +36,8 @@ export interface AnsweredRequest {
   readonly requestId: string
   /** Milliseconds from the transport taking the request to its answer being ready. */
   readonly durationMillis: number
-  /** The client's address, as `LM_TRUST_PROXY` says to read it (`ClientIp.ts`). */
-  readonly clientIp: string | undefined
+  /** The client's address, as `LM_TRUST_PROXY` says to read it (`ClientIp.ts`); worked out when asked. */
+  readonly clientIp: () => string | undefined
 }
 
 /**
@@ -66,7 +66,13 @@ export const layerRequestObservers = (observers: ReadonlyArray<RequestObserverMa
       const all = outer === undefined ? made : [outer, ...made]
       if (all.length <= 1) return all[0]
       return (request: AnsweredRequest) => {
-        for (const observe of all) observe(request)
+        for (const observe of all) {
+          try {
+            observe(request)
+          } catch {
+            // One failing observer must not keep the others from their report.
+          }
+        }
       }
     })
   )
@@ -137,7 +143,7 @@ export const makeRequestSteps = (
           const path = pathOf(url)
           const route = routeOf(method, path) ?? unmatchedRoute
           const durationMillis = performance.now() - started
-          const clientIp = clientIpFrom(socketAddress, forwardedFor, trustProxyHops)
+          const clientIp = () => clientIpFrom(socketAddress, forwardedFor, trustProxyHops)
           observe({ transport, method, path, route, status, requestId, durationMillis, clientIp })
         } catch {
           // A failing observer must not change the answer.

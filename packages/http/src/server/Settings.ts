@@ -68,6 +68,11 @@ export interface Settings {
    * without one is off (404 `rest_no_route`).
    */
   readonly billingSecrets: Readonly<Partial<Record<Model.BillingProvider, string>>>
+  /**
+   * `LM_WPLM_COMPAT` (default off): the public client routes are also served at `{rest_root}/wplm/v1/` in the
+   * shapes the WPLM client libraries read (CONTRACT §17, `handlers/WplmAnswers.ts`).
+   */
+  readonly wplmCompat: boolean
 }
 
 /** Where the server listens. */
@@ -133,6 +138,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     corsOrigins: undefined,
     maxArtifactBytes: defaultMaxArtifactBytes,
     billingSecrets: {},
+    wplmCompat: false,
     ...overrides,
     ...(overrides.restRoot === undefined ? {} : { restRoot: normalizeRestRoot(overrides.restRoot) })
   })
