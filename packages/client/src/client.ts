@@ -60,11 +60,15 @@ export interface LmClient {
 
 const isObject = (u: unknown): u is object => typeof u === "object" && u !== null
 
-/** Throws `invalid_options` unless `baseUrl` is an absolute http(s) URL (an origin or the API base). */
+/**
+ * Throws `invalid_options` unless `baseUrl` is an http(s) URL (an origin or the API base): absolute, or in a browser
+ * relative to the page.
+ */
 export const checkBaseUrl = (baseUrl: string): void => {
   let url: URL | undefined
   try {
-    url = new URL(baseUrl)
+    // In a browser a base relative to the page (`""`, `/`) is the page's origin, as fetch reads it.
+    url = new URL(baseUrl, (globalThis as { readonly location?: { readonly href: string } }).location?.href)
   } catch {
     url = undefined
   }

@@ -66,13 +66,22 @@ describe("parseKey", () => {
     )
   })
 
-  it("refuses anything but four dash-separated groups of 1–24 of A-Z0-9, naming license_key", () => {
-    for (const bad of ["", "ABCD-EFGH-IJKL", "ABCD-EFGH-IJKL-MNOP-QRST", "ABCD--IJKL-MNOP", "ABCD-EFGH-IJKL-MN_P", "ABCD-EFGH-IJKL-MNÖP", `${"A".repeat(25)}-B-C-D`, "AB CD-EFGH-IJKL-MNOP"]) {
+  it("reads keys of 2–8 dash-separated groups of 1–32 of A-Z0-9 (imported shapes, CONTRACT §4), naming license_key otherwise", () => {
+    for (const bad of ["", "ABCD", "A-B-C-D-E-F-G-H-I", "ABCD--IJKL-MNOP", "ABCD-EFGH-IJKL-MN_P", "ABCD-EFGH-IJKL-MNÖP", `${"A".repeat(33)}-B-C-D`, "AB CD-EFGH-IJKL-MNOP", Array(5).fill("A".repeat(26)).join("-")]) {
       const error = failureOf(Keys.parseKey(bad))
       expect(error).toMatchObject({ _tag: "InvalidParam", code: "rest_invalid_param", status: 400 })
       expect(Object.keys(error.params)).toEqual(["license_key"])
     }
-    expect(successOf(Keys.parseKey(`${"A".repeat(24)}-B-C-D`))).toBe(`${"A".repeat(24)}-B-C-D`)
+    for (const good of [`${"A".repeat(32)}-B-C-D`, "ABCD-EFGH", "ABCDE-FGHIJ-KLMNO-PQRST-UVWXY", "A-B-C-D-E-F-G-H"]) {
+      expect(successOf(Keys.parseKey(good.toLowerCase()))).toBe(good)
+    }
+  })
+
+  it("creates only keys of four dash-separated groups of 1–24 of A-Z0-9", () => {
+    for (const bad of ["ABCD-EFGH-IJKL", "ABCD-EFGH-IJKL-MNOP-QRST", `${"A".repeat(25)}-B-C-D`]) {
+      expect(Object.keys(failureOf(Keys.parseNewKey(bad)).params)).toEqual(["license_key"])
+    }
+    expect(successOf(Keys.parseNewKey(`${"A".repeat(24)}-B-C-D`))).toBe(`${"A".repeat(24)}-B-C-D`)
   })
 })
 

@@ -26,17 +26,43 @@ export const keysInText = new RegExp(`(?<![A-Za-z0-9-])${KEY_GROUP}(?:-${KEY_GRO
  */
 export const normalizeKey: (input: string) => string = normaliseLicenseKey
 
-/** Whether an already normalised key is in the key format. */
+/** Whether an already normalised key is in the key format of keys made here (four groups). */
 export const isKeyFormat = (key: string): boolean => KEY_PATTERN.test(key)
+
+/**
+ * The shape a stored key may have (CONTRACT §4, §17): 2–8 dash-separated groups of 1–32 of A-Z0-9, at most 128
+ * characters; imported keys keep theirs (WPLM's five groups, ...). Every route that reads a key accepts it.
+ */
+const STORED_KEY_PATTERN = /^[A-Z0-9]{1,32}(?:-[A-Z0-9]{1,32}){1,7}$/
+
+/** The longest stored key. */
+export const MAX_KEY_LENGTH = 128
+
+/** Whether an already normalised key has the shape a stored (possibly imported) key may have. */
+export const isStoredKeyFormat = (key: string): boolean => key.length <= MAX_KEY_LENGTH && STORED_KEY_PATTERN.test(key)
 
 /** Why a key with a character outside ASCII is refused (CONTRACT §3: no Unicode case folding or trimming). */
 const NON_ASCII_KEY = "must contain only ASCII characters (A-Z, 0-9 and dashes)"
 
 /**
- * Normalises a key and checks its format; a malformed key, or one with any non-ASCII character, is a
- * `rest_invalid_param` on `license_key`.
+ * Normalises a key that names a stored license and checks its shape ({@link isStoredKeyFormat}: imported keys
+ * included); a malformed key, or one with any non-ASCII character, is a `rest_invalid_param` on `license_key`.
  */
 export const parseKey = (input: string): Result.Result<string, InvalidParam> => {
+  const key = normalizeKey(input)
+  return isStoredKeyFormat(key)
+    ? Result.succeed(key)
+    : Result.fail(invalidParam(
+      "license_key",
+      hasNonAscii(key) ? NON_ASCII_KEY : "must be 2 to 8 dash-separated groups of 1 to 32 of A-Z and 0-9, at most 128 characters"
+    ))
+}
+
+/**
+ * Normalises the key of a license being created (POST `/licenses`) and checks the four-group format of §3; a
+ * malformed key is a `rest_invalid_param` on `license_key`.
+ */
+export const parseNewKey = (input: string): Result.Result<string, InvalidParam> => {
   const key = normalizeKey(input)
   return isKeyFormat(key)
     ? Result.succeed(key)
