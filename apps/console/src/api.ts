@@ -201,6 +201,7 @@ export const names = {
   releaseChannels: Model.releaseChannels,
   webhookEventTypes: Model.webhookEventTypes,
   apiKeyScopes: Model.apiKeyScopes,
+  auditActorTypes: Model.auditActorTypes,
   analyticsPeriods: Model.analyticsPeriods,
   analyticsIntervals: Model.analyticsIntervals
 } as const

@@ -14,3 +14,5 @@ export * as Validation from "./licensing/validation.js"
 export * as Importing from "./licensing/importing.js"
 export { isoTime } from "./shared/time.js"
 export * as Money from "./shared/money.js"
+/** The mark of a record field whose form differs between the domain, a store and the wire (see `Model.Millis`). */
+export { FieldKind, type Marked } from "./shared/record.js"
