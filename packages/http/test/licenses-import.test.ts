@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
 import { serviceUrl } from "../../../test/support/services.js"
-import { startApp, type TestApp } from "./support/App.js"
+import { adminAuth, startApp, type TestApp } from "./support/App.js"
 
 const url = serviceUrl("DATABASE_URL")
 const stores = [
@@ -55,6 +55,36 @@ for (const store of stores) {
       expect(res.body).toMatchObject({ code: "rest_invalid_param", data: { status: 400 } })
       expect(Object.keys(res.body.data.params).sort()).toEqual(["data[1].license_key", "data[2].status"])
       expect((await app.call("GET", "/licenses/FINE-AAAA-BBBB-CCCC")).status).toBe(404)
+    })
+
+    it("exports every matching license as NDJSON and as CSV, which import reads back", async () => {
+      const product = 900_000 + Math.floor(Math.random() * 100_000)
+      const data = Array.from({ length: 1203 }, (_, i) => ({ license_key: `EXP${product}-${i}-A`, product_id: product, status: "inactive" }))
+      expect((await app.call("POST", "/licenses/import", { body: { format: "lm", data } })).status).toBe(201)
+      const ndjson = await fetch(`${app.apiBase}/licenses/export?product_id=${product}`, { headers: { authorization: adminAuth } })
+      expect(ndjson.status).toBe(200)
+      expect(ndjson.headers.get("content-type")).toContain("application/x-ndjson")
+      const lines = (await ndjson.text()).trim().split("\n").map((line) => JSON.parse(line))
+      expect(lines.map((l) => l.license_key)).toEqual(data.map((d) => d.license_key))
+      expect(lines[0]).toMatchObject({ product_id: product, source: "import", status: "inactive" })
+
+      const csv = await fetch(`${app.apiBase}/licenses/export?format=csv&product_id=${product}`, { headers: { authorization: adminAuth } })
+      expect(csv.headers.get("content-type")).toContain("text/csv")
+      const text = await csv.text()
+      expect(text.split("\n")[0]).toMatch(/^id,license_key,status,product_id,/)
+      expect(text.trim().split("\n")).toHaveLength(1204)
+      // Read back into an empty store, keys and fields kept.
+      const other = await startApp("memory")
+      try {
+        const back = await other.call("POST", "/licenses/import", { body: { format: "csv", data: text } })
+        expect(back.status, JSON.stringify(back.body).slice(0, 300)).toBe(201)
+        expect(back.body.data).toEqual({ imported: 1203 })
+        expect((await other.call("GET", `/licenses/${data[5]!.license_key}`)).body.data).toMatchObject({ product_id: product })
+      } finally {
+        await other.close()
+      }
+      const bad = await app.call("GET", "/licenses/export?search=%C3%84")
+      expect(bad.status).toBe(400)
     })
 
     it("refuses an unknown format, and callers without an API key", async () => {

@@ -149,6 +149,20 @@ export class LicensesGroup extends HttpApiGroup.make("licenses")
         "(`data[3].expires_at`), or 409 `license_exists` when a key is already stored. Keys are kept as they are " +
         "(upper-cased; 2–8 dash-separated groups of 1–32 A-Z0-9, at most 128 characters), `source` is `import`."
     })),
+    HttpApiEndpoint.get("export", "/licenses/export", {
+      query: {
+        ...Object.fromEntries(Object.entries(ListLicensesQuery).filter(([name]) => !["page", "per_page", "orderby", "order"].includes(name))),
+        format: Schema.optionalKey(Schema.Literals(["ndjson", "csv"]).annotate({ description: "`ndjson` (default) or `csv`." }))
+      } as Omit<typeof ListLicensesQuery, "page" | "per_page" | "orderby" | "order"> & {
+        readonly format: Schema.optionalKey<Schema.Literals<readonly ["ndjson", "csv"]>>
+      },
+      success: Schema.String.annotate({ description: "The licenses as NDJSON (one License object a line) or CSV." })
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Export licenses",
+      description: "Every license matching the filters of GET /licenses, oldest first, streamed: NDJSON (one License " +
+        "object a line, `application/x-ndjson`) or CSV (`text/csv`, a header line of License fields; " +
+        "`POST /licenses/import` with `format: csv` reads it back)."
+    })),
     HttpApiEndpoint.get("get", "/licenses/:key", {
       params: keyParam,
       success: Success(LicenseDetailWire),
