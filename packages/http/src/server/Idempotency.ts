@@ -22,7 +22,10 @@ const requestHash = (method: string, url: string, body: string): string =>
 
 /** An answer that cannot be kept (its body is not in memory): it is sent, and its key released. */
 class NotKept {
-  constructor(readonly response: HttpServerResponse.HttpServerResponse) {}
+  readonly response: HttpServerResponse.HttpServerResponse
+  constructor(response: HttpServerResponse.HttpServerResponse) {
+    this.response = response
+  }
 }
 
 const decoder = new TextDecoder()
