@@ -4,8 +4,9 @@
  * does: sign in (with the keyboard too), create a license, find the device a client activated through the public
  * API, revoke the device, suspend the license and see the revocation list change, upload a release, see it
  * listed and delete one (its version typed to confirm), register a webhook and see a delivery, see the dashboard
- * chart draw validations; a read-only key sees no write controls; a revoked key returns to the sign-in page;
- * numbers follow the browser's locale; the Content-Security-Policy is enforced and no page logs an error. Every page is photographed at 1280 and 390 px into
+ * chart draw validations, read the audit log filtered by the URL; a read-only key sees no write controls; a revoked
+ * key returns to the sign-in page; numbers follow the browser's locale; the Content-Security-Policy is enforced and
+ * no page logs an error. Every page is photographed at 1280 and 390 px into
  * test/console/screenshots/ (not committed; the README shows two copies from docs/console/).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
@@ -381,6 +382,59 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
     await shoot(page, "dashboard")
   })
 
+  it("shows the audit log of those writes, its filters kept in the URL", async () => {
+    await open(page, "/audit-log?action=license.suspend")
+    await page.getByRole("row").filter({ hasText: "license.suspend" }).first().waitFor()
+    expect(await page.getByRole("row").filter({ hasText: "license.create" }).count()).toBe(0)
+    await page.getByLabel("Action").fill("generator.generate")
+    await page.getByRole("button", { name: "Filter" }).click()
+    await page.waitForURL(/action=generator\.generate/)
+    await page.getByRole("row").filter({ hasText: "generator.generate" }).first().waitFor()
+    await shoot(page, "audit-log")
+  })
+
+  it("defines a plan on the Policies page, edits its entitlements, applies it; a license of it shows its effective entitlements", async () => {
+    await open(page, "/policies")
+    await page.getByText("New policy").click()
+    await page.getByLabel("Name").fill("Pro plan")
+    await page.getByLabel("Entitlements").fill("sync, export, Bad Code")
+    await page.getByRole("button", { name: "Create policy" }).click()
+    // A code the API refuses is named beside its field.
+    await page.locator(".field-error", { hasText: "must match" }).waitFor()
+    await page.getByLabel("Entitlements").fill("sync, export")
+    await page.getByLabel("Seats").fill("3")
+    await page.getByRole("button", { name: "Create policy" }).click()
+    await page.getByRole("heading", { name: "Pro plan" }).waitFor()
+    const policyId = Number(new URL(page.url()).pathname.split("/").pop())
+    await page.locator(".codes").filter({ hasText: "export" }).first().waitFor()
+
+    const license = await admin("POST", "/licenses", { policy_id: policyId, entitlements: ["beta"], max_activations: 1 })
+    expect(license.status).toBe(201)
+    const planKey: string = license.body.data.license_key
+    await open(page, `/licenses/${planKey}`)
+    await page.locator(".facts .codes", { hasText: "sync" }).first().waitFor()
+    expect(await page.locator(".facts .codes").first().textContent()).toBe("betaexportsync")
+    expect(await page.locator(".facts").textContent()).toContain("policy #")
+
+    // Entitlements are live: a code removed from the plan leaves the license's effective ones at once.
+    await open(page, `/policies/${policyId}`)
+    await page.getByText("Edit policy").click()
+    await page.getByLabel("Entitlements").fill("export")
+    await page.getByRole("button", { name: "Save" }).click()
+    await page.locator(".facts").filter({ hasText: "export" }).waitFor()
+    await confirmAction(page, page.locator(".page-actions"), "Apply to its licenses", "Apply")
+    await page.getByText("Applied: 1 licenses updated.").waitFor()
+    await shoot(page, "policy")
+    await open(page, `/licenses/${planKey}`)
+    const facts = await page.locator(".facts").textContent()
+    expect(facts).toContain("export")
+    expect(facts).not.toContain("sync")
+    expect(facts).toContain("0 of 3")
+    await open(page, "/policies")
+    await page.getByRole("link", { name: "Pro plan" }).waitFor()
+    await shoot(page, "policies")
+  })
+
   it("lists the billing provider events with their outcome, filtered by outcome", async () => {
     const linked = await admin("POST", "/subscriptions", {
       user_id: 44, billing_period: "month", billing_interval: 1, amount: "19.00", currency: "USD", billing_provider: "stripe", external_id: "sub_console"
@@ -435,8 +489,8 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
       expect(await reader.page.locator("[data-tile=licenses] .tile-value").textContent()).toMatch(/^1\.2\d\d$/)
       expect(await reader.page.locator("[data-scope]").textContent()).toBe("read only")
       expect(await reader.page.getByRole("link", { name: "API keys" }).count()).toBe(0)
-      const writeLabels = /^(New license|New generator|New subscription|Publish a release|Register a webhook|New API key|Suspend|Revoke|Reinstate|Terminate|Delete|Remove|Renew|Edit settings|Generate|Pause|Resume|Cancel now|Ping|Redeliver|Disable|Enable)$/
-      for (const path of ["/", "/licenses", `/licenses/${key}`, "/generators", "/subscriptions", "/billing-events", "/releases", "/webhooks", "/webhooks/1"]) {
+      const writeLabels = /^(New license|New generator|New policy|Apply to its licenses|New subscription|Publish a release|Register a webhook|New API key|Suspend|Revoke|Reinstate|Terminate|Delete|Remove|Renew|Edit settings|Generate|Pause|Resume|Cancel now|Ping|Redeliver|Disable|Enable)$/
+      for (const path of ["/", "/licenses", `/licenses/${key}`, "/generators", "/policies", "/subscriptions", "/billing-events", "/releases", "/webhooks", "/webhooks/1"]) {
         await open(reader.page, path)
         expect(await reader.page.getByRole("button", { name: writeLabels }).count(), path).toBe(0)
         expect(await reader.page.locator("details.disclosure").count(), path).toBe(0)

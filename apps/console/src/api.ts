@@ -84,7 +84,8 @@ const fromSchemaError = (error: Schema.SchemaError): ConsoleError => {
   const params: Record<string, string> = {}
   for (const issue of SchemaIssue.makeFormatterStandardSchemaV1()(error.issue).issues) {
     const path = (issue.path ?? []).map((p) => typeof p === "object" && p !== null && "key" in p ? String(p.key) : String(p))
-    params[path[path.length - 1] ?? "body"] ??= issue.message
+    // An element of a list (`entitlements[2]`) is reported beside its list's field.
+    params[path.findLast((p) => !/^\d+$/.test(p)) ?? "body"] ??= issue.message
   }
   return new ConsoleError("invalid_input", 400, `Invalid input: ${Object.keys(params).join(", ")}.`, params)
 }
@@ -170,6 +171,7 @@ export type License = DataOf<ConsoleApi["licenses"]["get"]>
 export type LicenseSummary = DataOf<ConsoleApi["licenses"]["list"]>["licenses"][number]
 export type Machine = DataOf<ConsoleApi["machines"]["get"]>
 export type Generator = DataOf<ConsoleApi["generators"]["get"]>
+export type Policy = DataOf<ConsoleApi["policies"]["get"]>
 export type Subscription = DataOf<ConsoleApi["subscriptions"]["get"]>
 export type Renewal = DataOf<ConsoleApi["subscriptions"]["renewals"]>["renewals"][number]
 export type Release = DataOf<ConsoleApi["releases"]["list"]>["releases"][number]
@@ -200,6 +202,7 @@ export const names = {
   releaseChannels: Model.releaseChannels,
   webhookEventTypes: Model.webhookEventTypes,
   apiKeyScopes: Model.apiKeyScopes,
+  auditActorTypes: Model.auditActorTypes,
   analyticsPeriods: Model.analyticsPeriods,
   analyticsIntervals: Model.analyticsIntervals
 } as const

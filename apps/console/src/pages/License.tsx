@@ -11,6 +11,7 @@ import { formatNumber, formatSeconds, formatTime } from "../format.js"
 import { Link, navigate, useQueryState } from "../router.js"
 import { Action, Badge, defined, Disclosure, ErrorNote, Facts, Field, Form, Loading, Page, Pager, Panel, Table, useLoad, useSigned } from "../ui.js"
 import { LicenseSettingsFields, licenseSettings, numberParam } from "./Licenses.js"
+import { Codes } from "./Policies.js"
 
 const terminal = (status: string) => status === "terminated"
 
@@ -124,6 +125,9 @@ export const LicenseDetail = ({ params }: { readonly params: Record<string, stri
               ["Seats", `${formatNumber(l.activation_count)} of ${l.max_activations === null ? "unlimited" : formatNumber(l.max_activations)} (${l.overage_strategy.replace(/_/g, " ")})`],
               ["Floating", l.is_floating ? `yes, leases of ${formatSeconds(l.lease_duration)}` : "no"],
               ["Heartbeat", l.require_heartbeat ? `every ${formatSeconds(l.heartbeat_interval)}` : "not required"],
+              ["Policy", l.policy_id === null ? null : <Link href={`/policies/${l.policy_id}`}>policy #{l.policy_id}</Link>],
+              ["Entitlements", <Codes codes={l.effective_entitlements} />],
+              ["Own entitlements", <Codes codes={l.entitlements} />],
               ["Product", l.product_id],
               ["User", l.user_id],
               ["Order", l.order_id],

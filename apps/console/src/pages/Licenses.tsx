@@ -10,21 +10,30 @@ import { Badge, defined, Disclosure, ErrorNote, Field, Form, type FormValues, Lo
 /** A number from the URL, as the API's query schema takes it (a bad one is refused by the schema, in words). */
 export const numberParam = (value: string | undefined): number | undefined => value === undefined || value === "" ? undefined : Number(value)
 
+/** Entitlement codes typed as a list separated by commas or spaces (the server checks each one and sorts them). */
+export const codesOf = (text: string | undefined): ReadonlyArray<string> | undefined =>
+  text === undefined ? undefined : text.split(/[\s,]+/).filter((code) => code !== "")
+
 /** An ISO time from the URL as the API's time input (epoch milliseconds). */
 export const timeParam = (value: string | undefined): number | undefined => value === undefined || value === "" ? undefined : Date.parse(value)
 
 /** The writable license fields of a create or edit form (`nullable`: an empty field clears the setting). */
 export const licenseSettings = (values: FormValues, nullable: boolean) => {
   const int = (name: string) => nullable ? values.intOrNull(name) : values.int(name)
+  const policyId = int("policy_id")
+  // A new license of a policy takes the policy's settings: an unticked box there means "the policy's", not "no".
+  const box = (name: string) => !nullable && policyId != null && !values.bool(name) ? undefined : values.bool(name)
   return defined({
+    policy_id: policyId,
+    entitlements: codesOf(values.text("entitlements")) ?? (nullable ? [] : undefined),
     product_id: int("product_id"),
     order_id: int("order_id"),
     user_id: int("user_id"),
     max_activations: int("max_activations"),
     overage_strategy: values.text("overage_strategy") as (typeof names.overageStrategies)[number] | undefined,
-    is_floating: values.bool("is_floating"),
+    is_floating: box("is_floating"),
     lease_duration: int("lease_duration"),
-    require_heartbeat: values.bool("require_heartbeat"),
+    require_heartbeat: box("require_heartbeat"),
     heartbeat_interval: int("heartbeat_interval"),
     valid_for_days: int("valid_for_days"),
     expires_at: nullable ? values.time("expires_at") ?? null : values.time("expires_at"),
@@ -44,6 +53,14 @@ export const LicenseSettingsFields = ({ current }: { readonly current?: Readonly
   }
   return (
     <div class="fields">
+      <Field name="policy_id" label="Policy id" inputMode="numeric" hint="Its settings are defaults under the fields set here" defaultValue={value("policy_id")} />
+      <Field
+        name="entitlements"
+        label="Own entitlements"
+        hint="Codes separated by commas; the policy's come on top"
+        spellcheck={false}
+        defaultValue={Array.isArray(current?.entitlements) ? current.entitlements.join(", ") : ""}
+      />
       <Field name="product_id" label="Product id" inputMode="numeric" defaultValue={value("product_id")} />
       <Field name="user_id" label="User id" inputMode="numeric" defaultValue={value("user_id")} />
       <Field name="order_id" label="Order id" inputMode="numeric" defaultValue={value("order_id")} />

@@ -22,6 +22,7 @@ const requestHash = (method: string, url: string, body: string): string =>
 
 /** An answer that cannot be kept (its body is not in memory): it is sent, and its key released. */
 class NotKept {
+  // A plain field, not a parameter property: the tests run these sources on Node's type stripping, which has none.
   readonly response: HttpServerResponse.HttpServerResponse
   constructor(response: HttpServerResponse.HttpServerResponse) {
     this.response = response
