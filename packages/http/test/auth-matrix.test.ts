@@ -49,6 +49,7 @@ for (const store of ["memory", "pglite"] as const) {
         { method: "GET", path: "/analytics/anomalies" },
         { method: "GET", path: "/analytics/expiring" },
         { method: "POST", path: "/licenses", body: {} },
+        { method: "POST", path: "/licenses/import", body: { format: "lm", data: [{ license_key: `IMPORTED-${license_key}` }] } },
         { method: "PUT", path: `/licenses/${license_key}`, body: { max_activations: 1 } },
         { method: "DELETE", path: `/licenses/${license_key}` },
         { method: "POST", path: `/licenses/${license_key}/renew`, body: { days: 1 } },
@@ -167,7 +168,7 @@ for (const store of ["memory", "pglite"] as const) {
         }
       }
       const template = (path: string) =>
-        path.replace(/^\/licenses\/[^/]+/, "/licenses/{key}").replace(/^\/(machines|generators|api-keys)\/\d+/, "/$1/{id}")
+        path.replace(/^\/licenses\/(?!import$)[^/]+/, "/licenses/{key}").replace(/^\/(machines|generators|api-keys)\/\d+/, "/$1/{id}")
       expect(routes.map((r) => `${r.method} ${template(r.path)}`).sort()).toEqual(documented.sort())
     })
 

@@ -47,6 +47,7 @@ export const LicensesHandlers = group(Api, "licenses", (handlers) =>
           licenseKey: payload.license_key ?? undefined,
           generatorId: payload.generator_id ?? undefined
         }).pipe(Effect.map((view) => ok(licenseToWire(view)))),
+      import: ({ payload }) => licenses.importLicenses(payload.format, payload.data).pipe(Effect.map((result) => ok(result))),
       get: ({ params }) =>
         licenses.get(params.key).pipe(Effect.map((detail) => ok(licenseDetailToWire(detail)))),
       update: ({ params, payload }) =>
