@@ -34,7 +34,12 @@ type Row = Readonly<Record<string, unknown>>
 
 /** A field's problem, or its value. */
 class Bad {
-  constructor(readonly field: string, readonly message: string) {}
+  readonly field: string
+  readonly message: string
+  constructor(field: string, message: string) {
+    this.field = field
+    this.message = message
+  }
 }
 
 const optionalInt = (row: Row, field: string): number | null => {
