@@ -94,6 +94,14 @@ describe("lm", { timeout: 240_000 }, () => {
       expect((await fetch(`${base}/licenses`, { headers: { authorization: auth } })).status).toBe(200)
       const write = await fetch(`${base}/licenses`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: "{}" })
       expect(write.status).toBe(403)
+      // The commands' writes on the store are in the audit log, with actor cli.
+      const audit = (await (await fetch(`${base}/audit-log?actor=cli`, { headers: { authorization: auth } })).json()) as any
+      expect(audit.data.entries.map((e: any) => [e.action, e.target.type, e.status, e.actor])).toEqual([
+        ["signing_key.rotate", "signing_key", 200, { type: "cli", api_key_id: null, truncated_key: null }],
+        ["signing_key.rotate", "signing_key", 200, { type: "cli", api_key_id: null, truncated_key: null }],
+        ["api_key.create", "api_key", 201, { type: "cli", api_key_id: null, truncated_key: null }]
+      ])
+      expect(audit.data.entries[0].target.id).toBe(kid)
     })
   })
 

@@ -4,8 +4,9 @@
  * does: sign in (with the keyboard too), create a license, find the device a client activated through the public
  * API, revoke the device, suspend the license and see the revocation list change, upload a release, see it
  * listed and delete one (its version typed to confirm), register a webhook and see a delivery, see the dashboard
- * chart draw validations; a read-only key sees no write controls; a revoked key returns to the sign-in page;
- * numbers follow the browser's locale; the Content-Security-Policy is enforced and no page logs an error. Every page is photographed at 1280 and 390 px into
+ * chart draw validations, read the audit log filtered by the URL; a read-only key sees no write controls; a revoked
+ * key returns to the sign-in page; numbers follow the browser's locale; the Content-Security-Policy is enforced and
+ * no page logs an error. Every page is photographed at 1280 and 390 px into
  * test/console/screenshots/ (not committed; the README shows two copies from docs/console/).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
@@ -379,6 +380,17 @@ describe("the console in Chromium", { timeout: 120_000 }, () => {
     await open(page, "/?period=7d&interval=hour")
     await page.locator(".dashboard[data-loaded=true]").waitFor()
     await shoot(page, "dashboard")
+  })
+
+  it("shows the audit log of those writes, its filters kept in the URL", async () => {
+    await open(page, "/audit-log?action=license.suspend")
+    await page.getByRole("row").filter({ hasText: "license.suspend" }).first().waitFor()
+    expect(await page.getByRole("row").filter({ hasText: "license.create" }).count()).toBe(0)
+    await page.getByLabel("Action").fill("generator.generate")
+    await page.getByRole("button", { name: "Filter" }).click()
+    await page.waitForURL(/action=generator\.generate/)
+    await page.getByRole("row").filter({ hasText: "generator.generate" }).first().waitFor()
+    await shoot(page, "audit-log")
   })
 
   it("defines a plan on the Policies page, edits its entitlements, applies it; a license of it shows its effective entitlements", async () => {

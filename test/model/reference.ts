@@ -50,7 +50,12 @@ export class LicenseModel {
   activatedAt: number | null = null
   readonly machines = new Map<string, ModelMachine>()
 
-  constructor(readonly settings: ModelSettings, expiresAt: number | null, public now: number) {
+  readonly settings: ModelSettings
+  now: number
+
+  constructor(settings: ModelSettings, expiresAt: number | null, now: number) {
+    this.settings = settings
+    this.now = now
     this.expiresAt = expiresAt
   }
 

@@ -55,16 +55,17 @@ export const makeApi = (credentials: Credentials | undefined): ConsoleApi => {
 
 /** What the server (or the way to it) answered instead of success, in words a person can act on. */
 export class ConsoleError extends Error {
-  constructor(
-    /** The envelope's `code` (`license_exists`, `rest_invalid_param`, ...), or `network_error`, `invalid_input`. */
-    readonly code: string,
-    /** The HTTP status; 0 when no answer came. */
-    readonly status: number,
-    message: string,
-    /** Field errors: the envelope's `data.params` (`{"url": "must be https"}`). */
-    readonly params: Readonly<Record<string, string>> = {}
-  ) {
+  /** The envelope's `code` (`license_exists`, `rest_invalid_param`, ...), or `network_error`, `invalid_input`. */
+  readonly code: string
+  /** The HTTP status; 0 when no answer came. */
+  readonly status: number
+  /** Field errors: the envelope's `data.params` (`{"url": "must be https"}`). */
+  readonly params: Readonly<Record<string, string>>
+  constructor(code: string, status: number, message: string, params: Readonly<Record<string, string>> = {}) {
     super(message)
+    this.code = code
+    this.status = status
+    this.params = params
   }
 }
 
@@ -201,6 +202,7 @@ export const names = {
   releaseChannels: Model.releaseChannels,
   webhookEventTypes: Model.webhookEventTypes,
   apiKeyScopes: Model.apiKeyScopes,
+  auditActorTypes: Model.auditActorTypes,
   analyticsPeriods: Model.analyticsPeriods,
   analyticsIntervals: Model.analyticsIntervals
 } as const

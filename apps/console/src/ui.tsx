@@ -150,7 +150,10 @@ const FieldErrors = createContext<Readonly<Record<string, string>>>({})
 
 /** Reads a form's values as the API wants them; a value that cannot be read throws a field error. */
 export class FormValues {
-  constructor(private readonly data: FormData) {}
+  private readonly data: FormData
+  constructor(data: FormData) {
+    this.data = data
+  }
   private raw(name: string): string {
     const value = this.data.get(name)
     return typeof value === "string" ? value.trim() : ""

@@ -27,16 +27,17 @@ export type ClientErrorCode = (typeof clientErrorCodes)[number]
 /** The server refused (`code` is the envelope's, `status` its HTTP status), or the client failed (status 0). */
 export class LmError extends Error {
   override readonly name = "LmError"
-  constructor(
-    /** The envelope's `code` (e.g. `license_not_found`, `machine_inactive`), or a {@link ClientErrorCode}. */
-    readonly code: string,
-    /** The HTTP status (`data.status`); 0 when no answer came. */
-    readonly status: number,
-    message: string,
-    /** The envelope's `data` (`status`, `params`, `retry_after`, ...). */
-    readonly data: Readonly<Record<string, unknown>> = { status }
-  ) {
+  /** The envelope's `code` (e.g. `license_not_found`, `machine_inactive`), or a {@link ClientErrorCode}. */
+  readonly code: string
+  /** The HTTP status (`data.status`); 0 when no answer came. */
+  readonly status: number
+  /** The envelope's `data` (`status`, `params`, `retry_after`, ...). */
+  readonly data: Readonly<Record<string, unknown>>
+  constructor(code: string, status: number, message: string, data: Readonly<Record<string, unknown>> = { status }) {
     super(message)
+    this.code = code
+    this.status = status
+    this.data = data
   }
 }
 

@@ -11,5 +11,8 @@ export * as Machine from "./licensing/machine.js"
 export * as Model from "./model.js"
 export * as Entitlements from "./licensing/entitlements.js"
 export * as Validation from "./licensing/validation.js"
+export * as Importing from "./licensing/importing.js"
 export { isoTime } from "./shared/time.js"
 export * as Money from "./shared/money.js"
+/** The mark of a record field whose form differs between the domain, a store and the wire (see `Model.Millis`). */
+export { FieldKind, type Marked } from "./shared/record.js"

@@ -41,6 +41,7 @@ export * as Token from "./signing/Token.js"
 export * as RateLimit from "./access/rateLimit.js"
 export * as Validation from "./licensing/validation.js"
 export * as Wplm from "./licensing/wplm.js"
+export * as Importing from "./licensing/importing.js"
 export * as Webhook from "./webhooks/webhook.js"
 
 export { Random } from "./shared/random.js"

@@ -38,6 +38,7 @@ for (const store of ["memory", "pglite"] as const) {
       const generator = expectOk(await app.call("POST", "/generators", { body: { name: "auth" } }), 201)
       routes = [
         { method: "GET", path: "/licenses" },
+        { method: "GET", path: "/licenses/export" },
         { method: "GET", path: `/licenses/${license_key}` },
         { method: "GET", path: `/licenses/${license_key}/machines` },
         { method: "GET", path: `/machines/${machine.id}` },
@@ -49,6 +50,7 @@ for (const store of ["memory", "pglite"] as const) {
         { method: "GET", path: "/analytics/anomalies" },
         { method: "GET", path: "/analytics/expiring" },
         { method: "POST", path: "/licenses", body: {} },
+        { method: "POST", path: "/licenses/import", body: { format: "lm", data: [{ license_key: `IMPORTED-${license_key}` }] } },
         { method: "PUT", path: `/licenses/${license_key}`, body: { max_activations: 1 } },
         { method: "DELETE", path: `/licenses/${license_key}` },
         { method: "POST", path: `/licenses/${license_key}/renew`, body: { days: 1 } },
@@ -167,7 +169,7 @@ for (const store of ["memory", "pglite"] as const) {
         }
       }
       const template = (path: string) =>
-        path.replace(/^\/licenses\/[^/]+/, "/licenses/{key}").replace(/^\/(machines|generators|api-keys)\/\d+/, "/$1/{id}")
+        path.replace(/^\/licenses\/(?!(?:import|export)$)[^/]+/, "/licenses/{key}").replace(/^\/(machines|generators|api-keys)\/\d+/, "/$1/{id}")
       expect(routes.map((r) => `${r.method} ${template(r.path)}`).sort()).toEqual(documented.sort())
     })
 

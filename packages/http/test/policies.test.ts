@@ -1,18 +1,24 @@
 /**
- * Policies and entitlements over real HTTP (CONTRACT §15), on the memory store and on PGlite: policy CRUD and its
- * refusals, a license created with a policy or moved to one (its defaults under the body's fields), effective
- * entitlements live from the policy, `apply`, `policy_in_use`, validate's `entitlements` with
+ * Policies and entitlements over real HTTP (CONTRACT §15), on the memory store, PGlite and (with DATABASE_URL)
+ * PostgreSQL: policy CRUD and its refusals, a license created with a policy or moved to one (its defaults under
+ * the body's fields), effective entitlements live from the policy, `apply`, `policy_in_use`, validate's `entitlements` with
  * `entitlements_missing` at its place in the order, and `ent` in the license token.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
+import { serviceUrl } from "../../../test/support/services.js"
 import { startApp, type TestApp } from "./support/App.js"
 import { activate, createLicense, expectError, expectInvalid, expectList, expectOk, isoTime, tokenPayload, unique } from "./support/Management.js"
 
-for (const store of ["memory", "pglite"] as const) {
+/** PostgreSQL joins the stores when DATABASE_URL names a server (CI sets it), on a database of its own. */
+const postgresUrl = serviceUrl("DATABASE_URL")
+const stores: Array<"memory" | "pglite" | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
+
+for (const store of stores) {
   describe(`policies on ${store}`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await startApp(store === "postgres" ? "memory" : store, store === "postgres" ? { storeLayer: freshPostgresStore(postgresUrl) } : {})
     })
     afterAll(() => app?.close())
 

@@ -1,18 +1,24 @@
 /**
- * Releases gated by entitlement codes (CONTRACT §15), over HTTP on the memory store and on PGlite: an update check
- * offers only releases whose codes the license holds (its own and its policy's, live), and a download re-checks
- * them (403 `entitlements_missing` with `data.missing`). Codes arrive as a JSON list or, in an upload, as one
+ * Releases gated by entitlement codes (CONTRACT §15), over HTTP on the memory store, PGlite and (with DATABASE_URL)
+ * PostgreSQL: an update check offers only releases whose codes the license holds (its own and its policy's, live),
+ * and a download re-checks them (403 `entitlements_missing` with `data.missing`). Codes arrive as a JSON list or, in an upload, as one
  * comma-separated form field.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
+import { serviceUrl } from "../../../test/support/services.js"
 import { adminAuth, startApp, type TestApp } from "./support/App.js"
 import { createLicense, expectError, expectInvalid, expectOk, unique } from "./support/Management.js"
 
-for (const store of ["memory", "pglite"] as const) {
+/** PostgreSQL joins the stores when DATABASE_URL names a server (CI sets it), on a database of its own. */
+const postgresUrl = serviceUrl("DATABASE_URL")
+const stores: Array<"memory" | "pglite" | "postgres"> = ["memory", "pglite", ...(postgresUrl === "" ? [] : ["postgres" as const])]
+
+for (const store of stores) {
   describe(`releases gated by entitlements (${store})`, () => {
     let app: TestApp
     beforeAll(async () => {
-      app = await startApp(store)
+      app = await startApp(store === "postgres" ? "memory" : store, store === "postgres" ? { storeLayer: freshPostgresStore(postgresUrl) } : {})
     })
     afterAll(() => app?.close())
 

@@ -46,7 +46,7 @@ it("on SIGTERM stops accepting connections, finishes requests in flight and exit
   })
   child = started
   const exited = new Promise<number | null>((resolve) => started.once("exit", (code) => resolve(code)))
-  const [, apiBase] = await waitForOutput(started, /Listening on (http:\/\/\S+)/)
+  const [, apiBase] = await waitForOutput(started, /Listening on (http:\/\/[^\s"]+)/)
   expect(await freshRequest(`${apiBase}/health`)).toBe(200)
 
   const requestStarted = waitForOutput(started, /slow request started/)

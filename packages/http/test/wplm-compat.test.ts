@@ -24,7 +24,16 @@ const decode = (part: string) => JSON.parse(Buffer.from(part, "base64url").toStr
 class WplmLibrary {
   cached: string | null = null
   crl: { revoked_keys: ReadonlyArray<string> } = { revoked_keys: [] }
-  constructor(readonly app: TestApp, readonly pem: string, readonly licenseKey: string, readonly fingerprint?: string) {}
+  readonly app: TestApp
+  readonly pem: string
+  readonly licenseKey: string
+  readonly fingerprint: string | undefined
+  constructor(app: TestApp, pem: string, licenseKey: string, fingerprint?: string) {
+    this.app = app
+    this.pem = pem
+    this.licenseKey = licenseKey
+    this.fingerprint = fingerprint
+  }
 
   static async start(app: TestApp, licenseKey: string, fingerprint?: string) {
     const { pem } = (await wplm(app, "GET", "/public-key")).body.data

@@ -54,7 +54,10 @@ export class Rows<R extends Row> {
   private readonly uniqueEntries: ReadonlyArray<readonly [string, (row: R) => string | null, Map<string, number>]>
   private readonly groupEntries: ReadonlyArray<readonly [string, (row: R) => number | null, Map<number, IdSet>]>
 
-  constructor(readonly spec: TableSpec<R>) {
+  readonly spec: TableSpec<R>
+
+  constructor(spec: TableSpec<R>) {
+    this.spec = spec
     this.uniqueEntries = Object.entries(spec.unique).map(([name, keyOf]) => [name, keyOf, new Map<string, number>()] as const)
     this.groupEntries = Object.entries(spec.groups).map(([name, groupOf]) => [name, groupOf, new Map<number, IdSet>()] as const)
   }
@@ -130,7 +133,10 @@ export class Table<R extends Row> {
   readonly base: Rows<R>
   private seq = 0
 
-  constructor(readonly spec: TableSpec<R>) {
+  readonly spec: TableSpec<R>
+
+  constructor(spec: TableSpec<R>) {
+    this.spec = spec
     this.base = new Rows(spec)
   }
 

@@ -16,7 +16,10 @@ import fc from "fast-check"
 
 /** A JSON token written verbatim: numbers such as `9007199254740993`, `1e400` or `-0`, or deep nesting. */
 export class RawJson {
-  constructor(readonly text: string) {}
+  readonly text: string
+  constructor(text: string) {
+    this.text = text
+  }
   toString(): string {
     return this.text.length > 40 ? `${this.text.slice(0, 20)}…(${this.text.length} chars)` : this.text
   }

@@ -2,12 +2,13 @@
  * The console's pages and where they live. A page is one file here and one line below: `nav` puts it in the menu,
  * `needs: "read_write"` hides it from other keys (the API refuses them anyway).
  *
- * Not here yet, for routes the server does not serve yet: policies and entitlements (CONTRACT §15) and the audit
- * log (§18), each one page file and one line when its routes land; deleting a release
+ * Not here yet, for routes the server does not serve yet: policies and entitlements (CONTRACT §15), one page file
+ * and one line when its routes land; deleting a release
  * (`DELETE /releases/{id}`, §9) is one `Action` in Releases.tsx.
  */
 import type { FunctionComponent } from "preact"
 import { ApiKeys } from "./ApiKeys.js"
+import { AuditLog } from "./AuditLog.js"
 import { BillingEvents } from "./BillingEvents.js"
 import { Dashboard } from "./Dashboard.js"
 import { GeneratorDetail, Generators } from "./Generators.js"
@@ -44,5 +45,6 @@ export const routes: ReadonlyArray<PageRoute> = [
   { path: "/releases", nav: "Releases", component: Releases },
   { path: "/webhooks", nav: "Webhooks", component: Webhooks },
   { path: "/webhooks/:id", component: WebhookDetail },
-  { path: "/api-keys", nav: "API keys", component: ApiKeys, needs: "read_write" }
+  { path: "/api-keys", nav: "API keys", component: ApiKeys, needs: "read_write" },
+  { path: "/audit-log", nav: "Audit log", component: AuditLog }
 ]

@@ -9,15 +9,16 @@
 import { Console, Effect } from "effect"
 import { CliError, Command } from "effect/cli"
 import { version } from "@lm/api"
-import { StartRefused } from "../Main.js"
 import { apiKeys } from "./apiKeys.js"
 import { auditLog } from "./auditLog.js"
 import { generators } from "./generators.js"
 import { licenses } from "./licenses.js"
 import { machines } from "./machines.js"
 import { releases } from "./releases.js"
+import { policies } from "./policies.js"
 import { migrate, serve } from "./serve.js"
 import { signingKeys } from "./signingKeys.js"
+import { subscriptions } from "./subscriptions.js"
 import { webhooks } from "./webhooks.js"
 
 /** The root command and every subcommand. */
@@ -27,7 +28,7 @@ export const lm = Command.make("lm").pipe(
       "LM_CONSUMER_KEY and LM_CONSUMER_SECRET; migrate, signing-keys and api-keys without LM_URL work on the store " +
       "(LM_STORAGE=memory | DATABASE_URL | LM_DATA_DIR, default ./data; stop a PGlite server first)."
   ),
-  Command.withSubcommands([serve, migrate, licenses, machines, generators, releases, webhooks, apiKeys, auditLog, signingKeys])
+  Command.withSubcommands([serve, migrate, licenses, machines, policies, subscriptions, generators, releases, webhooks, apiKeys, auditLog, signingKeys])
 )
 
 /** Sets the exit code. */
@@ -43,7 +44,8 @@ export const runCli = (argv: ReadonlyArray<string>) =>
       }
       const tagged = error as { readonly _tag?: string; readonly code?: string; readonly message?: string }
       if (tagged._tag === "MissingSetting") return Effect.andThen(Console.error(`usage: ${tagged.message}`), exit(2))
-      if (error instanceof StartRefused) return exit(1)
+      // A refused start was already said on stderr, in one line.
+      if (tagged._tag === "StartRefused") return exit(1)
       const line = tagged._tag === "Refused" ? `${tagged.code}: ${tagged.message}` : String(tagged.message ?? error)
       return Effect.andThen(Console.error(line.replace(/\s*\n\s*/g, " ")), exit(1))
     })

@@ -3,38 +3,20 @@
  * `signing-keys`): the engine on the same store settings as `lm serve` (`LM_STORAGE=memory`, `DATABASE_URL`, or
  * PGlite in `LM_DATA_DIR`), without background jobs. Their writes are in the audit log with actor `cli`.
  */
-import { Effect, type Layer } from "effect"
-import { AuditLog, Engine, type Model } from "@lm/domain"
-import { refusalMessage } from "../Main.js"
-import { engineOptionsFromEnv } from "../settings/Engine.js"
-import { storeChoiceFromEnv, storeLayer } from "../Store.js"
-import { Refused } from "./Server.js"
+import { Effect } from "effect"
+import { AuditLog, type Model } from "@lm/domain"
+import type { Refused } from "./Server.js"
+import type { EngineServices } from "./StoreEngine.js"
 
-/** What the engine provides to a command. */
-export type EngineServices = Layer.Success<ReturnType<typeof Engine.layer<never, never>>>
+export type { EngineServices }
 
 /**
  * Runs a one-off command against the engine on the configured store (no sweep, retention, anomaly detection or
  * delivery); a failure is a {@link Refused} with the error's contract code (`store` for the store's own).
  */
 export const withEngine = <A, E>(program: Effect.Effect<A, E, EngineServices>): Effect.Effect<A, Refused> =>
-  Effect.gen(function*() {
-    const choice = yield* storeChoiceFromEnv
-    const options = yield* engineOptionsFromEnv(choice)
-    return yield* program.pipe(Effect.provide(Engine.layer(storeLayer(choice), {
-      ...options,
-      sweepIntervalSeconds: 0,
-      eventRetentionDays: 0,
-      anomalyIntervalSeconds: 0,
-      webhooks: { ...options.webhooks, pollMillis: 0 }
-    })))
-  }).pipe(Effect.mapError(refused))
+  Effect.flatMap(Effect.promise(() => import("./StoreEngine.js")), (store) => store.runOnEngine(program))
 
-/** A failure on the store as a {@link Refused}: the error's contract code (`store` for the store's own) and message. */
-export const refused = (error: unknown): Refused => {
-  const code = (error as { readonly code?: unknown } | null)?.code
-  return new Refused({ code: typeof code === "string" ? code : "store", message: refusalMessage(error) })
-}
 
 /** Records a command-line write on the store in the audit log (actor `cli`). */
 export const auditCli = (action: string, target: Model.AuditTarget, status = 200) =>

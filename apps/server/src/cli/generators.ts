@@ -1,7 +1,7 @@
 /** `lm generators …`: key generators and their pools (CONTRACT §8) against a running server. */
-import { Effect } from "effect"
+import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { given, json, paging, printList, printOne } from "./Output.js"
+import { given, json, paging, printList, printOne, table } from "./Output.js"
 import { onServer } from "./Server.js"
 
 const id = Argument.Int("id").pipe(Argument.withDescription("The generator's id"))
@@ -57,7 +57,13 @@ const generate = Command.make("generate", {
   count: Flag.Int("count").pipe(Flag.withDescription("How many keys to make (1-10000)"))
 }, ({ json: asJson, id, count }) =>
   onServer((api) => api.generators.generate({ params: { id }, payload: { count } })).pipe(
-    Effect.flatMap((r) => printOne(asJson, r.data as Record<string, unknown>))
+    Effect.flatMap((r) =>
+      Console.log(
+        asJson
+          ? JSON.stringify({ ...r.data, meta: r.meta }, null, 2)
+          : `${table(r.data.licenses, ["id", "license_key", "status"])}\n${r.meta.total} keys generated`
+      )
+    )
   )).pipe(Command.withDescription("Mint keys into the generator's pool (pending licenses)"))
 
 export const generators = Command.make("generators").pipe(

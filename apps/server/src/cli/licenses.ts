@@ -1,7 +1,7 @@
 /** `lm licenses …`: the license routes (CONTRACT §3) against a running server. */
 import { Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { Model } from "@lm/domain"
+import { Model } from "@lm/domain/core"
 import { Wire } from "@lm/api"
 import { given, json, paging, printList, printOne } from "./Output.js"
 import { onServer } from "./Server.js"

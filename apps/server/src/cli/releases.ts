@@ -10,7 +10,7 @@ import { basename } from "node:path"
 import { randomUUID } from "node:crypto"
 import { Config, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { Model } from "@lm/domain"
+import { Model } from "@lm/domain/core"
 import { restBase } from "@lm/api"
 import { given, json, paging, printList, printOne } from "./Output.js"
 import { MissingSetting, onServer, Refused } from "./Server.js"
@@ -144,8 +144,13 @@ const publish = Command.make("publish", {
     yield* printOne(asJson, answer.body.data)
   })).pipe(Command.withDescription("Publish a release: upload its file with a progress bar on stderr"))
 
+const remove = Command.make("delete", { json, id: Argument.Int("id").pipe(Argument.withDescription("The release's id")) }, ({ json: asJson, id }) =>
+  onServer((api) => api.releases.delete({ params: { id }, payload: {} })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
+    Command.withDescription("Delete a release and its stored file")
+  )
+
 export const releases = Command.make("releases").pipe(
-  Command.withDescription("Releases on the server in LM_URL: publish (with a progress bar), list"),
-  Command.withSubcommands([publish, list])
+  Command.withDescription("Releases on the server in LM_URL: publish (with a progress bar), list, delete"),
+  Command.withSubcommands([publish, list, remove])
 )
 

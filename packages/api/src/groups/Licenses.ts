@@ -3,7 +3,7 @@
  * revoke, reinstate and terminate. Management routes: HTTP Basic API key, unknown body fields rejected.
  */
 import { Schema } from "effect"
-import { License, Model } from "@lm/domain/core"
+import { Importing, License, Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
 import { Idempotency } from "../middleware/Idempotency.js"
@@ -70,6 +70,15 @@ export const TerminateBody = Schema.Struct({
   confirm: Schema.optionalKey(Schema.Boolean.annotate({ description: "Must be true: terminating is irreversible." }))
 })
 
+/** POST /licenses/import body (CONTRACT §17). */
+export const ImportLicensesBody = Schema.Struct({
+  format: Schema.Literals(Importing.importFormats).annotate({
+    description: "`lm` (this API's License objects), `wplm` (the same with integer statuses), `lmfwc` (License Manager " +
+      "for WooCommerce), `dlm` (Digital License Manager), `csv` (a header line of License field names)."
+  }),
+  data: Schema.Unknown.annotate({ description: "An array of licenses, or for `csv` the CSV text." })
+})
+
 /** The body of an action that takes no fields: `{}` or none at all; any field is refused. */
 export const NoFields = Schema.Record(Schema.String, Schema.Never.annotate({ message: "is not allowed" }))
   .annotate({ description: "No fields: send `{}` or no body." })
@@ -129,6 +138,30 @@ export class LicensesGroup extends HttpApiGroup.make("licenses")
         "With `generator_id`, the generator's defaults apply under the body's fields; an unknown generator is 404 " +
         "`generator_not_found`. A key already in use: 409 `license_exists`. A null setting is null (or its default), " +
         "overriding a generator's default. Unknown fields: 400."
+    })),
+    HttpApiEndpoint.post("import", "/licenses/import", {
+      payload: ImportLicensesBody,
+      success: Success(Schema.Struct({ imported: Schema.Int })).pipe(HttpApiSchema.status(201)),
+      error: [Conflict]
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Import licenses from another licensing system",
+      description: "Up to 10,000 licenses, all or nothing: 201 `{imported}`, or 400 naming each bad row " +
+        "(`data[3].expires_at`), or 409 `license_exists` when a key is already stored. Keys are kept as they are " +
+        "(upper-cased; 2–8 dash-separated groups of 1–32 A-Z0-9, at most 128 characters), `source` is `import`."
+    })),
+    HttpApiEndpoint.get("export", "/licenses/export", {
+      query: {
+        ...Object.fromEntries(Object.entries(ListLicensesQuery).filter(([name]) => !["page", "per_page", "orderby", "order"].includes(name))),
+        format: Schema.optionalKey(Schema.Literals(["ndjson", "csv"]).annotate({ description: "`ndjson` (default) or `csv`." }))
+      } as Omit<typeof ListLicensesQuery, "page" | "per_page" | "orderby" | "order"> & {
+        readonly format: Schema.optionalKey<Schema.Literals<readonly ["ndjson", "csv"]>>
+      },
+      success: Schema.String.annotate({ description: "The licenses as NDJSON (one License object a line) or CSV." })
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Export licenses",
+      description: "Every license matching the filters of GET /licenses, oldest first, streamed: NDJSON (one License " +
+        "object a line, `application/x-ndjson`) or CSV (`text/csv`, a header line of License fields; " +
+        "`POST /licenses/import` with `format: csv` reads it back)."
     })),
     HttpApiEndpoint.get("get", "/licenses/:key", {
       params: keyParam,

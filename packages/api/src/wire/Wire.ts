@@ -5,9 +5,9 @@
  */
 import { Schema, SchemaTransformation } from "effect"
 import { isoTime, License, type Machine, Model, Money } from "@lm/domain/core"
+import { Time, wireRecord } from "./Record.js"
 
-/** A time as the API writes it. */
-export const Time = Schema.String.annotate({ description: "ISO 8601 UTC time, e.g. `2026-01-31T12:00:00.000Z`." })
+export { Time, type WireField, type WireFields, type WireRecord, wireRecord, type WireShape } from "./Record.js"
 const NullableTime = Schema.NullOr(Time)
 const NullableInt = Schema.NullOr(Schema.Int)
 /** Free-form JSON metadata: the domain's `Meta`. */
@@ -32,124 +32,60 @@ export const iso = isoTime
 export const isoNow = (millis: number): string => new Date(millis).toISOString()
 export const isoOrNull = (millis: number | null): string | null => (millis === null ? null : iso(millis))
 
-export const ComponentWire = Schema.Struct({
-  id: Schema.Int,
-  kind: Schema.String,
-  fingerprint: Schema.String,
-  name: Schema.NullOr(Schema.String)
-})
+/** A machine's hardware component on the wire. */
+export const ComponentWire = wireRecord(Model.Component)
 
-export const MachineWire = Schema.Struct({
-  id: Schema.Int,
-  license_id: Schema.Int,
-  fingerprint: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  hostname: Schema.NullOr(Schema.String),
-  platform: Schema.NullOr(Schema.String),
-  app_version: Schema.NullOr(Schema.String),
-  ip_address: Schema.NullOr(Schema.String),
-  status: Model.MachineStatus,
-  activated_at: Time,
-  deactivated_at: NullableTime,
-  deactivation_reason: Schema.NullOr(Schema.String),
-  last_heartbeat_at: NullableTime,
-  lease_expires_at: NullableTime,
-  meta: Json,
-  components: Schema.Array(ComponentWire),
-  created_at: Time
+/** A machine on the wire: its record but the seat deadline, which is the store's index. */
+export const MachineWire = wireRecord(Model.Machine, {
+  omit: ["seatDeadline"],
+  supplied: { components: Schema.Array(ComponentWire) }
 })
 export type MachineWire = typeof MachineWire.Type
 
-const componentToWire = (c: Model.Component) => ({ id: c.id, kind: c.kind, fingerprint: c.fingerprint, name: c.name })
-
 /** A machine on the wire. */
-export const machineToWire = (m: Model.Machine): MachineWire => ({
-  id: m.id,
-  license_id: m.licenseId,
-  fingerprint: m.fingerprint,
-  name: m.name,
-  hostname: m.hostname,
-  platform: m.platform,
-  app_version: m.appVersion,
-  ip_address: m.ipAddress,
-  status: m.status,
-  activated_at: iso(m.activatedAt),
-  deactivated_at: isoOrNull(m.deactivatedAt),
-  deactivation_reason: m.deactivationReason,
-  last_heartbeat_at: isoOrNull(m.lastHeartbeatAt),
-  lease_expires_at: isoOrNull(m.leaseExpiresAt),
-  meta: m.meta,
-  components: m.components.map(componentToWire),
-  created_at: iso(m.createdAt)
+export const machineToWire = (m: Model.Machine): MachineWire =>
+  MachineWire.from(m, { components: m.components.map((c) => ComponentWire.from(c)) })
+
+/**
+ * A license on the wire: its record with the status it reports now (in place of its stored state) and the seats
+ * held, without who suspended it or its revision.
+ */
+export const LicenseWire = wireRecord(Model.License, {
+  omit: ["state", "suspendedBy", "revision"],
+  rename: { key: "license_key" },
+  supplied: {
+    status: Model.LicenseStatus,
+    activation_count: Schema.Int,
+    effective_entitlements: Schema.Array(Schema.String).annotate({
+      description: "Read-only: the sorted union of the license's own codes and its policy's (live from the policy)."
+    })
+  },
+  after: {
+    status: "license_key",
+    activation_count: "max_activations",
+    meta: "subscription_id",
+    policy_id: "meta",
+    entitlements: "policy_id",
+    effective_entitlements: "entitlements"
+  },
+  describe: {
+    policy_id: "The policy (plan) the license was made from or moved to, or null.",
+    entitlements: "The license's own entitlement codes, sorted."
+  }
 })
-
-const licenseFields = {
-  id: Schema.Int,
-  license_key: Schema.String,
-  status: Model.LicenseStatus,
-  product_id: NullableInt,
-  order_id: NullableInt,
-  user_id: NullableInt,
-  max_activations: NullableInt,
-  activation_count: Schema.Int,
-  overage_strategy: Model.OverageStrategy,
-  is_floating: Schema.Boolean,
-  lease_duration: Schema.Int,
-  require_heartbeat: Schema.Boolean,
-  heartbeat_interval: Schema.Int,
-  valid_for_days: NullableInt,
-  expires_at: NullableTime,
-  grace_days: Schema.Int,
-  activated_at: NullableTime,
-  source: Model.LicenseSource,
-  generator_id: NullableInt,
-  subscription_id: NullableInt,
-  meta: Json,
-  policy_id: NullableInt.annotate({ description: "The policy (plan) the license was made from or moved to, or null." }),
-  entitlements: Schema.Array(Schema.String).annotate({ description: "The license's own entitlement codes, sorted." }),
-  effective_entitlements: Schema.Array(Schema.String).annotate({
-    description: "Read-only: the sorted union of the license's own codes and its policy's (live from the policy)."
-  }),
-  created_at: Time,
-  updated_at: Time
-}
-
-export const LicenseWire = Schema.Struct(licenseFields)
 export type LicenseWire = typeof LicenseWire.Type
 
 /** A license with its machines (GET /licenses/{key}). */
-export const LicenseDetailWire = Schema.Struct({ ...licenseFields, machines: Schema.Array(MachineWire) })
+export const LicenseDetailWire = Schema.Struct({ ...LicenseWire.fields, machines: Schema.Array(MachineWire) })
 export type LicenseDetailWire = typeof LicenseDetailWire.Type
 
 /** A license as it reports itself now. */
-export const licenseToWire = ({ license: l, status, activationCount, effectiveEntitlements }: Machine.LicenseView): LicenseWire => ({
-  id: l.id,
-  license_key: l.key,
-  status,
-  product_id: l.productId,
-  order_id: l.orderId,
-  user_id: l.userId,
-  max_activations: l.maxActivations,
-  activation_count: activationCount,
-  overage_strategy: l.overageStrategy,
-  is_floating: l.isFloating,
-  lease_duration: l.leaseDuration,
-  require_heartbeat: l.requireHeartbeat,
-  heartbeat_interval: l.heartbeatInterval,
-  valid_for_days: l.validForDays,
-  expires_at: isoOrNull(l.expiresAt),
-  grace_days: l.graceDays,
-  activated_at: isoOrNull(l.activatedAt),
-  source: l.source,
-  generator_id: l.generatorId,
-  subscription_id: l.subscriptionId,
-  meta: l.meta,
-  policy_id: l.policyId,
-  entitlements: l.entitlements,
-  effective_entitlements: effectiveEntitlements ?? l.entitlements,
-  created_at: iso(l.createdAt),
-  updated_at: iso(l.updatedAt)
-})
+export const licenseToWire = ({ license, status, activationCount, effectiveEntitlements }: Machine.LicenseView): LicenseWire =>
+  LicenseWire.from(license, {
+    status,
+    activation_count: activationCount,
+    effective_entitlements: effectiveEntitlements ?? license.entitlements
+  })
 
 /** A license with its machines on the wire (what `Licenses.get` answers). */
 export const licenseDetailToWire = (
@@ -197,103 +133,33 @@ export const policyToWire = ({ licenseCount, policy: p }: { readonly policy: Mod
   updated_at: iso(p.updatedAt)
 })
 
-export const GeneratorWire = Schema.Struct({
-  id: Schema.Int,
-  name: Schema.String,
-  charset: Schema.String,
-  chunk_length: Schema.Int,
-  prefix: Schema.String,
-  product_id: NullableInt,
-  default_max_activations: NullableInt,
-  default_valid_days: NullableInt,
-  default_overage_strategy: Schema.NullOr(Schema.String),
-  default_is_floating: Schema.NullOr(Schema.Boolean),
-  pool_size: Schema.Int,
-  created_at: Time,
-  updated_at: Time
+/** A generator on the wire, with the number of keys waiting in its pool. */
+export const GeneratorWire = wireRecord(Model.Generator, {
+  supplied: { pool_size: Schema.Int },
+  after: { pool_size: "default_is_floating" }
 })
 export type GeneratorWire = typeof GeneratorWire.Type
 
-export const generatorToWire = ({ generator: g, poolSize }: { readonly generator: Model.Generator; readonly poolSize: number }): GeneratorWire => ({
-  id: g.id,
-  name: g.name,
-  charset: g.charset,
-  chunk_length: g.chunkLength,
-  prefix: g.prefix,
-  product_id: g.productId,
-  default_max_activations: g.defaultMaxActivations,
-  default_valid_days: g.defaultValidDays,
-  default_overage_strategy: g.defaultOverageStrategy,
-  default_is_floating: g.defaultIsFloating,
-  pool_size: poolSize,
-  created_at: iso(g.createdAt),
-  updated_at: iso(g.updatedAt)
-})
+export const generatorToWire = ({ generator, poolSize }: { readonly generator: Model.Generator; readonly poolSize: number }): GeneratorWire =>
+  GeneratorWire.from(generator, { pool_size: poolSize })
 
-export const ApiKeyWire = Schema.Struct({
-  id: Schema.Int,
-  description: Schema.String,
-  scope: Model.ApiKeyScope,
-  truncated_key: Schema.String,
-  created_at: Time,
-  last_access_at: NullableTime
-})
+/** An API key on the wire: never its hashes. */
+export const ApiKeyWire = wireRecord(Model.ApiKey, { omit: ["consumerKeyHash", "consumerSecretHash"] })
 export type ApiKeyWire = typeof ApiKeyWire.Type
 
-export const apiKeyToWire = (k: Model.ApiKey): ApiKeyWire => ({
-  id: k.id,
-  description: k.description,
-  scope: k.scope,
-  truncated_key: k.truncatedKey,
-  created_at: iso(k.createdAt),
-  last_access_at: isoOrNull(k.lastAccessAt)
-})
+export const apiKeyToWire = (k: Model.ApiKey): ApiKeyWire => ApiKeyWire.from(k)
 
-export const WebhookWire = Schema.Struct({
-  id: Schema.Int,
-  name: Schema.String,
-  url: Schema.String,
-  events: Schema.Array(Schema.String),
-  status: Model.WebhookStatus,
-  created_at: Time
-})
+/** A webhook on the wire: never its secret. */
+export const WebhookWire = wireRecord(Model.Webhook, { omit: ["sealedSecret", "failingSince", "updatedAt"] })
 export type WebhookWire = typeof WebhookWire.Type
 
-export const webhookToWire = (w: Model.Webhook): WebhookWire => ({
-  id: w.id,
-  name: w.name,
-  url: w.url,
-  events: w.events,
-  status: w.status,
-  created_at: iso(w.createdAt)
-})
+export const webhookToWire = (w: Model.Webhook): WebhookWire => WebhookWire.from(w)
 
-export const DeliveryWire = Schema.Struct({
-  id: Schema.Int,
-  event_id: Schema.Int,
-  type: Schema.String,
-  status: Model.DeliveryStatus,
-  attempts: Schema.Int,
-  response_status: NullableInt,
-  response_excerpt: Schema.NullOr(Schema.String),
-  last_attempt_at: NullableTime,
-  next_attempt_at: NullableTime,
-  created_at: Time
-})
+/** A delivery of an event to a webhook on the wire. */
+export const DeliveryWire = wireRecord(Model.WebhookDelivery, { omit: ["webhookId", "lockedUntil"] })
 export type DeliveryWire = typeof DeliveryWire.Type
 
-export const deliveryToWire = (d: Model.WebhookDelivery): DeliveryWire => ({
-  id: d.id,
-  event_id: d.eventId,
-  type: d.type,
-  status: d.status,
-  attempts: d.attempts,
-  response_status: d.responseStatus,
-  response_excerpt: d.responseExcerpt,
-  last_attempt_at: isoOrNull(d.lastAttemptAt),
-  next_attempt_at: isoOrNull(d.nextAttemptAt),
-  created_at: iso(d.createdAt)
-})
+export const deliveryToWire = (d: Model.WebhookDelivery): DeliveryWire => DeliveryWire.from(d)
 
 /** The `meta` of a list: total, page, per_page and total_pages (0 when total is 0). */
 export const ListMeta = Schema.Struct({ total: Schema.Int, page: Schema.Int, per_page: Schema.Int, total_pages: Schema.Int })
@@ -610,38 +476,12 @@ export const renewalToWire = (r: Model.RenewalRecord): RenewalWire => {
     created_at: iso(r.createdAt)
   }
 }
-/** A release on the wire (CONTRACT §9). */
-export const ReleaseWire = Schema.Struct({
-  id: Schema.Int,
-  product_id: Schema.Int,
-  version: Schema.String,
-  channel: Model.ReleaseChannel,
-  changelog: Schema.NullOr(Schema.String),
-  min_app_version: Schema.NullOr(Schema.String),
-  entitlements: Schema.Array(Schema.String).annotate({ description: "Codes a license must hold to be offered and download it." }),
-  filename: Schema.NullOr(Schema.String),
-  size: Schema.NullOr(Schema.Number),
-  sha256: Schema.NullOr(Schema.String),
-  content_type: Schema.NullOr(Schema.String),
-  artifact_url: Schema.NullOr(Schema.String),
-  released_at: Schema.String,
-  created_at: Schema.String
+/** A release on the wire (CONTRACT §9): never where the store keeps its artifact, nor its sort key. */
+export const ReleaseWire = wireRecord(Model.Release, {
+  omit: ["versionKey", "artifactKey"],
+  after: { entitlements: "min_app_version" },
+  describe: { entitlements: "Codes a license must hold to be offered and download it." }
 })
 export type ReleaseWire = typeof ReleaseWire.Type
 
-export const releaseToWire = (r: Model.Release): ReleaseWire => ({
-  id: r.id,
-  product_id: r.productId,
-  version: r.version,
-  channel: r.channel,
-  changelog: r.changelog,
-  min_app_version: r.minAppVersion,
-  entitlements: r.entitlements,
-  filename: r.filename,
-  size: r.size,
-  sha256: r.sha256,
-  content_type: r.contentType,
-  artifact_url: r.artifactUrl,
-  released_at: iso(r.releasedAt),
-  created_at: iso(r.createdAt)
-})
+export const releaseToWire = (r: Model.Release): ReleaseWire => ReleaseWire.from(r)

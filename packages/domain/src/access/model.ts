@@ -1,6 +1,6 @@
 /** The access feature's records: API keys and their scopes. */
 import { Schema } from "effect"
-import { Millis } from "../shared/model.js"
+import { Id, Millis } from "../shared/model.js"
 
 /** What an API key may do: `read` allows GET, `write` allows POST/PUT/PATCH/DELETE, `read_write` both. */
 export const apiKeyScopes = ["read", "write", "read_write"] as const
@@ -9,7 +9,7 @@ export type ApiKeyScope = typeof ApiKeyScope.Type
 
 /** A stored API key: only SHA-256 hashes of the consumer key and secret are kept. */
 export const ApiKey = Schema.Struct({
-  id: Schema.Int,
+  id: Id,
   description: Schema.String,
   scope: ApiKeyScope,
   consumerKeyHash: Schema.String,

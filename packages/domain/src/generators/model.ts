@@ -1,16 +1,16 @@
 /** The generators feature's records: key generators (a key format and defaults for the licenses they make). */
 import { Schema } from "effect"
 import { OverageStrategy } from "../licensing/model.js"
-import { Millis } from "../shared/model.js"
+import { Id, Millis } from "../shared/model.js"
 
 /** A key generator: the format of the keys it mints and the settings its licenses get unless told otherwise. */
 export const Generator = Schema.Struct({
-  id: Schema.Int,
+  id: Id,
   name: Schema.String,
   charset: Schema.String,
   chunkLength: Schema.Int,
   prefix: Schema.String,
-  productId: Schema.NullOr(Schema.Int),
+  productId: Schema.NullOr(Id),
   defaultMaxActivations: Schema.NullOr(Schema.Int),
   defaultValidDays: Schema.NullOr(Schema.Int),
   defaultOverageStrategy: Schema.NullOr(OverageStrategy),

@@ -18,6 +18,7 @@ import {
   type PolicyNotFound,
   policyNotFound
 } from "./errors.js"
+import { type ImportFormat, readImport } from "./importing.js"
 import { defaultKeyFormat, mintKey, parseKey, parseKeyPrefix, parseNewKey } from "./keys.js"
 import {
   applyLicenseAction,
@@ -121,6 +122,15 @@ export class Licenses extends Context.Service<Licenses, {
   readonly revoke: (key: string) => Effect.Effect<LicenseView, InvalidParam | InvalidTransition | WriteError>
   readonly reinstate: (key: string) => Effect.Effect<LicenseView, InvalidParam | InvalidTransition | WriteError>
   readonly terminate: (key: string, confirm: boolean) => Effect.Effect<LicenseView, InvalidParam | ConfirmationRequired | WriteError>
+  /**
+   * Imports an export of another licensing system (CONTRACT §17, `importing.ts`), all or nothing, in one
+   * transaction with a `license.created` event each: the number imported, or every bad row named, or
+   * `LicenseExists` when a key is already stored.
+   */
+  readonly importLicenses: (
+    format: ImportFormat,
+    data: unknown
+  ) => Effect.Effect<{ readonly imported: number }, InvalidParam | LicenseExists | StorageUnavailable>
 }>()("@lm/domain/Licenses") {
   /** The service on the ports; creates with `generator_id` go to the `GeneratorIssuer` in context when it is built. */
   static readonly layer = Layer.effect(
@@ -293,7 +303,20 @@ export class Licenses extends Context.Service<Licenses, {
         return yield* write(key, (license, now) => Effect.fromResult(renewLicense(license, renewal, now)))
       })
 
+      const importLicenses = Effect.fn("Licenses.importLicenses")(function*(format: ImportFormat, data: unknown) {
+        const now = yield* Clock.currentTimeMillis
+        const drafts = yield* Effect.fromResult(readImport(format, data, now))
+        return yield* store.transaction(
+          Effect.gen(function*() {
+            const saved = yield* licenses.insertMany(drafts)
+            yield* outbox.append(saved.map((license) => licenseCreated(license, now)))
+            return { imported: saved.length }
+          })
+        )
+      })
+
       return Licenses.of({
+        importLicenses,
         create,
         get,
         list,

@@ -3,7 +3,7 @@
  * their transitions cause, and which of those change the certificate revocation list.
  */
 import { Schema } from "effect"
-import { type DomainEvent, Meta, Millis } from "../shared/model.js"
+import { type DomainEvent, Id, Meta, Millis } from "../shared/model.js"
 
 /** How far a license may exceed its seat limit: not at all, or up to 1.25, 1.5 or 2 times it. */
 export const overageStrategies = ["deny", "allow_1_25x", "allow_1_5x", "allow_2x"] as const
@@ -38,9 +38,9 @@ export type LicenseStatus = typeof LicenseStatus.Type
 
 /** The settings of a license that PUT may change and a create may set. */
 export const LicenseSettings = Schema.Struct({
-  productId: Schema.NullOr(Schema.Int),
-  orderId: Schema.NullOr(Schema.Int),
-  userId: Schema.NullOr(Schema.Int),
+  productId: Schema.NullOr(Id),
+  orderId: Schema.NullOr(Id),
+  userId: Schema.NullOr(Id),
   maxActivations: Schema.NullOr(Schema.Int),
   overageStrategy: OverageStrategy,
   isFloating: Schema.Boolean,
@@ -52,21 +52,21 @@ export const LicenseSettings = Schema.Struct({
   graceDays: Schema.Int,
   meta: Meta,
   /** The policy (plan) the license was made from or moved to, or null (CONTRACT §15). */
-  policyId: Schema.NullOr(Schema.Int),
+  policyId: Schema.NullOr(Id),
   /** The license's own entitlement codes, sorted; its effective ones add its policy's (`policies/entitlements.ts`). */
   entitlements: Schema.Array(Schema.String)
 })
 export type LicenseSettings = typeof LicenseSettings.Type
 
 export const License = Schema.Struct({
-  id: Schema.Int,
+  id: Id,
   key: Schema.String,
   state: LicenseState,
   ...LicenseSettings.fields,
   activatedAt: Schema.NullOr(Millis),
   source: LicenseSource,
-  generatorId: Schema.NullOr(Schema.Int),
-  subscriptionId: Schema.NullOr(Schema.Int),
+  generatorId: Schema.NullOr(Id),
+  subscriptionId: Schema.NullOr(Id),
   suspendedBy: SuspendedBy,
   createdAt: Millis,
   updatedAt: Millis,
@@ -98,7 +98,7 @@ export const ComponentKind = Schema.Literals(componentKinds)
 export type ComponentKind = typeof ComponentKind.Type
 
 export const Component = Schema.Struct({
-  id: Schema.Int,
+  id: Id,
   kind: ComponentKind,
   fingerprint: Schema.String,
   name: Schema.NullOr(Schema.String)
@@ -107,8 +107,8 @@ export type Component = typeof Component.Type
 export type ComponentDraft = Omit<Component, "id">
 
 export const Machine = Schema.Struct({
-  id: Schema.Int,
-  licenseId: Schema.Int,
+  id: Id,
+  licenseId: Id,
   fingerprint: Schema.String,
   name: Schema.NullOr(Schema.String),
   hostname: Schema.NullOr(Schema.String),

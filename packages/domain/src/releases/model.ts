@@ -1,7 +1,7 @@
 /** The releases feature's records: releases of a product and their channels, and the event publishing one causes. */
 import { Schema } from "effect"
 import { Entitlements } from "../licensing/model.js"
-import { Millis } from "../shared/model.js"
+import { Id, Millis } from "../shared/model.js"
 
 /**
  * Release channels, most stable first (CONTRACT §9). A client on a channel also sees the more stable ones (those
@@ -13,8 +13,8 @@ export type ReleaseChannel = typeof ReleaseChannel.Type
 
 /** A published version of a product, with its artifact (uploaded to the artifact store, or hosted elsewhere). */
 export const Release = Schema.Struct({
-  id: Schema.Int,
-  productId: Schema.Int,
+  id: Id,
+  productId: Id,
   /** Strict semver, as given. */
   version: Schema.String,
   /**

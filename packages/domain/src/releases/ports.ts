@@ -33,7 +33,10 @@ export interface StoredArtifact {
 /** An upload over the byte limit: nothing of it is kept. */
 export class ArtifactTooLarge {
   readonly _tag = "ArtifactTooLarge"
-  constructor(readonly maxBytes: number) {}
+  readonly maxBytes: number
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes
+  }
 }
 
 /**

@@ -3,13 +3,8 @@
  * event. Times are epoch milliseconds (UTC); the HTTP adapter writes them as ISO 8601. Durations are whole
  * seconds, as on the wire.
  */
-import { Schema } from "effect"
 
-/** Epoch milliseconds. */
-export const Millis = Schema.Number
-/** A JSON object of free-form metadata. */
-export const Meta = Schema.Record(Schema.String, Schema.Json)
-export type Meta = typeof Meta.Type
+export * from "./record.js"
 
 // Each list of names in the feature models is written once, as a tuple; its Schema and type derive from it, and
 // the HTTP adapter's wire schemas, the CLI and the settings refer to these (the OpenAPI document lists the same

@@ -112,7 +112,10 @@ export class RevocationList {
   readonly #revokedFingerprints: ReadonlySet<string>
   readonly #revokedMachines: ReadonlySet<number>
 
-  constructor(readonly payload: CrlPayload) {
+  readonly payload: CrlPayload
+
+  constructor(payload: CrlPayload) {
+    this.payload = payload
     this.#revokedKeys = new Set(payload.revoked_keys)
     this.#suspendedKeys = new Set(payload.suspended_keys)
     this.#revokedFingerprints = new Set(payload.revoked_fingerprints)

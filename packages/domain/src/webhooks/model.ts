@@ -3,7 +3,7 @@
  * webhooks themselves.
  */
 import { Schema } from "effect"
-import { Millis } from "../shared/model.js"
+import { Id, Millis } from "../shared/model.js"
 
 /**
  * Names of the events about webhooks themselves that the core writes to the outbox: `webhook.disabled` (a webhook
@@ -22,7 +22,7 @@ export type WebhookStatus = typeof WebhookStatus.Type
 
 /** A registered webhook. The store keeps its secret sealed with the master key (never in clear). */
 export const Webhook = Schema.Struct({
-  id: Schema.Int,
+  id: Id,
   name: Schema.String,
   url: Schema.String,
   /** Event names, or `["*"]`. */
@@ -45,9 +45,9 @@ export type DeliveryStatus = typeof DeliveryStatus.Type
 
 /** One event to deliver to one webhook, with the outcome of its latest attempt. */
 export const WebhookDelivery = Schema.Struct({
-  id: Schema.Int,
-  webhookId: Schema.Int,
-  eventId: Schema.Int,
+  id: Id,
+  webhookId: Id,
+  eventId: Id,
   type: Schema.String,
   status: DeliveryStatus,
   attempts: Schema.Int,

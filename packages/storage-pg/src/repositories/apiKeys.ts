@@ -1,30 +1,13 @@
 /** The domain's `ApiKeyRepository` on `lm_api_keys` (only hashes of the consumer key and secret are kept). */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
-import { Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { Count, date, firstOf, oneOf, rowsOf, tableOf } from "./rows.js"
 
-/** The column of each field of an API key whose name differs (snake_case), for reading and writing rows. */
-const apiKeyColumnNames = {
-  consumerKeyHash: "consumer_key_hash",
-  consumerSecretHash: "consumer_secret_hash",
-  truncatedKey: "truncated_key",
-  createdAt: "created_at",
-  lastAccessAt: "last_access_at"
-} as const
-
-/** A row of `lm_api_keys`. */
-const ApiKeyRow = Schema.Struct({
-  id: Int8,
-  description: Schema.String,
-  scope: Model.ApiKeyScope,
-  consumerKeyHash: Schema.String,
-  consumerSecretHash: Schema.String,
-  truncatedKey: Schema.String,
-  createdAt: Timestamp,
-  lastAccessAt: Schema.NullOr(Timestamp)
-}).pipe(Schema.encodeKeys(apiKeyColumnNames))
+/** `lm_api_keys`. */
+const apiKeys = tableOf(Model.ApiKey, { generated: ["id"] })
+const ApiKeyRow = apiKeys.Row
 
 const apiKeyRows = rowsOf(ApiKeyRow, "lm_api_keys")
 const firstApiKey = firstOf(ApiKeyRow, "lm_api_keys")
@@ -38,17 +21,7 @@ export const layer = Layer.effect(
     const countAll = sql`SELECT count(*) AS n FROM lm_api_keys`.pipe(Effect.flatMap(count), Effect.map((r) => r.n))
     return Ports.ApiKeyRepository.of({
       insert: (k) =>
-        sql`INSERT INTO lm_api_keys ${
-          sql.insert(Struct.renameKeys({
-            description: k.description,
-            scope: k.scope,
-            consumerKeyHash: k.consumerKeyHash,
-            consumerSecretHash: k.consumerSecretHash,
-            truncatedKey: k.truncatedKey,
-            createdAt: date(k.createdAt),
-            lastAccessAt: date(k.lastAccessAt)
-          }, apiKeyColumnNames))
-        } RETURNING *`.pipe(Effect.flatMap(oneApiKey), orUnavailable),
+        sql`INSERT INTO lm_api_keys ${sql.insert(apiKeys.columns(k))} RETURNING *`.pipe(Effect.flatMap(oneApiKey), orUnavailable),
       findByConsumerKeyHash: (hash) =>
         sql`SELECT * FROM lm_api_keys WHERE consumer_key_hash = ${hash}`.pipe(Effect.flatMap(firstApiKey), orUnavailable),
       list: (page) =>

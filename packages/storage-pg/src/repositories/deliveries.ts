@@ -4,40 +4,16 @@
  * committed after a later id; deliveries are claimed for a lease in one UPDATE over a SKIP LOCKED selection, so two
  * workers never hold one delivery at once.
  */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { eventRows } from "./outbox.js"
-import { Count, date, firstOf, Int8, iso, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { Count, date, firstOf, iso, oneOf, rowsOf, tableOf } from "./rows.js"
 
-/** The column of each field of a delivery whose name differs. */
-const deliveryColumnNames = {
-  webhookId: "webhook_id",
-  eventId: "event_id",
-  responseStatus: "response_status",
-  responseExcerpt: "response_excerpt",
-  lastAttemptAt: "last_attempt_at",
-  nextAttemptAt: "next_attempt_at",
-  lockedUntil: "locked_until",
-  createdAt: "created_at"
-} as const
-
-/** A row of `lm_webhook_deliveries`. */
-const DeliveryRow = Schema.Struct({
-  id: Int8,
-  webhookId: Int8,
-  eventId: Int8,
-  type: Schema.String,
-  status: Model.DeliveryStatus,
-  attempts: Schema.Int,
-  responseStatus: Schema.NullOr(Schema.Int),
-  responseExcerpt: Schema.NullOr(Schema.String),
-  lastAttemptAt: Schema.NullOr(Timestamp),
-  nextAttemptAt: Schema.NullOr(Timestamp),
-  lockedUntil: Schema.NullOr(Timestamp),
-  createdAt: Timestamp
-}).pipe(Schema.encodeKeys(deliveryColumnNames))
+/** `lm_webhook_deliveries`. */
+const deliveries = tableOf(Model.WebhookDelivery, { generated: ["id"] })
+const DeliveryRow = deliveries.Row
 
 const deliveryRows = rowsOf(DeliveryRow, "lm_webhook_deliveries")
 const firstDelivery = firstOf(DeliveryRow, "lm_webhook_deliveries")
@@ -61,20 +37,7 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* PgClient
 
-    const deliveryColumns = (d: Model.WebhookDeliveryDraft) =>
-      Struct.renameKeys({
-        webhookId: d.webhookId,
-        eventId: d.eventId,
-        type: d.type,
-        status: d.status,
-        attempts: d.attempts,
-        responseStatus: d.responseStatus,
-        responseExcerpt: d.responseExcerpt,
-        lastAttemptAt: date(d.lastAttemptAt),
-        nextAttemptAt: date(d.nextAttemptAt),
-        lockedUntil: date(d.lockedUntil),
-        createdAt: date(d.createdAt)
-      }, deliveryColumnNames)
+    const deliveryColumns = (d: Model.WebhookDeliveryDraft) => deliveries.columns(d)
 
     return Ports.WebhookDeliveryQueue.of({
       claimUndispatched: (limit) =>

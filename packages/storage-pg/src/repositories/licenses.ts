@@ -3,67 +3,18 @@
  * until the transaction ends; pool draws claim rows with `FOR UPDATE SKIP LOCKED`, so several processes can draw
  * from one pool.
  */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import * as Arr from "effect/Array"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { Errors, License, Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
-import { chunk, Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { chunk, Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 import { holdsSeat } from "./seats.js"
 
-/** The column of each field of a license whose name differs (snake_case), for reading and writing rows. */
-const licenseColumnNames = {
-  productId: "product_id",
-  orderId: "order_id",
-  userId: "user_id",
-  maxActivations: "max_activations",
-  overageStrategy: "overage_strategy",
-  isFloating: "is_floating",
-  leaseDuration: "lease_duration",
-  requireHeartbeat: "require_heartbeat",
-  heartbeatInterval: "heartbeat_interval",
-  validForDays: "valid_for_days",
-  expiresAt: "expires_at",
-  graceDays: "grace_days",
-  activatedAt: "activated_at",
-  generatorId: "generator_id",
-  subscriptionId: "subscription_id",
-  suspendedBy: "suspended_by",
-  policyId: "policy_id",
-  createdAt: "created_at",
-  updatedAt: "updated_at"
-} as const
-
 /** A row of `lm_licenses` (its stored grace end, `grace_ends_at`, is for filtering only and not read back). */
-export const LicenseRow = Schema.Struct({
-  id: Int8,
-  key: Schema.String,
-  state: Model.LicenseState,
-  productId: Schema.NullOr(Int8),
-  orderId: Schema.NullOr(Int8),
-  userId: Schema.NullOr(Int8),
-  maxActivations: Schema.NullOr(Schema.Int),
-  overageStrategy: Model.OverageStrategy,
-  isFloating: Schema.Boolean,
-  leaseDuration: Schema.Int,
-  requireHeartbeat: Schema.Boolean,
-  heartbeatInterval: Schema.Int,
-  validForDays: Schema.NullOr(Schema.Int),
-  expiresAt: Schema.NullOr(Timestamp),
-  graceDays: Schema.Int,
-  activatedAt: Schema.NullOr(Timestamp),
-  source: Model.LicenseSource,
-  generatorId: Schema.NullOr(Int8),
-  subscriptionId: Schema.NullOr(Int8),
-  suspendedBy: Model.SuspendedBy,
-  meta: Model.Meta,
-  policyId: Schema.NullOr(Int8),
-  entitlements: Model.Entitlements,
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  revision: Schema.Int
-}).pipe(Schema.encodeKeys(licenseColumnNames))
+const licenses = tableOf(Model.License, { generated: ["id", "revision"] })
+export const LicenseRow = licenses.Row
 
 export const licenseRows = rowsOf(LicenseRow, "lm_licenses")
 export const firstLicense = firstOf(LicenseRow, "lm_licenses")
@@ -80,34 +31,10 @@ export const layer = Layer.effect(
     const sql = yield* PgClient
 
     /** A draft's columns as statement parameters (with the grace end the domain computes, for filtering). */
-    const licenseColumns = (l: Model.LicenseDraft) =>
-      Struct.renameKeys({
-        key: l.key,
-        state: l.state,
-        productId: l.productId,
-        orderId: l.orderId,
-        userId: l.userId,
-        maxActivations: l.maxActivations,
-        overageStrategy: l.overageStrategy,
-        isFloating: l.isFloating,
-        leaseDuration: l.leaseDuration,
-        requireHeartbeat: l.requireHeartbeat,
-        heartbeatInterval: l.heartbeatInterval,
-        validForDays: l.validForDays,
-        expiresAt: date(l.expiresAt),
-        graceDays: l.graceDays,
-        graceEndsAt: date(License.expiryWithGrace(l)),
-        activatedAt: date(l.activatedAt),
-        source: l.source,
-        generatorId: l.generatorId,
-        subscriptionId: l.subscriptionId,
-        suspendedBy: l.suspendedBy,
-        meta: sql.json(l.meta),
-        policyId: l.policyId,
-        entitlements: sql.json(l.entitlements),
-        createdAt: date(l.createdAt),
-        updatedAt: date(l.updatedAt)
-      }, { ...licenseColumnNames, graceEndsAt: "grace_ends_at" })
+    const licenseColumns = (l: Model.LicenseDraft) => ({
+      ...licenses.columns(l, date, (json) => sql.json(json)),
+      grace_ends_at: date(License.expiryWithGrace(l))
+    })
 
     const uniqueKey = <A>(effect: Effect.Effect<A, SqlError>) =>
       Effect.catchIf(

@@ -3,56 +3,19 @@
  * written in one statement (machines inserted and updated, their events appended to `lm_events`); the sweep
  * claims expired machines with `FOR UPDATE SKIP LOCKED`, so several processes can sweep at once.
  */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { appendEvents } from "./outbox.js"
-import { Count, date, firstOf, Id, Int8, Int8Text, iso, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { Count, date, firstOf, Id, Int8, Int8Text, iso, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /** A component as `machineSelect` aggregates it into JSON (its id as text, so that it is not rounded). */
-const ComponentRow = Schema.Struct({
-  id: Int8Text,
-  kind: Model.ComponentKind,
-  fingerprint: Schema.String,
-  name: Schema.NullOr(Schema.String)
-})
+const ComponentRow = tableOf(Model.Component, { computed: { id: Int8Text } }).Row
 
-/** The column of each field of a machine whose name differs (snake_case), for reading and writing rows. */
-const machineColumnNames = {
-  licenseId: "license_id",
-  appVersion: "app_version",
-  ipAddress: "ip_address",
-  activatedAt: "activated_at",
-  deactivatedAt: "deactivated_at",
-  deactivationReason: "deactivation_reason",
-  lastHeartbeatAt: "last_heartbeat_at",
-  leaseExpiresAt: "lease_expires_at",
-  seatDeadline: "seat_deadline",
-  createdAt: "created_at"
-} as const
-
-/** A row of `lm_machines` with its components (the `components` column `machineSelect` adds). */
-const MachineRow = Schema.Struct({
-  id: Int8,
-  licenseId: Int8,
-  fingerprint: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  hostname: Schema.NullOr(Schema.String),
-  platform: Schema.NullOr(Schema.String),
-  appVersion: Schema.NullOr(Schema.String),
-  ipAddress: Schema.NullOr(Schema.String),
-  status: Model.MachineStatus,
-  activatedAt: Timestamp,
-  deactivatedAt: Schema.NullOr(Timestamp),
-  deactivationReason: Schema.NullOr(Model.DeactivationReason),
-  lastHeartbeatAt: Schema.NullOr(Timestamp),
-  leaseExpiresAt: Schema.NullOr(Timestamp),
-  seatDeadline: Schema.NullOr(Timestamp),
-  meta: Model.Meta,
-  components: Schema.Array(ComponentRow),
-  createdAt: Timestamp
-}).pipe(Schema.encodeKeys(machineColumnNames))
+/** `lm_machines`; a row has its components (the `components` column `machineSelect` adds). */
+const machines = tableOf(Model.Machine, { generated: ["id"], computed: { components: Schema.Array(ComponentRow) } })
+const MachineRow = machines.Row
 
 const machineRows = rowsOf(MachineRow, "lm_machines")
 const firstMachine = firstOf(MachineRow, "lm_machines")
@@ -67,33 +30,8 @@ const machineFieldTypes = "license_id bigint, fingerprint text, name text, hostn
   "last_heartbeat_at timestamptz, lease_expires_at timestamptz, seat_deadline timestamptz, meta jsonb, created_at timestamptz"
 const machineFieldNames = machineFieldTypes.split(", ").map((column) => column.split(" ")[0]).join(", ")
 
-/** A machine's columns but its id, with times and `meta` written by the given functions. */
-const machineFields = <T, J>(
-  m: Omit<Model.Machine, "id" | "components">,
-  time: (value: number | null) => T,
-  json: (value: Model.Machine["meta"]) => J
-) =>
-  Struct.renameKeys({
-    licenseId: m.licenseId,
-    fingerprint: m.fingerprint,
-    name: m.name,
-    hostname: m.hostname,
-    platform: m.platform,
-    appVersion: m.appVersion,
-    ipAddress: m.ipAddress,
-    status: m.status,
-    activatedAt: time(m.activatedAt),
-    deactivatedAt: time(m.deactivatedAt),
-    deactivationReason: m.deactivationReason,
-    lastHeartbeatAt: time(m.lastHeartbeatAt),
-    leaseExpiresAt: time(m.leaseExpiresAt),
-    seatDeadline: time(m.seatDeadline),
-    meta: json(m.meta),
-    createdAt: time(m.createdAt)
-  }, machineColumnNames)
-
 /** A machine's columns as one JSON record (times as ISO text) for `jsonb_to_recordset`. */
-const machineRecord = (m: Model.Machine) => ({ id: m.id, ...machineFields(m, iso, (meta) => meta) })
+const machineRecord = (m: Model.Machine) => ({ id: m.id, ...machines.columns(m, iso) })
 
 export const layer = Layer.effect(
   Ports.MachineRepository,
@@ -108,7 +46,7 @@ export const layer = Layer.effect(
       FROM lm_machines m`
 
     /** A machine's columns as statement parameters. */
-    const machineColumns = (m: Omit<Model.Machine, "id" | "components">) => machineFields(m, date, (meta) => sql.json(meta))
+    const machineColumns = (m: Omit<Model.Machine, "id" | "components">) => machines.columns(m, date, (meta) => sql.json(meta))
 
     const findMachine = (id: number) => sql`${machineSelect} WHERE m.id = ${id}`.pipe(Effect.flatMap(firstMachine))
 

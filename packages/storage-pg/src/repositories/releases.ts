@@ -1,42 +1,14 @@
 /** The domain's `ReleaseRepository` on `lm_releases`. */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { Errors, Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
-import { Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 
-/** The column of each field whose name differs (snake_case). */
-const releaseColumnNames = {
-  productId: "product_id",
-  versionKey: "version_key",
-  minAppVersion: "min_app_version",
-  contentType: "content_type",
-  artifactUrl: "artifact_url",
-  artifactKey: "artifact_key",
-  releasedAt: "released_at",
-  createdAt: "created_at"
-} as const
-
-/** A row of `lm_releases`. */
-const ReleaseRow = Schema.Struct({
-  id: Int8,
-  productId: Int8,
-  version: Schema.String,
-  versionKey: Schema.String,
-  channel: Model.ReleaseChannel,
-  changelog: Schema.NullOr(Schema.String),
-  minAppVersion: Schema.NullOr(Schema.String),
-  filename: Schema.NullOr(Schema.String),
-  size: Schema.NullOr(Int8),
-  sha256: Schema.NullOr(Schema.String),
-  contentType: Schema.NullOr(Schema.String),
-  artifactUrl: Schema.NullOr(Schema.String),
-  artifactKey: Schema.NullOr(Schema.String),
-  releasedAt: Timestamp,
-  createdAt: Timestamp,
-  entitlements: Model.Entitlements
-}).pipe(Schema.encodeKeys(releaseColumnNames))
+/** `lm_releases` (an artifact's size is an `int8`). */
+const releases = tableOf(Model.Release, { generated: ["id"], read: { size: Schema.NullOr(Int8) } })
+const ReleaseRow = releases.Row
 
 const releaseRows = rowsOf(ReleaseRow, "lm_releases")
 const firstRelease = firstOf(ReleaseRow, "lm_releases")
@@ -49,13 +21,7 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* PgClient
 
-    const releaseColumns = (r: Model.ReleaseDraft) =>
-      Struct.renameKeys({
-        ...r,
-        releasedAt: date(r.releasedAt),
-        createdAt: date(r.createdAt),
-        entitlements: sql.json(r.entitlements)
-      }, releaseColumnNames)
+    const releaseColumns = (r: Model.ReleaseDraft) => releases.columns(r, date, (json) => sql.json(json))
 
     const uniqueVersion = <A>(effect: Effect.Effect<A, SqlError>) =>
       Effect.catchIf(effect, (e) => e.reason._tag === "UniqueViolation", () => Effect.fail(Errors.releaseExists()))

@@ -5,6 +5,7 @@
  */
 import { Data, Effect, Schema, SchemaTransformation } from "effect"
 import * as Arr from "effect/Array"
+import { Model } from "@lm/domain"
 
 /**
  * An `int8` column (`bigint` from the driver) as a number: values beyond ±(2^53 - 1) fail to decode rather
@@ -21,6 +22,80 @@ export const Int8Text = Schema.BigIntFromString.pipe(Schema.decodeTo(Int8))
 export const Timestamp = Schema.Date.pipe(
   Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: (d) => d.getTime(), encode: (ms) => new Date(ms) }))
 )
+
+/** A field's column schema: ids as `int8`, times as `timestamptz` (nullable or not); any other field as it is. */
+const columnOf = (field: Schema.Constraint): Schema.Constraint => {
+  const { kind, nullable } = Model.fieldKind(field)
+  const column = kind === "id" ? Int8 : kind === "time" ? Timestamp : undefined
+  return column === undefined ? field : nullable ? Schema.NullOr(column) : column
+}
+
+/** How a record's table differs from the record. */
+export interface TableShape<F extends Schema.Struct.Fields, G extends keyof F, Q extends keyof F> {
+  /** Column names other than the field's name in snake_case. */
+  readonly columns?: { readonly [K in keyof F]?: string }
+  /** Fields the store fills in itself (an identity id, a counter that starts at its default): read, never inserted. */
+  readonly generated?: ReadonlyArray<G>
+  /**
+   * Fields the queries compute rather than read from a column of the table (an aggregate of another table), with
+   * the schema of what the query gives: read, never written.
+   */
+  readonly computed?: { readonly [K in Q]: Schema.Decoder<F[K]["Type"]> }
+  /** The schema a column is read with where it is not the field's own (a count kept as `int8`). */
+  readonly read?: { readonly [K in keyof F]?: Schema.Decoder<F[K]["Type"]> }
+}
+
+/** Whether a field is kept in a `jsonb` column: an object or an array. */
+const isJson = (field: Schema.Constraint) => {
+  const tag = (field as Schema.Top).ast._tag
+  return tag === "Objects" || tag === "Arrays"
+}
+
+/**
+ * A record's table, derived from the record (one of the domain's `Schema.Struct`s) and how the table differs:
+ *
+ * - `Row` decodes a row to the record: each field read from its column (snake_case unless `columns` names it),
+ *   ids from `int8` and times from `timestamptz`. Columns the record does not name are not read.
+ * - `columns(value)` writes a record (but its generated and computed fields) as statement parameters keyed by
+ *   column: times through `time` (a `Date` by default), objects and arrays through `json` (`sql.json` for
+ *   `INSERT`/`UPDATE`; the value itself inside a JSON record for `jsonb_to_recordset`, with ISO text for times),
+ *   every other field as it is.
+ */
+export const tableOf = <F extends Schema.Struct.Fields, const G extends keyof F & string = never, const Q extends keyof F & string = never>(
+  record: { readonly fields: F },
+  shape: TableShape<F, G, Q> = {}
+) => {
+  const names: Record<string, string | undefined> = shape.columns ?? {}
+  const computed: Record<string, Schema.Constraint | undefined> = shape.computed ?? {}
+  const generated: ReadonlyArray<string> = shape.generated ?? []
+  const read: Record<string, Schema.Constraint | undefined> = shape.read ?? {}
+  const fields: Record<string, Schema.Constraint> = {}
+  const renames: Record<string, string> = {}
+  const written: Array<{ readonly key: string; readonly column: string; readonly time: boolean; readonly json: boolean }> = []
+  for (const [key, field] of Object.entries(record.fields)) {
+    const column = names[key] ?? Model.snakeCase(key)
+    fields[key] = computed[key] ?? read[key] ?? columnOf(field)
+    if (column !== key) renames[key] = column
+    if (computed[key] === undefined && !generated.includes(key)) {
+      written.push({ key, column, time: Model.fieldKind(field).kind === "time", json: isJson(field) })
+    }
+  }
+  const Row = Schema.Struct(fields).pipe(Schema.encodeKeys(renames)) as unknown as Schema.Decoder<Schema.Struct.Type<F>>
+  const columns = (
+    value: Omit<Schema.Struct.Type<F>, G | Q>,
+    time: (value: number | null) => unknown = date,
+    json: (value: unknown) => unknown = (v) => v
+  ): Record<string, unknown> => {
+    const out: Record<string, unknown> = {}
+    const fields = value as Record<string, unknown>
+    for (const { key, column, time: isTime, json: isJsonColumn } of written) {
+      const field = fields[key]
+      out[column] = isTime ? time(field as number | null) : isJsonColumn ? json(field) : field
+    }
+    return out
+  }
+  return { Row, columns }
+}
 
 /** The one column of `SELECT count(*) AS n`. */
 export const Count = Schema.Struct({ n: Int8 })

@@ -1,30 +1,13 @@
 /** The domain's `WebhookRepository` on `lm_webhooks` (a webhook's deliveries go with it: ON DELETE CASCADE). */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
-import { Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { Count, date, firstOf, oneOf, rowsOf, tableOf } from "./rows.js"
 
-/** The column of each field of a webhook whose name differs. */
-const webhookColumnNames = {
-  sealedSecret: "secret",
-  failingSince: "failing_since",
-  createdAt: "created_at",
-  updatedAt: "updated_at"
-} as const
-
-/** A row of `lm_webhooks`. */
-const WebhookRow = Schema.Struct({
-  id: Int8,
-  name: Schema.String,
-  url: Schema.String,
-  events: Schema.Array(Schema.String),
-  status: Model.WebhookStatus,
-  sealedSecret: Schema.String,
-  failingSince: Schema.NullOr(Timestamp),
-  createdAt: Timestamp,
-  updatedAt: Timestamp
-}).pipe(Schema.encodeKeys(webhookColumnNames))
+/** `lm_webhooks`: the sealed secret in `secret`, the events a JSON array. */
+const webhooks = tableOf(Model.Webhook, { generated: ["id"], columns: { sealedSecret: "secret" } })
+const WebhookRow = webhooks.Row
 
 const webhookRows = rowsOf(WebhookRow, "lm_webhooks")
 const firstWebhook = firstOf(WebhookRow, "lm_webhooks")
@@ -37,17 +20,7 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* PgClient
 
-    const webhookColumns = (w: Model.WebhookDraft) =>
-      Struct.renameKeys({
-        name: w.name,
-        url: w.url,
-        events: sql.json(w.events),
-        status: w.status,
-        sealedSecret: w.sealedSecret,
-        failingSince: date(w.failingSince),
-        createdAt: date(w.createdAt),
-        updatedAt: date(w.updatedAt)
-      }, webhookColumnNames)
+    const webhookColumns = (w: Model.WebhookDraft) => webhooks.columns(w, date, (events) => sql.json(events))
 
     return Ports.WebhookRepository.of({
       insert: (draft) =>
