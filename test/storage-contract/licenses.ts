@@ -73,6 +73,34 @@ export const licenseCases = (test: ContractTest): void => {
         for (const row of rows) assert.deepStrictEqual(yield* licenses.findByKey(row.key), row)
       }))
 
+    test("insertMany takes an import of 10,000 licenses with imported key shapes (five groups, 128 characters)", () =>
+      Effect.gen(function*() {
+        const licenses = yield* Ports.LicenseRepository
+        const long = `${"L".repeat(32)}-${"O".repeat(32)}-${"N".repeat(32)}-${"G".repeat(29)}`
+        const keys = [...Array.from({ length: 9_999 }, (_, n) => `IMPRT-${n}-AAAAA-BBBBB-CCCCC`), long]
+        const rows = yield* licenses.insertMany(keys.map((key) => licenseDraft({ key, source: "import" })))
+        assert.strictEqual(rows.length, 10_000)
+        assert.strictEqual(new Set(rows.map((l) => l.id)).size, 10_000)
+        assert.strictEqual(long.length, 128)
+        assert.deepStrictEqual(yield* licenses.findByKey(long), rows[9_999])
+        assert.strictEqual((yield* licenses.findByKey("IMPRT-4321-AAAAA-BBBBB-CCCCC"))?.source, "import")
+      }))
+
+    test("list with idAfter walks every license by id, page after page (keyset paging)", () =>
+      Effect.gen(function*() {
+        const licenses = yield* Ports.LicenseRepository
+        const rows = yield* licenses.insertMany([1, 2, 3, 4, 5].map((n) => licenseDraft({ key: keyOf(n) })))
+        const seen: Array<number> = []
+        let after = 0
+        for (let round = 0; round < 10; round++) {
+          const page = yield* licenses.list({ idAfter: after, page: 1, perPage: 2, orderBy: "id", order: "asc" })
+          seen.push(...page.items.map((l) => l.id))
+          if (page.items.length < 2) break
+          after = page.items.at(-1)!.id
+        }
+        assert.deepStrictEqual(seen, rows.map((l) => l.id))
+      }))
+
     test("insertMany with a taken key fails with LicenseExists and writes none of the batch", () =>
       Effect.gen(function*() {
         const licenses = yield* Ports.LicenseRepository
