@@ -2,7 +2,8 @@
  * The audit log over real HTTP (CONTRACT §18), on memory, PGlite and (with DATABASE_URL) PostgreSQL: every
  * management write by a key, refused ones included, with actor, IP, action, target, request id and status;
  * reads are not recorded; a refused write leaves its refusal only (the entry of the change rolled back with it);
- * `GET /audit-log` filters and pages.
+ * a write refused for a malformed request is recorded with the status sent (400); `GET /audit-log` filters,
+ * refuses a malformed filter, and pages.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startApp, type TestApp } from "../../packages/http/test/support/App.js"
@@ -103,6 +104,26 @@ for (const store of stores) {
       expectInvalid(await app.call("GET", "/audit-log?actor=robot"), "actor")
       expectInvalid(await app.call("GET", "/audit-log?from=yesterday"), "from")
       expectInvalid(await app.call("GET", "/audit-log?page=0"), "page")
+    })
+
+    it("records a write refused for a malformed path or body with the status it was answered (400), not 500", async () => {
+      const sent = [
+        await app.call("DELETE", "/releases/abc", { headers: { "x-request-id": "malformed-path" } }),
+        await app.call("POST", "/licenses", { body: { max_activations: "many" }, headers: { "x-request-id": "malformed-body" } })
+      ]
+      expect(sent.map((res) => res.status)).toEqual([400, 400])
+      const recorded = (await entries("?per_page=100")).filter((e: any) => e.request_id?.startsWith("malformed-"))
+      expect(recorded.map((e: any) => [e.request_id, e.action, e.status])).toEqual([
+        ["malformed-body", "license.create", 400],
+        ["malformed-path", "release.delete", 400]
+      ])
+    })
+
+    it("refuses a malformed target_id filter naming it; an id, a license key and a signing key id are filters", async () => {
+      for (const bad of ["abc", "1.5", "NaN", "--1", "0"]) expectInvalid(await app.call("GET", `/audit-log?target_id=${bad}`), "target_id")
+      for (const good of ["777777", "ABCD-EFGH-JKLM-NPQR", "0123456789abcdef"]) {
+        expectList(await app.call("GET", `/audit-log?target_id=${good}`), "entries", { total: 0, page: 1, per_page: 20 })
+      }
     })
   })
 }

@@ -86,6 +86,21 @@ export const licenseCases = (test: ContractTest): void => {
         assert.strictEqual((yield* licenses.findByKey("IMPRT-4321-AAAAA-BBBBB-CCCCC"))?.source, "import")
       }))
 
+    test("list with idAfter walks every license by id, page after page (keyset paging)", () =>
+      Effect.gen(function*() {
+        const licenses = yield* Ports.LicenseRepository
+        const rows = yield* licenses.insertMany([1, 2, 3, 4, 5].map((n) => licenseDraft({ key: keyOf(n) })))
+        const seen: Array<number> = []
+        let after = 0
+        for (let round = 0; round < 10; round++) {
+          const page = yield* licenses.list({ idAfter: after, page: 1, perPage: 2, orderBy: "id", order: "asc" })
+          seen.push(...page.items.map((l) => l.id))
+          if (page.items.length < 2) break
+          after = page.items.at(-1)!.id
+        }
+        assert.deepStrictEqual(seen, rows.map((l) => l.id))
+      }))
+
     test("insertMany with a taken key fails with LicenseExists and writes none of the batch", () =>
       Effect.gen(function*() {
         const licenses = yield* Ports.LicenseRepository

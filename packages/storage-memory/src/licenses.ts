@@ -59,6 +59,7 @@ export const make = (t: Tables): Ports.LicenseRepository["Service"] => {
     if (q.userId !== undefined && license.userId !== q.userId) return false
     if (q.generatorId !== undefined && license.generatorId !== q.generatorId) return false
     if (q.keyPrefix !== undefined && !license.key.startsWith(q.keyPrefix)) return false
+    if (q.idAfter !== undefined && !(license.id > q.idAfter)) return false
     if (q.expiresBefore !== undefined && (license.expiresAt === null || !(license.expiresAt < q.expiresBefore))) return false
     if (q.expiresAfter !== undefined && (license.expiresAt === null || !(license.expiresAt > q.expiresAfter))) return false
     if (q.expiredAt !== undefined) {

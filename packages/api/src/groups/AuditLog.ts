@@ -46,12 +46,18 @@ const ActorFilter = Schema.Union([Model.AuditActorType, positiveIntFromString()]
   description: "`api_key`, `cli`, `system`, or an API key's id (that key's writes)."
 })
 
+/** `target_id`: an id as the API names targets; any other shape is a malformed filter (400), not an empty list. */
+const targetIdExpected = "must be a positive integer id, a license key (in upper case) or a signing key id"
+const TargetIdFilter = Schema.String.annotate({
+  description: "Exact target id: a positive integer id, a license key (upper case, as stored) or a signing key's kid."
+}).check(Schema.makeFilter((s: string) => Model.isAuditTargetId(s) || targetIdExpected, { message: targetIdExpected }))
+
 /** GET /audit-log query. */
 export const AuditLogQuery = {
   actor: Schema.optionalKey(ActorFilter),
   action: Schema.optionalKey(Schema.String.annotate({ description: "Exact action, e.g. `license.revoke`." })),
   target_type: Schema.optionalKey(Schema.String.annotate({ description: "Exact target type, e.g. `license`." })),
-  target_id: Schema.optionalKey(Schema.String.annotate({ description: "Exact target id (a license by its key)." })),
+  target_id: Schema.optionalKey(TargetIdFilter),
   from: Schema.optionalKey(timeInput("Entries at or after this ISO 8601 time (with an offset).")),
   to: Schema.optionalKey(timeInput("Entries strictly before this ISO 8601 time (with an offset).")),
   ...PageQuery

@@ -3,7 +3,9 @@
  * ended. Entries are kept like the event log (`LM_EVENT_RETENTION_DAYS`).
  */
 import { Schema } from "effect"
+import { isStoredKeyFormat } from "../licensing/keys.js"
 import { Millis } from "../shared/model.js"
+import { isKidFormat } from "../signing/model.js"
 
 /** Who made a write: an API key over HTTP, the `lm` command line on the store, or the service itself. */
 export const auditActorTypes = ["api_key", "cli", "system"] as const
@@ -22,6 +24,15 @@ export interface AuditTarget {
   readonly type: string
   readonly id: string | null
 }
+
+/**
+ * Whether a text is the id of a target as the API names it: a positive integer id (`42`), a license key as
+ * stored (upper-case, 2–8 groups), or a signing key's kid (16 lower-case hex). A `target_id` filter of any other
+ * shape can match no done write, so it is refused as malformed rather than answered with an empty list.
+ */
+export const isAuditTargetId = (text: string): boolean =>
+  (/^[1-9][0-9]{0,15}$/.test(text) && Number(text) <= Number.MAX_SAFE_INTEGER) || isStoredKeyFormat(text) ||
+  isKidFormat(text)
 
 /** An entry of the audit log. `status` is the HTTP status the write was answered with (2xx done, else refused). */
 export interface AuditEntry {

@@ -73,6 +73,8 @@ export interface ListLicensesInput {
   readonly userId?: number | undefined
   readonly generatorId?: number | undefined
   readonly search?: string | undefined
+  /** Only licenses whose id is above this (keyset paging; with `orderBy: "id"`, `order: "asc"`). */
+  readonly idAfter?: number | undefined
   readonly expiresBefore?: number | undefined
   readonly expiresAfter?: number | undefined
   readonly orderBy?: LicenseQuery["orderBy"] | undefined
@@ -232,6 +234,7 @@ export class Licenses extends Context.Service<Licenses, {
           keyPrefix: input.search === undefined ? undefined : yield* Effect.fromResult(parseKeyPrefix(input.search, "search")),
           expiresBefore: input.expiresBefore,
           expiresAfter: input.expiresAfter,
+          idAfter: input.idAfter,
           orderBy: input.orderBy ?? "id",
           order: input.order ?? "desc",
           page: input.page,

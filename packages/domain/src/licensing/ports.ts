@@ -33,6 +33,8 @@ export interface LicenseQuery extends PageRequest {
   readonly generatorId?: number | undefined
   /** Key prefix (normalised). */
   readonly keyPrefix?: string | undefined
+  /** `id > idAfter`: the next page of a walk over every license by id (keyset paging, as the export reads). */
+  readonly idAfter?: number | undefined
   /** `expires_at < expiresBefore` (licenses without expiry never match). */
   readonly expiresBefore?: number | undefined
   /** `expires_at > expiresAfter` (licenses without expiry never match). */

@@ -12,6 +12,7 @@ import { createHash, createPrivateKey, createPublicKey, randomBytes } from "node
 import { Effect, Redacted, Schema } from "effect"
 import { base64Decode, base64Encode } from "../verify/encoding.js"
 import type { PublishedKey } from "../verify/payloads.js"
+import { KID_LENGTH } from "./model.js"
 
 /** `LM_SIGNING_KEY` (or a stored seed) is not the base64 of a 32-byte Ed25519 seed. */
 export class InvalidSigningKey extends Schema.TaggedError<InvalidSigningKey>()("InvalidSigningKey", {
@@ -55,7 +56,7 @@ const concat = (a: Uint8Array, b: Uint8Array): Uint8Array => {
 
 /** The key id of a raw public key: first 16 hex characters of its SHA-256. */
 export const kidOf = (publicKey: Uint8Array): string =>
-  createHash("sha256").update(publicKey).digest("hex").slice(0, 16)
+  createHash("sha256").update(publicKey).digest("hex").slice(0, KID_LENGTH)
 
 /** A public key with its key id. */
 export const publicKeyInfo = (publicKey: Uint8Array): PublicKeyInfo => {

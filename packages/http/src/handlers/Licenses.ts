@@ -43,7 +43,8 @@ const exportResponse = (
   query: { readonly format?: "ndjson" | "csv" } & Record<string, unknown>
 ) => {
   const csv = query.format === "csv"
-  const readPage = (page: number) =>
+  // Keyset paging: each page starts after the last id of the one before, so every page costs the same.
+  const readPage = (idAfter: number) =>
     Effect.map(
       licenses.list({
         status: query.status as Model.LicenseStatus | undefined,
@@ -56,7 +57,8 @@ const exportResponse = (
         expiresAfter: query.expires_after as number | undefined,
         orderBy: "id",
         order: "asc",
-        page,
+        idAfter,
+        page: 1,
         perPage: EXPORT_PAGE
       }),
       (result) => [
@@ -64,13 +66,13 @@ const exportResponse = (
           const wire = licenseToWire(view)
           return csv ? `${csvColumns.map((column) => csvCell(wire[column])).join(",")}\n` : `${JSON.stringify(wire)}\n`
         }),
-        result.items.length < EXPORT_PAGE ? Option.none<number>() : Option.some(page + 1)
+        result.items.length < EXPORT_PAGE ? Option.none<number>() : Option.some(result.items.at(-1)!.license.id)
       ] as const
     )
-  return Effect.map(readPage(1), ([first, next]) => {
+  return Effect.map(readPage(0), ([first, next]) => {
     const rest = Option.match(next, {
       onNone: () => Stream.empty,
-      onSome: (page) => Stream.paginate(page, readPage).pipe(Stream.orDie)
+      onSome: (after) => Stream.paginate(after, readPage).pipe(Stream.orDie)
     })
     const lines = Stream.concat(Stream.fromIterable(csv ? [`${csvColumns.join(",")}\n`, ...first] : first), rest)
     return HttpServerResponse.stream(Stream.encodeText(lines), {

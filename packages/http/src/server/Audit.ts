@@ -3,12 +3,13 @@
  * middleware, the one place every management request passes: the actor (the API key), the client IP, the action
  * (`<target type>.<endpoint>`, e.g. `license.revoke`, `api_key.create`), the target (its type from the group, its
  * id from the path; for a create, from the answer), the request id, and how the write ended (the answer's
- * status, or the refusal's). The domain's `AuditLog.audited` writes the entry.
+ * status, or the refusal's as `ErrorEnvelope` answers it). The domain's `AuditLog.audited` writes the entry.
  */
 import type { Services } from "@lm/domain"
 import { Exit } from "effect"
 import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import type { HttpServerResponse } from "effect/http/HttpServerResponse"
+import { refusalStatusOf } from "./ErrorEnvelope.js"
 
 /** Methods that write: the audit log records requests with these. */
 export const isWriteMethod = (method: string): boolean => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"
@@ -84,15 +85,13 @@ const createdIdOf = (response: HttpServerResponse, targetType: string): string |
 /** HttpApiBuilder wraps what a handler fails with in an object holding it as `error` and tagged with this key. */
 const handlerErrorKey = "~effect/http-api/HttpApiBuilder/HandlerError"
 
-/** The status of a refusal: the envelope error's or the domain error's; 500 for anything else. */
-const refusalStatus = (failure: unknown): number => {
-  const error = typeof failure === "object" && failure !== null && handlerErrorKey in failure
-    ? (failure as unknown as { readonly error: unknown }).error
-    : failure
-  const e = error as { readonly status?: unknown; readonly data?: { readonly status?: unknown } } | null
-  const status = e?.status ?? e?.data?.status
-  return typeof status === "number" ? status : 500
-}
+/** The status a refusal is answered with (`refusalStatusOf`), the handler's failure unwrapped. */
+const refusalStatus = (failure: unknown): number =>
+  refusalStatusOf(
+    typeof failure === "object" && failure !== null && handlerErrorKey in failure
+      ? (failure as unknown as { readonly error: unknown }).error
+      : failure
+  )
 
 /** How a management request ended, for `AuditLog.audited`. */
 export const outcomeOf = (targetType: string) => (exit: Exit.Exit<HttpServerResponse, unknown>): Services.AuditOutcome => {

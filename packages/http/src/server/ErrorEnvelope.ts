@@ -220,6 +220,17 @@ export const answerOf = <E, R>(
     })
   )
 
+/**
+ * The status {@link answerOf} answers a failure with: an envelope or domain error's own, 400 for a request part
+ * that failed decoding, else 500 (the router's answer to what the envelope does not know). The audit log records
+ * a refused write with it (`Audit.ts`), so the recorded status is the status sent.
+ */
+export const refusalStatusOf = (error: unknown): number => {
+  if (ApiErrors.isApiError(error) || ApiErrors.isDomainErrorLike(error)) return ApiErrors.toApiError(error).data.status
+  if (HttpApiError.HttpApiSchemaError.is(error) && error.kind in slotName) return 400
+  return 500
+}
+
 /** What the middleware lets through: failures it does not recognise, which the router turns into a 500. */
 type ErrorEnvelopeFailure = Parameters<ErrorEnvelope["Service"]>[0] extends Effect.Effect<any, infer E, any> ? E : never
 

@@ -55,6 +55,7 @@ export const layer = Layer.effect(
         q.userId !== undefined ? sql`user_id = ${q.userId}` : undefined,
         q.generatorId !== undefined ? sql`generator_id = ${q.generatorId}` : undefined,
         q.keyPrefix !== undefined ? sql`key LIKE ${escapeLike(q.keyPrefix) + "%"}` : undefined,
+        q.idAfter !== undefined ? sql`id > ${q.idAfter}` : undefined,
         q.expiresBefore !== undefined ? sql`expires_at < ${date(q.expiresBefore)}` : undefined,
         q.expiresAfter !== undefined ? sql`expires_at > ${date(q.expiresAfter)}` : undefined,
         q.expiredAt !== undefined
