@@ -21,6 +21,7 @@ import { type LogSettings, logLevels } from "./settings/Logging.js"
 export const redact = (text: string): string =>
   text
     .replace(Keys.keysInText, (key) => `${key.slice(0, key.indexOf("-"))}-…`)
+    .replace(Keys.storedKeysInText, (key) => `${key.slice(0, key.indexOf("-"))}-…`)
     .replace(/\bcs_[0-9A-Za-z]+/g, "cs_…")
     .replace(/\bwhsec_[0-9A-Za-z_-]+/g, "whsec_…")
     .replace(/\b(Basic|Bearer)\s+[0-9A-Za-z+/=._~-]+/gi, "$1 …")

@@ -87,6 +87,10 @@ describe("log lines", () => {
 describe("redact", () => {
   it("cuts license keys, API and webhook secrets, credentials, download tokens and signed tokens", () => {
     expect(redact("key abcd-efgh-ijkl-mnop0123 used")).toBe("key abcd-… used")
+    // imported keys (CONTRACT §17): WPLM's five groups, three long groups
+    expect(redact("key WPLM1-AB2C-DE3F-GH4I-JK5L used")).toBe("key WPLM1-… used")
+    expect(redact("key 5F3A9C2B7D1E4F60-A1B2C3D4E5F60718-99AA88BB77CC66DD")).toBe("key 5F3A9C2B7D1E4F60-…")
+    expect(redact("a cross-process-lock on event-log rows, UTF-8")).toBe("a cross-process-lock on event-log rows, UTF-8")
     expect(redact("cs_0123456789abcdef0123456789abcdef01234567")).toBe("cs_…")
     expect(redact("whsec_00ff00ff00ff00ff00ff")).toBe("whsec_…")
     expect(redact("authorization: Basic Y2tfYTpjc19i")).toBe("authorization: Basic …")

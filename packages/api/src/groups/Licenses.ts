@@ -152,9 +152,9 @@ export class LicensesGroup extends HttpApiGroup.make("licenses")
     HttpApiEndpoint.get("export", "/licenses/export", {
       query: {
         ...Object.fromEntries(Object.entries(ListLicensesQuery).filter(([name]) => !["page", "per_page", "orderby", "order"].includes(name))),
-        format: Schema.optionalKey(Schema.Literals(["ndjson", "csv"]).annotate({ description: "`ndjson` (default) or `csv`." }))
+        format: Schema.optionalKey(Schema.Literals(Importing.exportFormats).annotate({ description: "`ndjson` (default) or `csv`." }))
       } as Omit<typeof ListLicensesQuery, "page" | "per_page" | "orderby" | "order"> & {
-        readonly format: Schema.optionalKey<Schema.Literals<readonly ["ndjson", "csv"]>>
+        readonly format: Schema.optionalKey<Schema.Literals<typeof Importing.exportFormats>>
       },
       success: Schema.String.annotate({ description: "The licenses as NDJSON (one License object a line) or CSV." })
     }).annotateMerge(OpenApi.annotations({

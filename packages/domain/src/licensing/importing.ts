@@ -15,6 +15,10 @@ import { licenseStatusCodes } from "./wplm.js"
 export const importFormats = ["lm", "wplm", "lmfwc", "dlm", "csv"] as const
 export type ImportFormat = (typeof importFormats)[number]
 
+/** The formats `GET /licenses/export` writes (the first is the default); its CSV imports back as `csv`. */
+export const exportFormats = ["ndjson", "csv"] as const
+export type ExportFormat = (typeof exportFormats)[number]
+
 /** The most licenses one import takes. */
 export const MAX_IMPORT_ROWS = 10_000
 

@@ -21,6 +21,13 @@ const KEY_PATTERN = new RegExp(`^${KEY_GROUP}-${KEY_GROUP}-${KEY_GROUP}-${KEY_GR
 export const keysInText = new RegExp(`(?<![A-Za-z0-9-])${KEY_GROUP}(?:-${KEY_GROUP}){3}(?![A-Za-z0-9-])`, "gi")
 
 /**
+ * Imported keys of other shapes within a text (global): 3 to 8 groups of {@link STORED_KEY_PATTERN}'s alphabet,
+ * upper-case as stored, holding a digit, not a date; what logs redact beside {@link keysInText}. The case and the
+ * digit keep ordinary hyphenated words ("cross-process-lock") out of it.
+ */
+export const storedKeysInText = /(?<![A-Za-z0-9-])(?!\d{4}-\d\d-\d\d)(?=[A-Z-]*[0-9])[A-Z0-9]{1,32}(?:-[A-Z0-9]{1,32}){2,7}(?![A-Za-z0-9-])/g
+
+/**
  * Trims ASCII whitespace and upper-cases ASCII letters, as every input path does: the verify module's
  * {@link normaliseLicenseKey} (client software checks CRLs with it), so server and clients cannot disagree.
  */

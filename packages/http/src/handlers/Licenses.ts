@@ -4,7 +4,7 @@
  */
 import { Effect, Option, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { License, Licenses, type Model } from "@lm/domain"
+import { type Importing, License, Licenses, type Model } from "@lm/domain"
 import { Api, ok } from "@lm/api"
 import { licenseDetailToWire, licenseSettingsFromWire, licenseToWire, listMeta, pageRequest } from "@lm/api/wire"
 import { group } from "./Group.js"
@@ -40,7 +40,7 @@ const csvCell = (value: unknown): string => {
  */
 const exportResponse = (
   licenses: Licenses["Service"],
-  query: { readonly format?: "ndjson" | "csv" } & Record<string, unknown>
+  query: { readonly format?: Importing.ExportFormat } & Record<string, unknown>
 ) => {
   const csv = query.format === "csv"
   // Keyset paging: each page starts after the last id of the one before, so every page costs the same.
