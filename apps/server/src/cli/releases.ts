@@ -73,6 +73,17 @@ const upload = (url: URL, auth: string, fields: Record<string, string>, file: st
       "Content-Type: application/octet-stream\r\n\r\n"
     const tail = `\r\n--${boundary}--\r\n`
     const report = progressReporter(size)
+    // The server may answer before the whole file is sent (a refusal such as `release_exists`): from the first
+    // answer on, the file is no longer read and no progress is drawn, so the refusal is the last line on stderr.
+    let settled = false
+    let answered = false
+    const settle = (effect: Effect.Effect<{ readonly status: number; readonly body: any }, Refused>) => {
+      if (settled) return
+      settled = true
+      stream.destroy()
+      resume(effect)
+    }
+    const stream = createReadStream(file)
     const request = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, {
       method: "POST",
       headers: {
@@ -81,24 +92,29 @@ const upload = (url: URL, auth: string, fields: Record<string, string>, file: st
         "content-length": Buffer.byteLength(head) + size + Buffer.byteLength(tail)
       }
     }, (response) => {
+      answered = true
+      stream.destroy()
+      response.on("error", () =>
+        settle(Effect.fail(new Refused({ code: "bad_answer", message: `the server's answer broke off (${response.statusCode})` }))))
       let text = ""
       response.setEncoding("utf8")
       response.on("data", (chunk) => { text += chunk })
       response.on("end", () => {
         try {
-          resume(Effect.succeed({ status: response.statusCode ?? 0, body: JSON.parse(text) }))
+          settle(Effect.succeed({ status: response.statusCode ?? 0, body: JSON.parse(text) }))
         } catch {
-          resume(Effect.fail(new Refused({ code: "bad_answer", message: `unexpected answer from the server (${response.statusCode})` })))
+          settle(Effect.fail(new Refused({ code: "bad_answer", message: `unexpected answer from the server (${response.statusCode})` })))
         }
       })
     })
-    request.on("error", (error) =>
-      resume(Effect.fail(new Refused({ code: "unreachable", message: `cannot reach the server at LM_URL: ${error.message}` }))))
+    // After an early answer the server may close before the rest is written: that error is not the outcome.
+    request.on("error", (error) => answered ||
+      settle(Effect.fail(new Refused({ code: "unreachable", message: `cannot reach the server at LM_URL: ${error.message}` }))))
     request.write(head)
     let sent = 0
     report(0)
-    const stream = createReadStream(file)
     stream.on("data", (chunk) => {
+      if (settled || stream.destroyed) return
       sent += chunk.length
       report(sent)
       if (!request.write(chunk)) {
@@ -109,7 +125,7 @@ const upload = (url: URL, auth: string, fields: Record<string, string>, file: st
     stream.on("end", () => request.end(tail))
     stream.on("error", (error) => {
       request.destroy()
-      resume(Effect.fail(new Refused({ code: "file_unreadable", message: `cannot read ${file}: ${error.message}` })))
+      settle(Effect.fail(new Refused({ code: "file_unreadable", message: `cannot read ${file}: ${error.message}` })))
     })
     return Effect.sync(() => request.destroy())
   })
