@@ -17,8 +17,9 @@
  * machine). A schema given a non-identity encoding (e.g. a `DateTime`) must go back to returning `ok(...)`.
  */
 import { Effect } from "effect"
+import { identity } from "effect/Function"
 import { HttpServerResponse } from "effect/http"
-import { Errors, Licensing, RevocationList, Signer, SigningKey } from "@lm/domain"
+import { Errors, Licensing, type Model, RevocationList, Signer, SigningKey } from "@lm/domain"
 import type { PublishedKey } from "@lm/domain/verify"
 import {
   type ActivatedMachine,
@@ -35,12 +36,96 @@ import {
   type ValidatePayload,
   type ValidateResponse
 } from "@lm/api"
-import { iso, isoNow, isoOrNull, licenseToWire, machineToWire } from "@lm/api/wire"
+import { iso, isoNow, isoOrNull, type LicenseWire, licenseToWire, machineToWire } from "@lm/api/wire"
 import { ifNoneMatchMatches } from "../server/EntityTags.js"
 
 /** A success envelope around `data`, written as JSON with `status` (see the module comment). */
 export const respond = <A>(data: A, status = 200, headers?: Readonly<Record<string, string>>) =>
   HttpServerResponse.jsonUnsafe(ok(data), headers === undefined ? { status } : { status, headers })
+
+/** The domain's calls, whose inputs the endpoints' payloads translate to. */
+type LicensingCalls = Licensing["Service"]
+
+/**
+ * The translations shared by both namespaces (lm/v1 here, WPLM in `WplmAnswers.ts`): an endpoint's decoded
+ * payload as the domain call's input, and the domain's validation as validate's body, whose license and machine
+ * each namespace writes in its own shape.
+ */
+export const validateInput = (
+  payload: typeof ValidatePayload.Type,
+  ipAddress: string | null
+): Parameters<LicensingCalls["validate"]>[0] => ({
+  licenseKey: payload.license_key,
+  fingerprint: payload.fingerprint ?? null,
+  nonce: payload.nonce ?? null,
+  ipAddress,
+  entitlements: payload.entitlements ?? undefined
+})
+
+export const validateBody = <L, M>(
+  payload: typeof ValidatePayload.Type,
+  { license, now, signedPayload, signedRefusal, validation }: Effect.Success<ReturnType<LicensingCalls["validate"]>>,
+  licenseShape: (license: LicenseWire) => L,
+  machineShape: (machine: Model.Machine) => M
+) => {
+  const nonce = payload.nonce ?? null
+  return {
+    valid: validation.valid,
+    code: validation.code,
+    license: licenseShape(licenseToWire({
+      license,
+      status: validation.status,
+      activationCount: validation.seatsHeld,
+      effectiveEntitlements: validation.entitlements
+    })),
+    machine: validation.machine === null ? null : machineShape(validation.machine),
+    needs_activation: validation.needsActivation,
+    signed_payload: signedPayload,
+    signed_refusal: signedRefusal,
+    server_time: isoNow(now),
+    ...(nonce === null ? {} : { nonce }),
+    ...(validation.code === "entitlements_missing" ? { missing: validation.missing } : {})
+  }
+}
+
+export const activateInput = (
+  payload: typeof ActivatePayload.Type,
+  ipAddress: string | null
+): Parameters<LicensingCalls["activate"]>[0] => ({
+  licenseKey: payload.license_key,
+  ipAddress,
+  facts: {
+    fingerprint: payload.fingerprint,
+    name: payload.name,
+    hostname: payload.hostname,
+    platform: payload.platform,
+    appVersion: payload.app_version,
+    meta: payload.meta,
+    components: payload.components?.map((c) => ({ kind: c.kind, fingerprint: c.fingerprint, name: c.name ?? null }))
+  }
+})
+
+/** Deactivate's input: the machine by fingerprint, else by id; neither is a 400 naming the missing field. */
+export const deactivateInput = (
+  payload: typeof DeactivatePayload.Type,
+  ipAddress: string | null
+): Effect.Effect<Parameters<LicensingCalls["deactivate"]>[0], Errors.InvalidParam> => {
+  const licenseKey = payload.license_key
+  if (payload.fingerprint !== undefined) return Effect.succeed({ licenseKey, ipAddress, fingerprint: payload.fingerprint })
+  if (payload.machine_id !== undefined) return Effect.succeed({ licenseKey, ipAddress, machineId: payload.machine_id })
+  const params = { fingerprint: "fingerprint or machine_id is required" }
+  return Effect.fail(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params }))
+}
+
+export const heartbeatInput = (
+  payload: typeof HeartbeatPayload.Type,
+  ipAddress: string | null
+): Parameters<LicensingCalls["heartbeat"]>[0] => ({
+  licenseKey: payload.license_key,
+  fingerprint: payload.fingerprint,
+  ipAddress,
+  ...(payload.app_version === undefined || payload.app_version === null ? {} : { appVersion: payload.app_version })
+})
 
 /** The decoded headers of `GET /crl`. */
 export interface CrlHeaders {
@@ -57,83 +142,32 @@ export const makeClientAnswers = Effect.gen(function*() {
   const revocations = yield* RevocationList
   const signer = yield* Signer
 
-  const validate = (payload: typeof ValidatePayload.Type, ipAddress: string | null) => {
-    const nonce = payload.nonce ?? null
-    return licensing.validate({
-      licenseKey: payload.license_key,
-      fingerprint: payload.fingerprint ?? null,
-      nonce,
-      ipAddress,
-      entitlements: payload.entitlements ?? undefined
-    }).pipe(
-      Effect.map(({ license, now, signedPayload, signedRefusal, validation }) => {
-        const body: ValidateResponse = {
-          valid: validation.valid,
-          code: validation.code,
-          license: licenseToWire({
-            license,
-            status: validation.status,
-            activationCount: validation.seatsHeld,
-            effectiveEntitlements: validation.entitlements
-          }),
-          machine: validation.machine === null ? null : machineToWire(validation.machine),
-          needs_activation: validation.needsActivation,
-          signed_payload: signedPayload,
-          signed_refusal: signedRefusal,
-          server_time: isoNow(now),
-          ...(nonce === null ? {} : { nonce }),
-          ...(validation.code === "entitlements_missing" ? { missing: validation.missing } : {})
-        }
+  const validate = (payload: typeof ValidatePayload.Type, ipAddress: string | null) =>
+    licensing.validate(validateInput(payload, ipAddress)).pipe(
+      Effect.map((result) => {
+        const body: ValidateResponse = validateBody(payload, result, identity, machineToWire)
         return respond(body)
       })
     )
-  }
 
   const activate = (payload: typeof ActivatePayload.Type, ipAddress: string | null) =>
-    licensing.activate({
-      licenseKey: payload.license_key,
-      ipAddress,
-      facts: {
-        fingerprint: payload.fingerprint,
-        name: payload.name,
-        hostname: payload.hostname,
-        platform: payload.platform,
-        appVersion: payload.app_version,
-        meta: payload.meta,
-        components: payload.components?.map((c) => ({ kind: c.kind, fingerprint: c.fingerprint, name: c.name ?? null }))
-      }
-    }).pipe(
+    licensing.activate(activateInput(payload, ipAddress)).pipe(
       Effect.map(({ certificate, created, machine }) => {
         const body: ActivatedMachine = { ...machineToWire(machine), certificate }
         return respond(body, created ? 201 : 200)
       })
     )
 
-  const deactivate = (payload: typeof DeactivatePayload.Type, ipAddress: string | null) => {
-    const target = payload.fingerprint !== undefined
-      ? { fingerprint: payload.fingerprint }
-      : payload.machine_id !== undefined
-      ? { machineId: payload.machine_id }
-      : undefined
-    if (target === undefined) {
-      const params = { fingerprint: "fingerprint or machine_id is required" }
-      return Effect.fail(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params }))
-    }
-    return licensing.deactivate({ licenseKey: payload.license_key, ipAddress, ...target }).pipe(
+  const deactivate = (payload: typeof DeactivatePayload.Type, ipAddress: string | null) =>
+    Effect.flatMap(deactivateInput(payload, ipAddress), licensing.deactivate).pipe(
       Effect.map(({ machine }) => {
         const body: DeactivateResponse = { deactivated: true, machine: machineToWire(machine) }
         return respond(body)
       })
     )
-  }
 
   const heartbeat = (payload: typeof HeartbeatPayload.Type, ipAddress: string | null) =>
-    licensing.heartbeat({
-      licenseKey: payload.license_key,
-      fingerprint: payload.fingerprint,
-      ipAddress,
-      ...(payload.app_version === undefined || payload.app_version === null ? {} : { appVersion: payload.app_version })
-    }).pipe(
+    licensing.heartbeat(heartbeatInput(payload, ipAddress)).pipe(
       Effect.map((beat) => {
         const body: HeartbeatResponse = {
           machine: machineToWire(beat.machine),
