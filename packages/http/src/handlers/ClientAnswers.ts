@@ -16,10 +16,10 @@
  * encoding pass would only copy them; skipping it saves about 15–25 µs per validate answer (measured on this
  * machine). A schema given a non-identity encoding (e.g. a `DateTime`) must go back to returning `ok(...)`.
  */
-import { Effect } from "effect"
+import { type Context, Effect } from "effect"
 import { identity } from "effect/Function"
 import { HttpServerResponse } from "effect/http"
-import { Errors, Licensing, type Model, RevocationList, Signer, SigningKey } from "@lm/domain"
+import { Errors, Licensing, type Model, RevocationList, type Services, Signer, SigningKey } from "@lm/domain"
 import type { PublishedKey } from "@lm/domain/verify"
 import {
   type ActivatedMachine,
@@ -43,18 +43,13 @@ import { ifNoneMatchMatches } from "../server/EntityTags.js"
 export const respond = <A>(data: A, status = 200, headers?: Readonly<Record<string, string>>) =>
   HttpServerResponse.jsonUnsafe(ok(data), headers === undefined ? { status } : { status, headers })
 
-/** The domain's calls, whose inputs the endpoints' payloads translate to. */
-type LicensingCalls = Licensing["Service"]
-
-/**
- * The translations shared by both namespaces (lm/v1 here, WPLM in `WplmAnswers.ts`): an endpoint's decoded
- * payload as the domain call's input, and the domain's validation as validate's body, whose license and machine
- * each namespace writes in its own shape.
+/*
+ * The translations both namespaces share (lm/v1 here, WPLM in `WplmAnswers.ts`): an endpoint's decoded payload as
+ * the domain call's input, and the domain's validation as validate's answer.
  */
-export const validateInput = (
-  payload: typeof ValidatePayload.Type,
-  ipAddress: string | null
-): Parameters<LicensingCalls["validate"]>[0] => ({
+
+/** What `Licensing.validate` is asked for a decoded validate payload. */
+export const validateInput = (payload: typeof ValidatePayload.Type, ipAddress: string | null): Services.ValidateInput => ({
   licenseKey: payload.license_key,
   fingerprint: payload.fingerprint ?? null,
   nonce: payload.nonce ?? null,
@@ -62,36 +57,39 @@ export const validateInput = (
   entitlements: payload.entitlements ?? undefined
 })
 
-export const validateBody = <L, M>(
-  payload: typeof ValidatePayload.Type,
-  { license, now, signedPayload, signedRefusal, validation }: Effect.Success<ReturnType<LicensingCalls["validate"]>>,
+/**
+ * Validate's answer: the license built from what validation computed, the signed tokens, the nonce sent back;
+ * license and machine written in the namespace's shapes.
+ */
+export const validateAnswer = <L, M>(
+  { license, now, signedPayload, signedRefusal, validation }: Services.ValidateResult,
+  nonce: string | number | null,
   licenseShape: (license: LicenseWire) => L,
   machineShape: (machine: Model.Machine) => M
-) => {
-  const nonce = payload.nonce ?? null
-  return {
-    valid: validation.valid,
-    code: validation.code,
-    license: licenseShape(licenseToWire({
-      license,
-      status: validation.status,
-      activationCount: validation.seatsHeld,
-      effectiveEntitlements: validation.entitlements
-    })),
-    machine: validation.machine === null ? null : machineShape(validation.machine),
-    needs_activation: validation.needsActivation,
-    signed_payload: signedPayload,
-    signed_refusal: signedRefusal,
-    server_time: isoNow(now),
-    ...(nonce === null ? {} : { nonce }),
-    ...(validation.code === "entitlements_missing" ? { missing: validation.missing } : {})
-  }
-}
+) => ({
+  valid: validation.valid,
+  code: validation.code,
+  license: licenseShape(licenseToWire({
+    license,
+    status: validation.status,
+    activationCount: validation.seatsHeld,
+    effectiveEntitlements: validation.entitlements
+  })),
+  machine: validation.machine === null ? null : machineShape(validation.machine),
+  needs_activation: validation.needsActivation,
+  signed_payload: signedPayload,
+  signed_refusal: signedRefusal,
+  server_time: isoNow(now),
+  ...(nonce === null ? {} : { nonce }),
+  ...(validation.code === "entitlements_missing" ? { missing: validation.missing } : {})
+})
 
-export const activateInput = (
-  payload: typeof ActivatePayload.Type,
-  ipAddress: string | null
-): Parameters<LicensingCalls["activate"]>[0] => ({
+/** Validate's answer on lm/v1. */
+const validateBody = (result: Services.ValidateResult, nonce: string | number | null): ValidateResponse =>
+  validateAnswer(result, nonce, identity, machineToWire)
+
+/** What `Licensing.activate` is asked for a decoded activate payload. */
+export const activateInput = (payload: typeof ActivatePayload.Type, ipAddress: string | null): Services.ActivateInput => ({
   licenseKey: payload.license_key,
   ipAddress,
   facts: {
@@ -105,11 +103,11 @@ export const activateInput = (
   }
 })
 
-/** Deactivate's input: the machine by fingerprint, else by id; neither is a 400 naming the missing field. */
+/** What `Licensing.deactivate` is asked: the machine by fingerprint, else by id; neither is a 400 naming the field. */
 export const deactivateInput = (
   payload: typeof DeactivatePayload.Type,
   ipAddress: string | null
-): Effect.Effect<Parameters<LicensingCalls["deactivate"]>[0], Errors.InvalidParam> => {
+): Effect.Effect<Services.DeactivateInput, Errors.InvalidParam> => {
   const licenseKey = payload.license_key
   if (payload.fingerprint !== undefined) return Effect.succeed({ licenseKey, ipAddress, fingerprint: payload.fingerprint })
   if (payload.machine_id !== undefined) return Effect.succeed({ licenseKey, ipAddress, machineId: payload.machine_id })
@@ -117,14 +115,31 @@ export const deactivateInput = (
   return Effect.fail(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params }))
 }
 
-export const heartbeatInput = (
-  payload: typeof HeartbeatPayload.Type,
-  ipAddress: string | null
-): Parameters<LicensingCalls["heartbeat"]>[0] => ({
+/** What `Licensing.heartbeat` is asked for a decoded heartbeat payload. */
+export const heartbeatInput = (payload: typeof HeartbeatPayload.Type, ipAddress: string | null): Services.HeartbeatInput => ({
   licenseKey: payload.license_key,
   fingerprint: payload.fingerprint,
   ipAddress,
   ...(payload.app_version === undefined || payload.app_version === null ? {} : { appVersion: payload.app_version })
+})
+
+/**
+ * Validate answered at once, on the caller's stack (`Licensing.validateNow`), with the services of `context`:
+ * the same response as `validate`'s, or undefined (nothing done) when it must go the effectful way.
+ */
+export type ValidateNow = (
+  payload: typeof ValidatePayload.Type,
+  ipAddress: string | null,
+  context: Context.Context<never>
+) => HttpServerResponse.HttpServerResponse | undefined
+
+/** {@link ValidateNow} on the engine's `Licensing`. */
+export const makeValidateNow: Effect.Effect<ValidateNow, never, Licensing> = Effect.gen(function*() {
+  const licensing = yield* Licensing
+  return (payload, ipAddress, context) => {
+    const result = licensing.validateNow(validateInput(payload, ipAddress), context)
+    return result === undefined ? undefined : respond(validateBody(result, payload.nonce ?? null))
+  }
 })
 
 /** The decoded headers of `GET /crl`. */
@@ -143,12 +158,7 @@ export const makeClientAnswers = Effect.gen(function*() {
   const signer = yield* Signer
 
   const validate = (payload: typeof ValidatePayload.Type, ipAddress: string | null) =>
-    licensing.validate(validateInput(payload, ipAddress)).pipe(
-      Effect.map((result) => {
-        const body: ValidateResponse = validateBody(payload, result, identity, machineToWire)
-        return respond(body)
-      })
-    )
+    licensing.validate(validateInput(payload, ipAddress)).pipe(Effect.map((result) => respond(validateBody(result, payload.nonce ?? null))))
 
   const activate = (payload: typeof ActivatePayload.Type, ipAddress: string | null) =>
     licensing.activate(activateInput(payload, ipAddress)).pipe(

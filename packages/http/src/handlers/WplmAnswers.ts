@@ -21,7 +21,7 @@ import {
   heartbeatInput,
   makeClientAnswers,
   respond,
-  validateBody,
+  validateAnswer,
   validateInput
 } from "./ClientAnswers.js"
 
@@ -70,7 +70,7 @@ export const makeWplmAnswers = Effect.gen(function*() {
 
   const validate: Answers["validate"] = (payload, ipAddress) =>
     Effect.andThen(sentNormalised(payload.license_key), licensing.validate({ ...validateInput(payload, ipAddress), dialect: "wplm" })).pipe(
-      Effect.map((result) => respond(validateBody(payload, result, licenseToWplm, machineToWplm)))
+      Effect.map((result) => respond(validateAnswer(result, payload.nonce ?? null, licenseToWplm, machineToWplm)))
     )
 
   const activate: Answers["activate"] = (payload, ipAddress) =>
