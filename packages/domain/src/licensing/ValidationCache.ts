@@ -57,6 +57,26 @@ export const minFeedStaleMillis = 2 * feedHeartbeatMillis
  */
 export const feedAlive = (aliveAsOf: number, now: number, staleMillis: number): boolean => now - aliveAsOf <= staleMillis
 
+/** What a validation reads, all of it held by the cache (see {@link CachedValidationReads}). */
+export interface CachedReads {
+  readonly license: License
+  /** As `MachineRepository.listForValidation` answers. */
+  readonly machines: ReadonlyArray<Machine>
+  /** The license's policy (undefined without one, or when it is gone), as `PolicyRepository.findById` answers. */
+  readonly policy: Policy | undefined
+}
+
+/**
+ * The validation cache read at once, on the caller's stack, outside any transaction: what `findByKey`,
+ * `listForValidation` and the policy's `findById` would answer from the cache, or undefined whenever one of them
+ * would go to the store or log (not serving, the feed just heard again, an entry missing or past its age, its
+ * machines or the fingerprint not loaded yet, the policy not held). The caller then takes the effectful path,
+ * which loads. Without the cache (a bare store) it always answers undefined.
+ */
+export const CachedValidationReads = Context.Reference<{
+  readonly peek: (key: string, fingerprint: string | null, clock: Clock.Clock) => CachedReads | undefined
+}>("@lm/domain/ValidationCache/CachedValidationReads", { defaultValue: () => ({ peek: () => undefined }) })
+
 /** The licenses touched by the current transaction, re-invalidated when it ends. */
 class TouchedLicenses extends Context.Service<TouchedLicenses, Set<number>>()("@lm/domain/ValidationCache/TouchedLicenses") {}
 
@@ -289,6 +309,26 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
         delete: (id) => Effect.andThen(touchPolicy(id), policyStore.delete(id)).pipe(Effect.tap(() => touchPolicy(id)))
       })
 
+      const peek = (key: string, fingerprint: string | null, clock: Clock.Clock): CachedReads | undefined => {
+        // As `serving` and `entryFor` read the clock; a silence to report or end goes the effectful way.
+        if (silenceLogged || !feedAlive(aliveAsOf, Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n), feedStale)) return undefined
+        const now = clock.currentTimeMillisUnsafe()
+        const entry = byKey.get(key)
+        if (entry === undefined || !fresh(entry, now) || entry.active === undefined) return undefined
+        const license = entry.license
+        let policy: Policy | undefined
+        if (license.policyId !== null) {
+          const cached = policyById.get(license.policyId)
+          if (cached === undefined || !fresh(cached, now)) return undefined
+          policy = cached.policy
+        }
+        const active = entry.active
+        if (fingerprint === null) return { license, machines: active, policy }
+        const record = entry.fingerprints.get(fingerprint)
+        if (record === undefined) return undefined
+        return { license, machines: record === null || record.status === "active" ? active : [...active, record], policy }
+      }
+
       const cachedStore = Store.of({
         ...store,
         transaction: (effect) =>
@@ -311,7 +351,8 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       return Context.make(Store, cachedStore).pipe(
         Context.add(LicenseRepository, cachedLicenses),
         Context.add(MachineRepository, cachedMachines),
-        Context.add(PolicyRepository, cachedPolicies)
+        Context.add(PolicyRepository, cachedPolicies),
+        Context.add(CachedValidationReads, { peek })
       )
     })
   )

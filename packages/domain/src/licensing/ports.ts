@@ -51,10 +51,15 @@ export interface LicenseQuery extends PageRequest {
   readonly hasSeatHolderAt?: { readonly at: number; readonly value: boolean } | undefined
   readonly orderBy: LicenseSortColumn
   readonly order: SortDirection
+  /**
+   * `false`: the matches are not counted, and the page's `total` is 0 (a walk by `idAfter`, as the export reads,
+   * needs no total, and counting would cost a scan of the remaining licenses on every page).
+   */
+  readonly withTotal?: boolean | undefined
 }
 
 /** The filters of a {@link LicenseQuery} without its page and order: what `countEach` counts. */
-export type LicenseFilter = Omit<LicenseQuery, keyof PageRequest | "orderBy" | "order">
+export type LicenseFilter = Omit<LicenseQuery, keyof PageRequest | "orderBy" | "order" | "withTotal">
 
 export class LicenseRepository extends Context.Service<LicenseRepository, {
   /**
@@ -118,6 +123,8 @@ export class MachineRepository extends Context.Service<MachineRepository, {
   readonly findByFingerprint: (licenseId: number, fingerprint: string) => Op<Machine | undefined>
   /** The license's machines in `active` status (whether or not they still hold a seat). */
   readonly listActive: (licenseId: number) => Op<ReadonlyArray<Machine>>
+  /** Every machine of each of these licenses, in any status, in id order (the export). */
+  readonly listOf: (licenseIds: ReadonlyArray<number>) => Op<ReadonlyArray<Machine>>
   /** The machines in `active` status of each of these licenses (for lists of licenses). */
   readonly listActiveOf: (licenseIds: ReadonlyArray<number>) => Op<ReadonlyArray<Machine>>
   /** The license's machines in `active` status plus the record of `fingerprint` in any status. */
