@@ -2,7 +2,7 @@
  * What the licensing feature needs from a store: licenses (with their row locks, lists, counts and generator
  * pools), machines and their seat changes, and the feed of licenses other processes changed.
  */
-import { Context, Effect, type Scope } from "effect"
+import { type Clock, Context, Effect, type Scope } from "effect"
 import type { DomainEvent, SortDirection } from "../shared/model.js"
 import type { Op, Page, PageRequest } from "../shared/ports.js"
 import { generatorNotFound, type GeneratorNotFound, type LicenseExists, type PolicyInUse } from "./errors.js"
@@ -166,9 +166,10 @@ export type LicenseChange = number | "all" | { readonly policyId: number } | { r
  * The time of the feed's liveness, in which heartbeats are stamped and compared: milliseconds of the `Clock`'s
  * monotonic time, which a step of the wall clock (NTP) cannot move back. Meaningful within one process only.
  */
-export const feedTimeMillis: Effect.Effect<number> = Effect.clockWith((clock) =>
-  Effect.succeed(Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n))
-)
+export const feedTimeOf = (clock: Clock.Clock): number => Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n)
+
+/** {@link feedTimeOf} the fiber's `Clock`. */
+export const feedTimeMillis: Effect.Effect<number> = Effect.clockWith((clock) => Effect.succeed(feedTimeOf(clock)))
 
 /**
  * How often a feed with `heartbeats` sends one through the store (ms). The domain decides how long a feed may stay
