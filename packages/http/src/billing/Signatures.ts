@@ -7,10 +7,10 @@
  * Each answers the parsed body, or `billing_signature_invalid`.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { NodeRuntime, Webhooks as PaddleWebhooks } from "@paddle/paddle-node-sdk"
+import type { Webhooks as PaddleWebhooks } from "@paddle/paddle-node-sdk"
 import { Effect } from "effect"
 import { Errors, type Model } from "@lm/domain"
-import Stripe from "stripe"
+import type Stripe from "stripe"
 
 /** Stripe's tolerance for the age of a signature, in seconds (CONTRACT §20). */
 export const stripeToleranceSeconds = 300
@@ -31,9 +31,17 @@ const parsed = (text: string): Effect.Effect<VerifiedBody, Errors.BillingSignatu
   }
 }
 
-// the Paddle SDK computes its HMAC through the runtime it is told about
-NodeRuntime.initialize()
-const paddle = new PaddleWebhooks()
+/**
+ * The providers' libraries, loaded at the first delivery: together they are about a thousand modules, which every
+ * start of the server and of the command line would otherwise load for nothing.
+ */
+let libraries: Promise<{ readonly stripe: typeof Stripe; readonly paddle: PaddleWebhooks }> | undefined
+const loadLibraries = () =>
+  libraries ??= Promise.all([import("stripe"), import("@paddle/paddle-node-sdk")]).then(([stripe, paddleSdk]) => {
+    // the Paddle SDK computes its HMAC through the runtime it is told about
+    paddleSdk.NodeRuntime.initialize()
+    return { stripe: stripe.default, paddle: new paddleSdk.Webhooks() }
+  })
 
 /** Checks a delivery of `provider` signed with `secret`; answers its parsed body. */
 export const verify: Record<
@@ -43,8 +51,8 @@ export const verify: Record<
   stripe: (body, headers, secret) => {
     const header = headers["stripe-signature"]
     if (header === undefined) return invalid("no Stripe-Signature header")
-    return Effect.try({
-      try: () => Stripe.webhooks.constructEvent(body, header, secret, stripeToleranceSeconds),
+    return Effect.tryPromise({
+      try: () => loadLibraries().then(({ stripe }) => stripe.webhooks.constructEvent(body, header, secret, stripeToleranceSeconds)),
       catch: (error) => Errors.billingSignatureInvalid(error instanceof Error ? error.message.split("\n")[0]!.replace(/\.$/, "") : "Stripe refused it")
     }).pipe(Effect.flatMap(() => parsed(body)))
   },
@@ -52,7 +60,7 @@ export const verify: Record<
     const header = headers["paddle-signature"]
     if (header === undefined) return invalid("no Paddle-Signature header")
     return Effect.tryPromise({
-      try: () => paddle.isSignatureValid(body, secret, header),
+      try: () => loadLibraries().then(({ paddle }) => paddle.isSignatureValid(body, secret, header)),
       catch: () => Errors.billingSignatureInvalid("a malformed Paddle-Signature header")
     }).pipe(Effect.flatMap((valid) => (valid ? parsed(body) : invalid("Paddle-Signature does not match the body, or is too old"))))
   },
