@@ -16,6 +16,7 @@ import { artifactStoreLayer } from "./ArtifactStore.js"
 import { bootstrapKeyLayer } from "./BootstrapKey.js"
 import { makeAccessLog } from "./Logging.js"
 import { type Draining, layerDrainingMark, layerMetricsListener, layerProbesOverIpc } from "./MetricsListener.js"
+import { layerRedisRateLimits } from "./RedisRateLimits.js"
 import { consoleDirFromEnv } from "./settings/Console.js"
 import { logSettingsFromEnv } from "./settings/Logging.js"
 import { metricsListenFromEnv } from "./settings/Metrics.js"
@@ -36,11 +37,7 @@ export const serverLayer = (
 ) =>
   serverLayerOn(
     // Merged after the store: the Redis buckets replace PostgreSQL's.
-    // Redis's client (hundreds of modules) is loaded only when it is used.
-    redisUrl === undefined ? storeLayer(choice) : Layer.merge(
-      storeLayer(choice),
-      Layer.unwrap(Effect.promise(() => import("./RedisRateLimits.js")).pipe(Effect.map((redis) => redis.layerRedisRateLimits(redisUrl))))
-    ),
+    redisUrl === undefined ? storeLayer(choice) : Layer.merge(storeLayer(choice), layerRedisRateLimits(redisUrl)),
     { storage: storeName(choice), description: describeStore(choice) },
     listen,
     options

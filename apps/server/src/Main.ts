@@ -2,15 +2,17 @@
  * Runs a server layer as the process: SIGTERM or SIGINT closes it gracefully (no new connections, requests in
  * flight finish) and the process exits 0; a failure to start (port in use, bad settings) exits non-zero.
  */
+// The module itself, not the package index: that loads every module, NodeRedis (and node-redis) among them.
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Config, Data, Effect, Layer, Runtime, Schema, SchemaIssue } from "effect"
+import { Cause, Config, Data, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
 import { layerLogging } from "./Logging.js"
 import { logSettingsFromEnv } from "./settings/Logging.js"
 import { otlpSettingsFromEnv } from "./settings/Tracing.js"
-import { teardown } from "./Teardown.js"
 import { layerOtlp } from "./Tracing.js"
 
-export { teardown } from "./Teardown.js"
+/** Exit 0 when the server was stopped by a signal, as a process manager expects. */
+export const teardown: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 

@@ -2,12 +2,12 @@
  * What `lm` runs once its entry (`lm.ts`) has checked the Node.js version: the command line of `../cli/`.
  */
 import cluster from "node:cluster"
-// The modules themselves, not the package's index, which loads every module of it (Redis's client among them).
+// The modules themselves, not the package index: that loads every module, NodeRedis (and node-redis) among them.
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect } from "effect"
 import { runCli } from "../cli/Cli.js"
-import { teardown } from "../Teardown.js"
+import { teardown } from "../Main.js"
 
 // Everything the service writes (PGlite's files, the master key) is for its own user only: folders 0700, files 0600.
 process.umask(0o077)

@@ -14,12 +14,13 @@
  * Reads under a lock (`lockByKey`, `lockById`, `lockByKeys`), `listActive`, `findByFingerprint`,
  * `listForSeatChanges`, and any read inside a transaction always go to the store.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Store } from "../shared/ports.js"
 import type { License, Machine, Policy } from "./model.js"
 import {
   feedHeartbeatMillis,
   feedTimeMillis,
+  feedTimeOf,
   LicenseChangeFeed,
   LicenseRepository,
   MachineRepository,
@@ -276,21 +277,33 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
           if (touched._tag === "Some") touched.value.add(policyId)
         })
 
+      /** A policy not served from memory: from the store, kept when nothing invalidated it meanwhile. */
+      const loadPolicy = Effect.fnUntraced(function*(id: number) {
+        if ((yield* Effect.serviceOption(TouchedLicenses))._tag === "Some" || !(yield* serving)) return yield* policyStore.findById(id)
+        const now = yield* Clock.currentTimeMillis
+        const generation = policyGenerations.get(id) ?? 0
+        const startEpoch = epoch
+        const policy = yield* policyStore.findById(id)
+        if (startEpoch === epoch && (policyGenerations.get(id) ?? 0) === generation && policyById.size < maxEntries) {
+          policyById.set(id, { policy, loadedAt: now })
+        }
+        return policy
+      })
+
       const cachedPolicies = PolicyRepository.of({
         ...policyStore,
+        // Every validate of a license with a policy asks for it: a hit is answered in one synchronous step (the
+        // same checks as `loadPolicy`'s, read from the fiber), not a generator of several effects.
         findById: (id) =>
-          Effect.gen(function*() {
-            if ((yield* Effect.serviceOption(TouchedLicenses))._tag === "Some" || !(yield* serving)) return yield* policyStore.findById(id)
-            const now = yield* Clock.currentTimeMillis
+          Effect.withFiber((fiber) => {
             const cached = policyById.get(id)
-            if (cached !== undefined && fresh(cached, now)) return cached.policy
-            const generation = policyGenerations.get(id) ?? 0
-            const startEpoch = epoch
-            const policy = yield* policyStore.findById(id)
-            if (startEpoch === epoch && (policyGenerations.get(id) ?? 0) === generation && policyById.size < maxEntries) {
-              policyById.set(id, { policy, loadedAt: now })
+            if (cached !== undefined && Option.isNone(Context.getOption(fiber.context, TouchedLicenses))) {
+              const clock = fiber.getRef(Clock.Clock)
+              if (fresh(cached, clock.currentTimeMillisUnsafe()) && feedAlive(aliveAsOf, feedTimeOf(clock), feedStale)) {
+                return Effect.succeed(cached.policy)
+              }
             }
-            return policy
+            return loadPolicy(id)
           }),
         update: (policy) => Effect.andThen(touchPolicy(policy.id), policyStore.update(policy)).pipe(Effect.tap(() => touchPolicy(policy.id))),
         delete: (id) => Effect.andThen(touchPolicy(id), policyStore.delete(id)).pipe(Effect.tap(() => touchPolicy(id)))

@@ -14,7 +14,7 @@ import { createServer as createHttpsServer } from "node:https"
 import type { TLSSocket } from "node:tls"
 import { Server as NetServer, type Socket } from "node:net"
 import type { Duplex } from "node:stream"
-// The module, not the package index (which loads every module of it: Redis, WebSockets, cluster sockets).
+// The module itself, not the package index: that loads every module, NodeRedis (and node-redis) among them.
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
