@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Logger, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import { Engine, Errors, Licenses, Licensing, Ports, Services } from "@lm/domain"
+import { Engine, Errors, Licenses, Licensing, Policies, Ports, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 
 const masterKey = Redacted.make(new Uint8Array(32).fill(7))
@@ -95,6 +95,43 @@ describe("validation cache and the liveness of its change feed", () => {
       ])
     }).pipe(Effect.scoped, Effect.provide(Logger.layer([logger])))
   })
+
+  it.effect("a policy's codes follow the same rule: served while the feed is alive, from the store once it is silent or the entry is old", () =>
+    Effect.gen(function*() {
+      const probe: Probe = { reads: 0, down: false, report: () => {} }
+      const shared = yield* Layer.build(MemoryStore.layer)
+      const store = Layer.succeedContext(shared)
+      const a = yield* Layer.build(Layer.fresh(Engine.layer(probedStore(probe).pipe(Layer.provideMerge(store)), options)))
+      const b = yield* Layer.build(Layer.fresh(Engine.layer(store, options)))
+      const inB = <X, E>(effect: Effect.Effect<X, E, any>) => Effect.provideContext(effect, b as Context.Context<any>)
+      const { policy } = yield* inB(Policies.use((p) => p.create({ name: "Pro", entitlements: ["export", "sync"] })))
+      const { license } = yield* inB(Licenses.use((l) => l.create({ policyId: policy.id })))
+      const exportOnA = Effect.provideContext(
+        Licensing.use((l) => Effect.map(l.validate({ licenseKey: license.key, ipAddress: null, entitlements: ["export"] }), (r) => r.validation.code)),
+        a
+      )
+      const heartbeat = Effect.map(Ports.feedTimeMillis, (now) => probe.report({ aliveAsOf: now }))
+
+      // Changed through B, and the feed does not report it: A serves the codes it holds while the feed is alive.
+      yield* heartbeat
+      assert.strictEqual(yield* exportOnA, "valid")
+      yield* inB(Policies.use((p) => p.update(policy.id, { entitlements: ["sync"] })))
+      yield* TestClock.adjust(Services.defaultFeedStaleMillis)
+      assert.strictEqual(yield* exportOnA, "valid", "served from the cache while the feed is alive")
+      yield* TestClock.adjust(1)
+      assert.strictEqual(yield* exportOnA, "entitlements_missing", "read from the store once the feed is silent")
+
+      // With the feed alive again, an unreported change is still seen once the entry is past its age (60 s).
+      yield* heartbeat
+      assert.strictEqual(yield* exportOnA, "entitlements_missing")
+      yield* inB(Policies.use((p) => p.update(policy.id, { entitlements: ["export"] })))
+      yield* TestClock.adjust(59_000)
+      yield* heartbeat
+      assert.strictEqual(yield* exportOnA, "entitlements_missing", "served from the cache within its age")
+      yield* TestClock.adjust(1_000)
+      yield* heartbeat
+      assert.strictEqual(yield* exportOnA, "valid", "reloaded past its age")
+    }).pipe(Effect.scoped))
 
   it.effect("a feed that has not yet sent a heartbeat is not alive", () =>
     Effect.gen(function*() {

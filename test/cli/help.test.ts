@@ -13,6 +13,8 @@ describe("lm help, version and exit codes", { timeout: 300_000 }, () => {
     ["lm", []],
     ["licenses", ["licenses"]],
     ["licenses-create", ["licenses", "create"]],
+    ["licenses-import", ["licenses", "import"]],
+    ["licenses-export", ["licenses", "export"]],
     ["releases-publish", ["releases", "publish"]],
     ["audit-log", ["audit-log"]],
     ["serve", ["serve"]]

@@ -40,7 +40,10 @@ it.each([
   ["LM_BOOTSTRAP_CONSUMER_KEY", { LM_BOOTSTRAP_CONSUMER_KEY: "ck_not-a-key", LM_BOOTSTRAP_CONSUMER_SECRET: bootstrapSecret }],
   ["LM_REDIS_URL", { LM_REDIS_URL: "localhost:6379" }],
   ["LM_DATA_DIR", { LM_STORAGE: "", LM_DATA_DIR: join(notPem, "data") }],
-  ["DATABASE_URL", { LM_STORAGE: "", DATABASE_URL: "postgres://postgres@127.0.0.1:1/postgres" }]
+  ["DATABASE_URL", { LM_STORAGE: "", DATABASE_URL: "postgres://postgres@127.0.0.1:1/postgres" }],
+  ["LM_WORKERS", { LM_WORKERS: "several" }],
+  // With LM_WORKERS, a worker's refused start is the start's: its one line, exit 1.
+  ["DATABASE_URL", { LM_STORAGE: "", DATABASE_URL: "postgres://postgres@127.0.0.1:1/postgres", LM_WORKERS: "2" }]
 ])("a bad %s refuses the start in one line naming it, without a stack", async (name, env) => {
   const { code, stderr, output } = await refused(env)
   expect(code, output).toBe(1)
@@ -62,4 +65,15 @@ it("a port in use refuses the start in one line naming PORT, without a stack", a
   } finally {
     await new Promise((resolve) => taken.close(resolve))
   }
+}, 90_000)
+
+it.each([
+  ["memory", { LM_WORKERS: "2" }, /^LM_WORKERS=2: several server processes need PostgreSQL; each process would keep a memory store of its own/],
+  ["PGlite", { LM_STORAGE: "", LM_DATA_DIR: join(dir, "data"), LM_WORKERS: "3" }, /^LM_WORKERS=3: several server processes need PostgreSQL; a PGlite data folder \(LM_DATA_DIR\) opens in one process only/]
+])("LM_WORKERS above 1 on %s refuses the start, saying why", async (_store, env, expected) => {
+  const { code, stderr, output } = await refused(env)
+  expect(code, output).toBe(1)
+  expect(stderr.trimEnd().split("\n"), output).toHaveLength(1)
+  expect(stderr).toMatch(expected)
+  expect(output).not.toMatch(/Listening on/)
 }, 90_000)

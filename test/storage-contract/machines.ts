@@ -162,7 +162,7 @@ export const machineCases = (test: ContractTest): void => {
         assert.strictEqual(elsewhere.licenseId, b.id)
       }))
 
-    test("listActive, listActiveOf, listForValidation, list and listRevoked select by status", () =>
+    test("listActive, listActiveOf, listOf, listForValidation, list and listRevoked select by status", () =>
       Effect.gen(function*() {
         const licenses = yield* Ports.LicenseRepository
         const machines = yield* Ports.MachineRepository
@@ -182,6 +182,9 @@ export const machineCases = (test: ContractTest): void => {
         assert.deepStrictEqual(yield* machines.listActive(a.id + 1000), [])
         assert.deepStrictEqual(ids(yield* machines.listActiveOf([a.id, b.id])), [a1.id, a4.id, b1.id])
         assert.deepStrictEqual(yield* machines.listActiveOf([]), [])
+        // Every status, for the export; in id order.
+        assert.deepStrictEqual((yield* machines.listOf([b.id, a.id])).map((m) => m.id), [a1.id, a2.id, a3.id, a4.id, b1.id])
+        assert.deepStrictEqual(yield* machines.listOf([]), [])
         assert.deepStrictEqual(ids(yield* machines.listForValidation(a.id, null)), [a1.id, a4.id])
         assert.deepStrictEqual(ids(yield* machines.listForValidation(a.id, "a3")), [a1.id, a3.id, a4.id])
         assert.deepStrictEqual(ids(yield* machines.listForValidation(a.id, "a1")), [a1.id, a4.id])

@@ -5,6 +5,7 @@
  * opens (and migrates) before the port listens; on SIGTERM the server stops accepting, finishes requests in
  * flight, flushes the event log and closes the store, in that order (`Shutdown.ts`).
  */
+import cluster from "node:cluster"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Layer, type Redacted } from "effect"
@@ -14,7 +15,7 @@ import { layerApiServer, layerRequestObservers, type Listen, makeRequestMetrics,
 import { artifactStoreLayer } from "./ArtifactStore.js"
 import { bootstrapKeyLayer } from "./BootstrapKey.js"
 import { makeAccessLog } from "./Logging.js"
-import { type Draining, layerDrainingMark, layerMetricsListener } from "./MetricsListener.js"
+import { type Draining, layerDrainingMark, layerMetricsListener, layerProbesOverIpc } from "./MetricsListener.js"
 import { layerRedisRateLimits } from "./RedisRateLimits.js"
 import { consoleDirFromEnv } from "./settings/Console.js"
 import { logSettingsFromEnv } from "./settings/Logging.js"
@@ -75,11 +76,12 @@ export const serverLayerOn = <E, R>(
       ...(accessLog ? [makeAccessLog] : [])
     ])))
     // The metrics listener opens before the API's and closes after it; the drain mark, built last, closes first:
-    // `/health/ready` is 503 while the API drains.
+    // `/health/ready` is 503 while the API drains. A worker of `LM_WORKERS` (`Cluster.ts`) has no listener of its
+    // own: it answers the primary's, which holds the port, over the IPC channel.
     const draining: Draining = { draining: false }
     const served = metrics === undefined ? observed : layerDrainingMark(draining).pipe(
       Layer.provideMerge(observed),
-      Layer.provideMerge(layerMetricsListener(metrics, draining))
+      Layer.provideMerge(cluster.isWorker ? layerProbesOverIpc(draining) : layerMetricsListener(metrics, draining))
     )
     return served.pipe(
       Layer.provideMerge(bootstrapKeyLayer),

@@ -2,7 +2,8 @@
  * Runs a server layer as the process: SIGTERM or SIGINT closes it gracefully (no new connections, requests in
  * flight finish) and the process exits 0; a failure to start (port in use, bad settings) exits non-zero.
  */
-import { NodeRuntime } from "@effect/platform-node"
+// The module itself, not the package index: that loads every module, NodeRedis (and node-redis) among them.
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Config, Data, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
 import { layerLogging } from "./Logging.js"
 import { logSettingsFromEnv } from "./settings/Logging.js"
@@ -40,6 +41,8 @@ export class StartRefused extends Data.TaggedError("StartRefused")<{ readonly me
 const refuseStart = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | StartRefused> => {
   const failure = Cause.hasDies(cause) ? undefined : cause.reasons.find(Cause.isFailReason)
   if (failure === undefined) return Effect.failCause(cause)
+  // Already said (by a worker of `LM_WORKERS`, on the stderr it shares).
+  if (failure.error instanceof StartRefused) return Effect.fail(failure.error)
   const message = refusalMessage(failure.error)
   return Effect.andThen(
     Effect.sync(() => process.stderr.write(`${message}\n`)),
@@ -63,6 +66,9 @@ export const layerObservabilityFromEnv = Layer.unwrap(Effect.gen(function*() {
  */
 export const launchServer = <A, E>(server: Layer.Layer<A, E>) =>
   Layer.launch(server.pipe(Layer.provide(layerObservabilityFromEnv))).pipe(Effect.asVoid, Effect.catchCause(refuseStart))
+
+/** Runs `effect` (a start), a failure of which is a refused start: one line on stderr ({@link refusalMessage}). */
+export const refusingStart = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.catchCause(refuseStart))
 
 /** Launches `server` (e.g. from `layerServer`) until SIGTERM/SIGINT. */
 export const runServer = <A, E>(server: Layer.Layer<A, E>): void => NodeRuntime.runMain(launchServer(server), { teardown })

@@ -10,7 +10,8 @@
  */
 import { createServer } from "node:http"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { NodeHttpServer } from "@effect/platform-node"
+// The module itself, not the package index: that loads every module, NodeRedis (and node-redis) among them.
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Metric } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
@@ -52,10 +53,18 @@ const processGauges = (delay: ReturnType<typeof monitorEventLoopDelay>) =>
     delay.reset()
   })
 
-/** The routes of the metrics listener. */
-const routes = (state: Draining) =>
-  Layer.effectDiscard(Effect.gen(function*() {
-    const router = yield* HttpRouter.HttpRouter
+/** What the metrics listener answers, as effects: the Prometheus text, and readiness (status and body). */
+export interface Probes {
+  readonly metrics: Effect.Effect<string>
+  readonly ready: Effect.Effect<{ readonly status: 200 | 503; readonly body: { readonly status: string } }>
+}
+
+/**
+ * The probes of this process (scoped: the event-loop delay monitor runs until the scope closes). Needs the
+ * engine's store (readiness pings it).
+ */
+export const makeProbes = (state: Draining) =>
+  Effect.gen(function*() {
     const store = yield* Ports.Store
     const delay = monitorEventLoopDelay({ resolution: delayResolutionMillis })
     // The series without labels are listed from the start, at 0.
@@ -63,32 +72,42 @@ const routes = (state: Draining) =>
     yield* Metric.update(Metrics.eventLogDropped, 0)
     delay.enable()
     yield* Effect.addFinalizer(() => Effect.sync(() => delay.disable()))
-    yield* router.add("GET", "/metrics", Effect.andThen(processGauges(delay), Effect.map(PrometheusMetrics.format(), (text) =>
-      HttpServerResponse.text(text, { contentType: "text/plain; version=0.0.4; charset=utf-8" }))))
-    yield* router.add("GET", "/health/live", Effect.succeed(json(200, { status: "live" })))
-    yield* router.add(
-      "GET",
-      "/health/ready",
-      Effect.suspend(() => {
-        if (state.draining) return Effect.succeed(json(503, { status: "draining" }))
+    const probes: Probes = {
+      metrics: Effect.andThen(processGauges(delay), PrometheusMetrics.format()),
+      ready: Effect.suspend(() => {
+        if (state.draining) return Effect.succeed({ status: 503 as const, body: { status: "draining" } })
         return store.ping.pipe(
           Effect.timeout(readinessTimeoutMillis),
           Effect.match({
-            onFailure: () => json(503, { status: "store_unavailable" }),
-            onSuccess: () => json(200, { status: "ready" })
+            onFailure: () => ({ status: 503 as const, body: { status: "store_unavailable" } }),
+            onSuccess: () => ({ status: 200 as const, body: { status: "ready" } })
           })
         )
       })
-    )
+    }
+    return probes
+  })
+
+/** The Prometheus text format's content type. */
+export const prometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+/** The routes of a metrics listener on `probes`: `/metrics`, `/health/live`, `/health/ready`. */
+export const layerProbeRoutes = <E, R>(probes: Effect.Effect<Probes, E, R>) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const router = yield* HttpRouter.HttpRouter
+    const { metrics, ready } = yield* probes
+    yield* router.add("GET", "/metrics", Effect.map(metrics, (text) => HttpServerResponse.text(text, { contentType: prometheusContentType })))
+    yield* router.add("GET", "/health/live", Effect.succeed(json(200, { status: "live" })))
+    yield* router.add("GET", "/health/ready", Effect.map(ready, ({ body, status }) => json(status, body)))
   }))
 
-/** The metrics listener on `listen`, with the engine's store; logs its address once listening. */
-export const layerMetricsListener = (listen: MetricsListen, state: Draining) =>
+/** A metrics listener on `listen` answering with `probes`; logs its address once listening. */
+export const layerListener = <R>(listen: MetricsListen, probes: Effect.Effect<Probes, never, R>) =>
   Layer.effectDiscard(Effect.gen(function*() {
     const server = yield* HttpServer.HttpServer
     yield* Effect.logInfo(`Metrics on ${HttpServer.formatAddress(server.address)}/metrics`)
   })).pipe(
-    Layer.provideMerge(HttpRouter.serve(routes(state), { disableLogger: true, disableListenLog: true })),
+    Layer.provideMerge(HttpRouter.serve(layerProbeRoutes(probes), { disableLogger: true, disableListenLog: true })),
     Layer.provide(NodeHttpServer.layer(() => createServer(), { host: listen.host, port: listen.port })),
     Layer.catchTag("ServeError", (error) =>
       Layer.effectDiscard(Effect.fail(
@@ -101,3 +120,38 @@ export const layerMetricsListener = (listen: MetricsListen, state: Draining) =>
       ))
     )
   )
+
+/** The metrics listener of a lone server process on `listen`, with the engine's store. */
+export const layerMetricsListener = (listen: MetricsListen, state: Draining) => layerListener(listen, makeProbes(state))
+
+/**
+ * A question of the cluster's primary (`Cluster.ts`) to a worker over the IPC channel, and the worker's answer:
+ * under `LM_WORKERS` the primary holds the one metrics listener and asks every worker for its probes.
+ */
+export type ProbeRequest = { readonly lm: "probe"; readonly id: number; readonly probe: "metrics" | "ready" }
+export type ProbeAnswer =
+  | { readonly lm: "probe"; readonly id: number; readonly metrics: string }
+  | { readonly lm: "probe"; readonly id: number; readonly ready: Effect.Success<Probes["ready"]> }
+
+const isProbeRequest = (message: unknown): message is ProbeRequest =>
+  typeof message === "object" && message !== null && (message as ProbeRequest).lm === "probe" &&
+  typeof (message as ProbeRequest).id === "number"
+
+/** A cluster worker's probes, answered over the IPC channel to the primary instead of a listener of its own. */
+export const layerProbesOverIpc = (state: Draining) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const probes = yield* makeProbes(state)
+    const context = yield* Effect.context<never>()
+    const run = Effect.runPromiseWith(context)
+    const onMessage = (message: unknown) => {
+      if (!isProbeRequest(message)) return
+      const answer: Promise<ProbeAnswer> = message.probe === "metrics"
+        ? run(probes.metrics).then((metrics) => ({ lm: "probe", id: message.id, metrics }))
+        : run(probes.ready).then((ready) => ({ lm: "probe", id: message.id, ready }))
+      void answer.then((reply) => {
+        if (process.connected) process.send?.(reply)
+      })
+    }
+    process.on("message", onMessage)
+    yield* Effect.addFinalizer(() => Effect.sync(() => process.off("message", onMessage)))
+  }))

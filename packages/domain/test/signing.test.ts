@@ -86,6 +86,30 @@ describe("Token: canonical JSON", () => {
     expect(JSON.stringify(JSON.parse(Token.payloadJson(claims, kid)))).toBe(Token.payloadJson(claims, kid))
   })
 
+  it("license: each token states the codes of its own list, however often lists are signed and in what order", () => {
+    const base = {
+      licenseKey: "K",
+      licenseId: 1,
+      productId: null,
+      status: "active",
+      valid: true,
+      code: "valid",
+      expiresAt: null,
+      graceDays: 0,
+      maxActivations: null,
+      fingerprint: null,
+      nonce: null,
+      issuedAt: T0
+    }
+    const pro = ["export", "sync"]
+    const team = ["export", "sync", "team"]
+    const entOf = (entitlements: ReadonlyArray<string>) =>
+      JSON.parse(Token.payloadJson(Token.license({ ...base, entitlements }), kid)).ent
+    for (const [list, want] of [[pro, ["export", "sync"]], [team, ["export", "sync", "team"]], [pro, ["export", "sync"]], [[], []], [["sync"], ["sync"]]] as const) {
+      expect(entOf(list)).toEqual(want)
+    }
+  })
+
   it("machine: exact string; node-locked exp = iat + 30 days", () => {
     const claims = Token.machine({
       licenseKey: "ABCD-EFGH-JKLM-NPQR",

@@ -135,6 +135,31 @@ const expected = (s: Scenario) => {
   }
 }
 
+describe("effective entitlements", () => {
+  it("a license's codes follow its policy's as they change: each answer is the union of the lists given then", () => {
+    // One license's own list (the same array, as the validation cache hands it out) with its policy's codes
+    // changing (a new array each time), changing back, and the own list replaced: never an earlier union.
+    const listArb = codesArb.map((codes) => [...codes])
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(2), fc.nat(3)), { minLength: 1, maxLength: 12 }), fc.array(listArb, { minLength: 3, maxLength: 3 }), fc.array(listArb, { minLength: 4, maxLength: 4 }), (steps, owns, policies) => {
+        for (const [o, p] of steps) {
+          const own = owns[o]!
+          const policy = policies[p]!
+          expect(Entitlements.effectiveEntitlements(own, policy)).toEqual([...new Set([...own, ...policy])].sort())
+        }
+      })
+    )
+  })
+
+  it("missing codes are named in the order asked, each time it is asked", () => {
+    const held = ["export", "sync", "team"]
+    expect(Entitlements.missingEntitlements(held, ["zeta", "export", "alpha"])).toEqual(["zeta", "alpha"])
+    expect(Entitlements.missingEntitlements(held, ["sync", "team"])).toEqual([])
+    expect(Entitlements.missingEntitlements([], ["sync"])).toEqual(["sync"])
+    expect(Entitlements.missingEntitlements(["sync"], ["sync", "export"])).toEqual(["export"])
+  })
+})
+
 describe("validateLicense", () => {
   it("checks the codes in the contract's order", () => {
     expect(Validation.validationCodes).toEqual(ORDER)

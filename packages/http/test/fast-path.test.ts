@@ -13,11 +13,11 @@
  */
 import { Agent, request as httpRequest } from "node:http"
 import { Effect, Layer, Redacted } from "effect"
-import { Errors, Ports } from "@lm/domain"
+import { ActivityRecorder, Errors, Ports } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApiErrors } from "@lm/api"
-import type { ClientGuard } from "../src/server/ClientPipeline.js"
+import type { ClientGuard, ClientGuardRequest } from "../src/server/ClientPipeline.js"
 import { FastPath } from "../src/server/FastPath.js"
 import type { Settings } from "../src/server/Settings.js"
 import { adminAuth, startApp, type TestApp } from "./support/App.js"
@@ -311,6 +311,21 @@ const corpus = (trustProxy: boolean): ReadonlyArray<Case> => {
   post("deactivate unknown", "/deactivate", { license_key: key, fingerprint: "nobody" })
   post("deactivate other license's machine", "/deactivate", { license_key: key, machine_id: 1 })
   post("validate after the writes", "/validate", { license_key: key, fingerprint: "fp-2" })
+  // Again, now that the validation cache holds what they read: answered at once on the fast path (no fiber).
+  post("validate after the writes, again", "/validate", { license_key: key, fingerprint: "fp-2", nonce: "n-2" })
+  post("validate again", "/validate", { license_key: key, nonce: 7 })
+  post("validate suspended again", "/validate", { license_key: "SUSP-0000-0000-0001" })
+  post("validate expired again", "/validate", { license_key: "EXPD-0000-0000-0001", nonce: "e" })
+  post("validate over the ceiling again", "/validate", { license_key: "OVER-0000-0000-0001", fingerprint: "over-1" })
+  post("validate blacklisted key again", "/validate", { license_key: blacklistedKey })
+  post("validate blacklisted fingerprint again", "/validate", { license_key: key, fingerprint: "black-fp" })
+  post("validate revoked machine again", "/validate", { license_key: key, fingerprint: "revoked-fp" })
+  post("validate fingerprint not activated again", "/validate", { license_key: key, fingerprint: "nobody" })
+  post("validate entitlements held again", "/validate", { license_key: "PLAN-0000-0000-0001", entitlements: ["export", "beta"] })
+  post("validate entitlements missing again", "/validate", { license_key: "PLAN-0000-0000-0001", entitlements: ["sso", "export"] })
+  post("validate forwarded again", "/validate", { license_key: key, fingerprint: "nobody" }, { ...json, "x-forwarded-for": "10.9.9.9" })
+  post("validate unknown key again", "/validate", { license_key: "NONE-0000-0000-0001" })
+  post("validate malformed key again", "/validate", { license_key: "nope" })
   return cases
 }
 
@@ -365,29 +380,51 @@ describe.each(configurations)("fast path and Effect stack answer alike: $name", 
     }).toEqual({ validate: taken("/validate"), activate: taken("/activate"), deactivate: taken("/deactivate"), heartbeat: taken("/heartbeat") })
     expect(after.validate - before.validate).toBeGreaterThan(40)
     expect(await served(stack)).toEqual({ validate: 0, activate: 0, deactivate: 0, heartbeat: 0 })
+    // Most validations were answered without a fiber (the cache warm), the comparison above covering them.
+    const atOnce = await fast.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.answeredAtOnce()))
+    expect(atOnce).toBeGreaterThan(30)
+    // And noted each in the event log as the Effect stack did: as many entries, of the same results.
+    const events = (app: TestApp) =>
+      app.run(Effect.gen(function*() {
+        yield* (yield* ActivityRecorder).flush
+        return yield* (yield* Ports.ActivityLog).count({})
+      }))
+    expect(await events(fast)).toBe(await events(stack))
   }, 120_000)
 })
 
-describe("a public guard installed once applies on both paths alike", () => {
+describe.each([
+  { name: "an effect only", atOnce: false },
+  { name: "with its synchronous form (the fast path's validate answers at once)", atOnce: true }
+])("a public guard installed once applies on both paths alike: $name", ({ atOnce }) => {
   /**
    * A guard as a rate limiter would be: per (client IP, license key), two requests, then 429 with a retry
-   * delay. Each server gets its own, and records what it saw.
+   * delay. Each server gets its own, and records what it saw. With `atOnce` the fast path's also has the
+   * synchronous form (`ClientGuard.now`), which lets a request through or, having done nothing, sends it to the
+   * effect (here: the third and later requests of a key).
    */
-  const limiter = () => {
+  const limiter = (withNow: boolean) => {
     const seen: Array<string> = []
     const counts = new Map<string, number>()
-    const guard: ClientGuard = (request) =>
-      Effect.suspend(() => {
-        const key = `${request.clientIp} ${request.licenseKey ?? "-"}`
-        seen.push(`${request.endpoint} ${key} ${String(request.headers["x-trace"] ?? "")}`)
-        const count = (counts.get(key) ?? 0) + 1
-        counts.set(key, count)
-        return count > 2 ? Effect.fail(ApiErrors.make(429, "rest_rate_limited", "Too many requests.", { retry_after: 7 })) : Effect.void
-      })
+    const keyOf = (request: ClientGuardRequest) => `${request.clientIp} ${request.licenseKey ?? "-"}`
+    const take = (request: ClientGuardRequest) => {
+      const key = keyOf(request)
+      seen.push(`${request.endpoint} ${key} ${String(request.headers["x-trace"] ?? "")}`)
+      const count = (counts.get(key) ?? 0) + 1
+      counts.set(key, count)
+      return count <= 2
+    }
+    const effect = (request: ClientGuardRequest) =>
+      Effect.suspend(() =>
+        take(request) ? Effect.void : Effect.fail(ApiErrors.make(429, "rest_rate_limited", "Too many requests.", { retry_after: 7 }))
+      )
+    const now = (request: ClientGuardRequest) => (counts.get(keyOf(request)) ?? 0) < 2 && take(request)
+    const guard: ClientGuard = withNow ? Object.assign(effect, { now }) : effect
     return { guard, seen }
   }
-  const fastGuard = limiter()
-  const stackGuard = limiter()
+  const thirdKey = "THRD-0000-0000-0001"
+  const fastGuard = limiter(atOnce)
+  const stackGuard = limiter(false)
   let fast: TestApp
   let stack: TestApp
 
@@ -396,7 +433,7 @@ describe("a public guard installed once applies on both paths alike", () => {
     fast = await startApp("memory", { ...options, clientGuards: [fastGuard.guard], settings: { fastPath: true } })
     stack = await startApp("memory", { ...options, clientGuards: [stackGuard.guard], settings: { fastPath: false } })
     for (const app of [fast, stack]) {
-      for (const body of [{ license_key: key, max_activations: 3 }, { license_key: "FLOT-0000-0000-0001", is_floating: true, lease_duration: 600 }]) {
+      for (const body of [{ license_key: key, max_activations: 3 }, { license_key: "FLOT-0000-0000-0001", is_floating: true, lease_duration: 600 }, { license_key: thirdKey }]) {
         const answer = await app.call("POST", "/licenses", { body, auth: adminAuth })
         expect(answer.status).toBe(201)
       }
@@ -442,6 +479,20 @@ describe("a public guard installed once applies on both paths alike", () => {
     expect(fastGuard.seen.at(-1)).toBe("crl 127.0.0.1 - ")
     const served = await fast.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.served()))
     expect(served).toEqual({ validate: 3, activate: 2, deactivate: 1, heartbeat: 2 })
+    // A third key, validated three times: the first loads the validation cache (the guard passed at once, the
+    // answer on a fiber), the second is answered at once when the guard can, the third refused by the guard.
+    const third: Case = { name: "validate a third key", path: "/validate", headers: { ...json, "x-trace": "t2" }, body: { license_key: thirdKey } }
+    for (const round of [1, 2, 3]) {
+      const viaFast = comparable(await send(fast.apiBase, third), undefined)
+      const viaStack = comparable(await send(stack.apiBase, third), undefined)
+      expect({ round, ...viaFast }).toEqual({ round, ...viaStack })
+      expect(viaFast.status).toBe(round <= 2 ? 200 : 429)
+    }
+    // Each request taken once by the guard, whichever form took it.
+    expect(fastGuard.seen).toEqual(stackGuard.seen)
+    expect(fastGuard.seen.filter((line) => line.includes(thirdKey))).toHaveLength(3)
+    const atOnceCount = await fast.run(Effect.map(Effect.service(FastPath), (fastPath) => fastPath.answeredAtOnce()))
+    expect(atOnceCount).toBe(atOnce ? 1 : 0)
   })
 })
 

@@ -127,7 +127,8 @@ export const make = (t: Tables): Ports.LicenseRepository["Service"] => {
     list: (query) =>
       read((tx) => {
         const matching = [...licenses.all(db.overlayOf(tx, licenses))].filter(licenseMatches(tx, query))
-        return pageOf(matching.sort(licenseOrder(query)), query)
+        const page = pageOf(matching.sort(licenseOrder(query)), query)
+        return query.withTotal === false ? { ...page, total: 0 } : page
       }),
     countEach: (filters) =>
       read((tx) => {

@@ -69,6 +69,7 @@ export const make = (t: Tables, eventOutbox: Ports.EventOutbox["Service"]): Port
     findByFingerprint: (licenseId, fingerprint) =>
       read((tx) => machines.findUnique(db.overlayOf(tx, machines), "fingerprint", `${licenseId}\u0000${fingerprint}`)),
     listActive: (licenseId) => read((tx) => [...machinesOf(tx, licenseId)].filter((m) => m.status === "active")),
+    listOf: (licenseIds) => read((tx) => licenseIds.flatMap((id) => [...machinesOf(tx, id)]).sort(byId)),
     listActiveOf: (licenseIds) =>
       read((tx) => licenseIds.flatMap((id) => [...machinesOf(tx, id)].filter((m) => m.status === "active")).sort(byId)),
     listForValidation: (licenseId, fingerprint) =>

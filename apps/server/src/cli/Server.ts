@@ -14,7 +14,7 @@ export class Refused extends Data.TaggedError("Refused")<{ readonly code: string
 export class MissingSetting extends Data.TaggedError("MissingSetting")<{ readonly message: string }> {}
 
 /** Where the server is and the key to call it with, from the environment. */
-const connection = Effect.gen(function*() {
+export const connection = Effect.gen(function*() {
   const url = yield* Config.option(Config.String("LM_URL"))
   if (Option.isNone(url) || url.value === "") {
     return yield* new MissingSetting({

@@ -1,10 +1,19 @@
-/** `lm licenses …`: the license routes (CONTRACT §3) against a running server. */
-import { Effect } from "effect"
+/**
+ * `lm licenses …`: the license routes (CONTRACT §3) against a running server, and the moves of licenses in bulk
+ * (§17): `import` uploads another system's export in one all-or-nothing request, `export` streams every license
+ * matching the filters to a file or stdout; both with progress on stderr.
+ */
+import { createWriteStream } from "node:fs"
+import { readFile, rm } from "node:fs/promises"
+import { Readable, type Writable } from "node:stream"
+import { finished } from "node:stream/promises"
+import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { Model } from "@lm/domain/core"
+import { Importing, Model } from "@lm/domain/core"
 import { Wire } from "@lm/api"
 import { given, json, paging, printList, printOne } from "./Output.js"
-import { onServer } from "./Server.js"
+import { onServer, Refused } from "./Server.js"
+import { download, progressReporter, refusalOf, serverEndpoint, upload } from "./Transfer.js"
 
 const key = Argument.String("key").pipe(Argument.withDescription("The license key"))
 
@@ -89,8 +98,116 @@ const remove = Command.make("delete", { json, key }, ({ json: asJson, key }) =>
     Command.withDescription("Delete a license and its machines")
   )
 
+/**
+ * What an import file holds, as the body's `data`: for `csv` its text; otherwise a JSON array of licenses, or
+ * NDJSON (one license a line, as `lm licenses export` writes), read into an array.
+ */
+const importData = (format: Importing.ImportFormat, file: string, text: string): Effect.Effect<unknown, Refused> =>
+  Effect.suspend(() => {
+    if (format === "csv") return Effect.succeed(text)
+    try {
+      return Effect.succeed(JSON.parse(text))
+    } catch {
+      // Not one JSON document: NDJSON, one license a line.
+    }
+    const rows: Array<unknown> = []
+    const lines = text.split("\n")
+    for (let i = 0; i < lines.length; i++) {
+      if (lines[i]!.trim() === "") continue
+      try {
+        rows.push(JSON.parse(lines[i]!))
+      } catch {
+        return Effect.fail(new Refused({ code: "invalid_file", message: `${file} is neither JSON nor NDJSON (line ${i + 1} is not JSON)` }))
+      }
+    }
+    return Effect.succeed(rows)
+  })
+
+const importLicenses = Command.make("import", {
+  json,
+  file: Argument.String("file").pipe(Argument.withDescription("The export to import: JSON or NDJSON licenses, or CSV text")),
+  format: Flag.Literals("format", Importing.importFormats).pipe(
+    Flag.withDescription("lm (this API's licenses), wplm, lmfwc (License Manager for WooCommerce), dlm (Digital License Manager), csv")
+  )
+}, ({ json: asJson, file, format }) =>
+  Effect.gen(function*() {
+    const { authorization, url } = yield* serverEndpoint("/licenses/import")
+    const text = yield* Effect.tryPromise({
+      try: () => readFile(file, "utf8"),
+      catch: (error) => new Refused({ code: "file_unreadable", message: `cannot read ${file}: ${(error as Error).message}` })
+    })
+    const body = Buffer.from(JSON.stringify(yield* importData(format, file, text)))
+    const answer = yield* upload(url, authorization, {
+      contentType: "application/json",
+      head: `{"format":${JSON.stringify(format)},"data":`,
+      body: Readable.from(chunksOf(body)),
+      size: body.length,
+      tail: "}",
+      progress: progressReporter(body.length),
+      unreadable: (error) => new Refused({ code: "file_unreadable", message: `cannot read ${file}: ${error.message}` })
+    })
+    if (answer.body?.success !== true) return yield* refusalOf(answer)
+    yield* printOne(asJson, answer.body.data)
+  })).pipe(Command.withDescription(
+    "Import licenses exported by another system (up to 10,000, all or nothing), with upload progress on stderr"
+  ))
+
+/** A buffer in 64 KiB pieces, so that progress moves as it is sent. */
+function* chunksOf(buffer: Buffer) {
+  for (let at = 0; at < buffer.length; at += 65_536) yield buffer.subarray(at, at + 65_536)
+}
+
+/** The filters of GET /licenses/export (those of the list, without paging or order). */
+const exportFilters = {
+  status: Flag.Literals("status", Model.licenseStatuses).pipe(Flag.withDescription("Only this status"), Flag.optional),
+  product_id: Flag.Int("product-id").pipe(Flag.withDescription("Only this product"), Flag.optional),
+  search: Flag.String("search").pipe(Flag.withDescription("Key prefix"), Flag.optional)
+}
+
+const exportLicenses = Command.make("export", {
+  json,
+  format: Flag.Literals("format", Importing.exportFormats).pipe(
+    Flag.withDescription("ndjson (one license a line; the default) or csv (imports back with --format csv)"),
+    Flag.optional
+  ),
+  out: Flag.String("out").pipe(Flag.withDescription("Write to this file (default: stdout)"), Flag.optional),
+  ...exportFilters
+}, ({ format, json: asJson, out, ...filters }) =>
+  Effect.gen(function*() {
+    const chosen = Option.getOrElse(format, () => Importing.exportFormats[0])
+    // The count first (one list call), so that progress can say how far along the export is.
+    const expected = yield* onServer((api) => api.licenses.list({ query: { ...given(filters), per_page: 1 } }))
+    const query = new URLSearchParams({ format: chosen })
+    for (const [name, value] of Object.entries(given(filters))) query.set(name, String(value))
+    const { authorization, url } = yield* serverEndpoint(`/licenses/export?${query}`)
+    const report = progressReporter(expected.meta.total, String, " licenses")
+    // Every line is a license, but a CSV's first one (its header).
+    let lines = chosen === "csv" ? -1 : 0
+    const file = Option.getOrUndefined(out)
+    const sink: Writable = file === undefined ? process.stdout : createWriteStream(file)
+    report(0)
+    const written = yield* download(url, authorization, sink, (piece) => {
+      for (let at = piece.indexOf(10); at !== -1; at = piece.indexOf(10, at + 1)) lines++
+      report(Math.max(0, lines), false)
+    }).pipe(
+      Effect.andThen((n) =>
+        file === undefined ? Effect.succeed(n) : Effect.as(Effect.promise(() => (sink.end(), finished(sink))), n)
+      ),
+      // A partial file is removed, so that a script never takes it for the whole export.
+      Effect.tapError(() => file === undefined ? Effect.void : Effect.promise(() => (sink.destroy(), rm(file, { force: true }))))
+    )
+    const exported = Math.max(0, lines)
+    report(exported, true)
+    if (file !== undefined) yield* printOne(asJson, { exported, format: chosen, out: file, bytes: written })
+  })).pipe(Command.withDescription(
+    "Export every license matching the filters (oldest first) to --out or stdout, with progress on stderr; " +
+      "--json prints the summary after --out as JSON"
+  ))
+
 export const licenses = Command.make("licenses").pipe(
-  Command.withDescription("Licenses on the server in LM_URL: create, list, show, update, renew, suspend, revoke, reinstate, terminate, delete"),
+  Command.withDescription(
+    "Licenses on the server in LM_URL: create, list, show, update, renew, suspend, revoke, reinstate, terminate, delete, import, export"
+  ),
   Command.withSubcommands([
     create,
     list,
@@ -101,6 +218,8 @@ export const licenses = Command.make("licenses").pipe(
     action("revoke", "Revoke a license (reversible with reinstate)"),
     action("reinstate", "Reinstate a suspended or revoked license"),
     terminate,
-    remove
+    remove,
+    importLicenses,
+    exportLicenses
   ])
 )

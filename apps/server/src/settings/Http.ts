@@ -59,7 +59,7 @@ const readPemFile = (name: string, file: string) =>
  * `LM_UPLOAD_IDLE_TIMEOUT_SECONDS`, `LM_UPLOAD_TIMEOUT_SECONDS`,
  * `LM_TLS_CERT`, `LM_TLS_KEY` (the files are read and checked here: a missing or unusable one refuses the start),
  * `LM_FORCE_HTTPS`,
- * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`, `LM_WPLM_COMPAT`, and the billing providers' secrets (`settings/Billing.ts`).
+ * `LM_CORS_ORIGINS`, `LM_MAX_ARTIFACT_BYTES`, `LM_IMPORT_MAX_BODY_BYTES`, `LM_WPLM_COMPAT`, and the billing providers' secrets (`settings/Billing.ts`).
  */
 export const httpSettingsFromEnv: Effect.Effect<Settings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
   const restRoot = yield* Config.String("LM_REST_ROOT").pipe(Config.withDefault("/api"))
@@ -97,6 +97,7 @@ export const httpSettingsFromEnv: Effect.Effect<Settings, Config.ConfigError | I
   const corsSetting = yield* Config.String("LM_CORS_ORIGINS").pipe(Config.withDefault(""))
   const corsOrigins = yield* readSetting("LM_CORS_ORIGINS", () => parseCorsOrigins(corsSetting))
   const maxArtifactBytes = yield* positiveInt("LM_MAX_ARTIFACT_BYTES", defaults.maxArtifactBytes)
+  const maxImportBodyBytes = yield* positiveInt("LM_IMPORT_MAX_BODY_BYTES", defaults.maxImportBodyBytes)
   const billingSecrets = yield* billingSecretsFromEnv
   const wplmCompatSetting = yield* Config.String("LM_WPLM_COMPAT").pipe(Config.withDefault(""))
   const wplmCompat = yield* readSetting("LM_WPLM_COMPAT", () => parseSwitch(wplmCompatSetting, false))
@@ -104,6 +105,7 @@ export const httpSettingsFromEnv: Effect.Effect<Settings, Config.ConfigError | I
     wplmCompat,
     billingSecrets,
     maxArtifactBytes,
+    maxImportBodyBytes,
     tls,
     corsOrigins,
     forceHttps,

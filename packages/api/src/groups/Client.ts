@@ -18,8 +18,8 @@ const LicenseKey = Schema.String.annotate({
 
 /** A device fingerprint: 1–255 characters, none of them a control character (Unicode category Cc). */
 export const Fingerprint = Schema.String.check(
-  Schema.isBetweenLength(1, 255, { message: "must be 1 to 255 characters" }),
-  Schema.isPattern(/^[^\u0000-\u001f\u007f-\u009f]*$/, { message: "must contain only printable characters" })
+  Schema.isBetweenLength(1, Model.fingerprintRule.maxLength, { message: `must be 1 to ${Model.fingerprintRule.maxLength} characters` }),
+  Schema.isPattern(Model.fingerprintRule.pattern, { message: "must contain only printable characters" })
 ).annotate({ description: "The device's fingerprint: 1 to 255 printable characters." })
 
 const NullableShortText = Schema.NullOr(ShortText)

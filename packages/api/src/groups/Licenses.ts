@@ -7,6 +7,7 @@ import { Importing, License, Model } from "@lm/domain/core"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
 import { Idempotency } from "../middleware/Idempotency.js"
+import { BulkBody } from "../middleware/ErrorEnvelope.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { Conflict, NotFound } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
@@ -141,13 +142,21 @@ export class LicensesGroup extends HttpApiGroup.make("licenses")
     })),
     HttpApiEndpoint.post("import", "/licenses/import", {
       payload: ImportLicensesBody,
-      success: Success(Schema.Struct({ imported: Schema.Int })).pipe(HttpApiSchema.status(201)),
+      success: Success(Schema.Struct({
+        imported: Schema.Int.annotate({ description: "Licenses imported." }),
+        machines: Schema.Int.annotate({ description: "Machines imported with them." })
+      })).pipe(HttpApiSchema.status(201)),
       error: [Conflict]
-    }).annotateMerge(OpenApi.annotations({
+    }).annotate(BulkBody, true).annotateMerge(OpenApi.annotations({
       summary: "Import licenses from another licensing system",
-      description: "Up to 10,000 licenses, all or nothing: 201 `{imported}`, or 400 naming each bad row " +
-        "(`data[3].expires_at`), or 409 `license_exists` when a key is already stored. Keys are kept as they are " +
-        "(upper-cased; 2–8 dash-separated groups of 1–32 A-Z0-9, at most 128 characters), `source` is `import`."
+      description: "Up to 10,000 licenses with their machines, all or nothing: 201 `{imported, machines}`, or 400 " +
+        "naming each bad row (`data[3].expires_at`, `data[3].machines[0].fingerprint`, a row whose active machines " +
+        "exceed its seats), or 409 `license_exists` when a key is already stored. Machines: `lm` rows' `machines` " +
+        "(as GET /licenses/{key} lists them; the NDJSON export reads back), `wplm` the same with integer statuses " +
+        "or `registered_devices` / `registered_domains`, `lmfwc` and `dlm` rows' `activations`. Keys are kept as " +
+        "they are (upper-cased; 2–8 dash-separated groups of 1–32 A-Z0-9, at most 128 characters), `source` is " +
+        "`import`. The body may take up to the server's `LM_IMPORT_MAX_BODY_BYTES` (64 MiB by default; other " +
+        "routes 1 MiB); over it, 413 `rest_payload_too_large`."
     })),
     HttpApiEndpoint.get("export", "/licenses/export", {
       query: {
@@ -160,7 +169,8 @@ export class LicensesGroup extends HttpApiGroup.make("licenses")
     }).annotateMerge(OpenApi.annotations({
       summary: "Export licenses",
       description: "Every license matching the filters of GET /licenses, oldest first, streamed: NDJSON (one License " +
-        "object a line, `application/x-ndjson`) or CSV (`text/csv`, a header line of License fields; " +
+        "object a line with its `machines`, as GET /licenses/{key} answers, `application/x-ndjson`; " +
+        "`POST /licenses/import` with `format: lm` reads licenses and machines back) or CSV (`text/csv`, a header line of License fields; " +
         "`POST /licenses/import` with `format: csv` reads it back)."
     })),
     HttpApiEndpoint.get("get", "/licenses/:key", {

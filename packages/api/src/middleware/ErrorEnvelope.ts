@@ -17,3 +17,9 @@ export class ErrorEnvelope extends HttpApiMiddleware.Service<ErrorEnvelope>()("l
  * body rules (1 MiB cap read up front, UTF-8 only, duplicate keys) are left to that handler.
  */
 export const StreamedBody = Context.Reference<boolean>("lm/http/StreamedBody", { defaultValue: () => false })
+
+/**
+ * Marks an endpoint whose JSON body may be a bulk one (the license import, CONTRACT §17): it is bound by the
+ * server's import body limit (`LM_IMPORT_MAX_BODY_BYTES`) instead of the 1 MiB every other body has.
+ */
+export const BulkBody = Context.Reference<boolean>("lm/http/BulkBody", { defaultValue: () => false })

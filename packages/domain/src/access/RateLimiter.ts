@@ -73,6 +73,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   readonly settings: RateLimitSettings
   /** Lets a public request through, or refuses it (429) and records the refusal in the event log. */
   readonly admitPublic: (request: PublicRequest) => Effect.Effect<void, RateLimited>
+  /**
+   * `admitPublic` at once, for a synchronous caller: true when the request is let through (its tokens taken);
+   * false, having taken nothing, when it would be refused: the caller then runs `admitPublic`, which refuses it
+   * and records the refusal.
+   */
+  readonly admitPublicNow: (request: PublicRequest) => boolean
   /** Lets a management request of this API key (its id) through, or refuses it (429). */
   readonly admitApiKey: (apiKeyId: string) => Effect.Effect<void, RateLimited>
   /**
@@ -129,18 +135,27 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           return undefined
         }
 
+        /** Takes the request's tokens, or gives the wait its refusal states (nothing taken then). */
+        const takePublic = (request: PublicRequest, now: number) => {
+          const ip = request.ip ?? "unix"
+          const key = (request.licenseKey === undefined ? undefined : normaliseLicenseKey(request.licenseKey).slice(0, maxKeyLength))
+          const wait = takeAll(
+            bucketName("ip", ip),
+            settings.perIp,
+            key === undefined || key === "" ? undefined : bucketName("key", ip, key),
+            settings.perKey,
+            now
+          )
+          return { wait, key }
+        }
+
+        const admitPublicNow = (request: PublicRequest): boolean =>
+          takePublic(request, clock.currentTimeMillisUnsafe()).wait === undefined
+
         const admitPublic = (request: PublicRequest): Effect.Effect<void, RateLimited> =>
           Effect.suspend(() => {
             const now = clock.currentTimeMillisUnsafe()
-            const ip = request.ip ?? "unix"
-            const key = (request.licenseKey === undefined ? undefined : normaliseLicenseKey(request.licenseKey).slice(0, maxKeyLength))
-            const wait = takeAll(
-              bucketName("ip", ip),
-              settings.perIp,
-              key === undefined || key === "" ? undefined : bucketName("key", ip, key),
-              settings.perKey,
-              now
-            )
+            const { key, wait } = takePublic(request, now)
             if (wait === undefined) return Effect.void
             const refusal = refusedBy(refusedOther ? "key" : "ip", wait)
             if (!isActivityKind(request.endpoint)) return refusal
@@ -232,13 +247,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           return RateLimiter.of({
             settings,
             admitPublic: () => Effect.void,
+            admitPublicNow: () => true,
             admitApiKey: () => Effect.void,
             admitLogin: () => Effect.void,
             loginFailed: () => Effect.void,
             sync: Effect.void
           })
         }
-        return RateLimiter.of({ settings, admitPublic, admitApiKey, admitLogin, loginFailed, sync })
+        return RateLimiter.of({ settings, admitPublic, admitPublicNow, admitApiKey, admitLogin, loginFailed, sync })
       })
     )
 }

@@ -35,6 +35,12 @@ export const defaultMaxBuffered = 100_000
 export class ActivityRecorder extends Context.Service<ActivityRecorder, {
   /** Buffers one entry; never waits for the store. */
   readonly record: (entry: ActivityEntry) => Effect.Effect<void>
+  /**
+   * Buffers one entry at once, on the caller's stack (a synchronous caller: the fast path's validate), and
+   * gives back the rest of `record`'s work (usually nothing: `Effect.void`; a batch write to start, or the
+   * buffer's bound), which the caller runs. `record` is this, suspended.
+   */
+  readonly recordUnsafe: (entry: ActivityEntry) => Effect.Effect<void>
   /** Writes everything buffered so far. */
   readonly flush: Effect.Effect<void>
   /** How many entries were dropped, oldest first, because the buffer was full (since the layer opened). */
@@ -167,22 +173,22 @@ export class ActivityRecorder extends Context.Service<ActivityRecorder, {
             draining = false
           }))
         )
-        const record = (entry: ActivityEntry) =>
-          Effect.suspend(() => {
-            buffer.push(entry)
-            if (buffer.length > maxBuffered) return bound()
-            if (buffer.length < maxBatch || draining) return Effect.void
-            draining = true
-            return Effect.forkDetach(drain).pipe(Effect.asVoid)
-          })
+        const recordUnsafe = (entry: ActivityEntry): Effect.Effect<void> => {
+          buffer.push(entry)
+          if (buffer.length > maxBuffered) return bound()
+          if (buffer.length < maxBatch || draining) return Effect.void
+          draining = true
+          return Effect.forkDetach(drain).pipe(Effect.asVoid)
+        }
+        const record = (entry: ActivityEntry) => Effect.suspend(() => recordUnsafe(entry))
 
-        return ActivityRecorder.of({ record, flush, dropped: Effect.sync(() => droppedTotal), pending: Effect.sync(pending) })
+        return ActivityRecorder.of({ record, recordUnsafe, flush, dropped: Effect.sync(() => droppedTotal), pending: Effect.sync(pending) })
       })
     )
 
   /** A recorder that keeps nothing (for embedding without analytics). */
   static readonly layerDiscard = Layer.succeed(
     ActivityRecorder,
-    ActivityRecorder.of({ record: () => Effect.void, flush: Effect.void, dropped: Effect.succeed(0), pending: Effect.succeed(0) })
+    ActivityRecorder.of({ record: () => Effect.void, recordUnsafe: () => Effect.void, flush: Effect.void, dropped: Effect.succeed(0), pending: Effect.succeed(0) })
   )
 }

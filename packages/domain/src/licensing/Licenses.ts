@@ -6,7 +6,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { invalidParam, type InvalidParam, type InvalidTransition, type StorageUnavailable } from "../shared/errors.js"
 import type { DomainEvent } from "../shared/model.js"
-import { EventOutbox, type Page, Store } from "../shared/ports.js"
+import { BulkWrite, EventOutbox, type Page, Store } from "../shared/ports.js"
 import { Random } from "../shared/random.js"
 import {
   type ConfirmationRequired,
@@ -36,7 +36,7 @@ import {
   updateLicense
 } from "./license.js"
 import { countSeatsHeld, deactivateMachine, type LicenseView, refreshSeatDeadlines, viewLicense } from "./machine.js"
-import type { License, LicenseSettings, LicenseSource, LicenseStatus, Machine } from "./model.js"
+import type { License, LicenseSettings, LicenseSource, LicenseStatus, Machine, MachineDraft } from "./model.js"
 import { effectiveEntitlements } from "./entitlements.js"
 import { GeneratorIssuer, type LicenseFilter, type LicenseQuery, LicenseRepository, MachineRepository, PolicyRepository } from "./ports.js"
 
@@ -83,6 +83,13 @@ export interface ListLicensesInput {
   readonly perPage: number
 }
 
+/** The filters of `GET /licenses/export` (those of GET /licenses), and where its next page starts. */
+export type ExportLicensesInput = Omit<ListLicensesInput, "orderBy" | "order" | "page" | "perPage" | "idAfter"> & {
+  /** The last id of the page before (0 for the first). */
+  readonly idAfter: number
+  readonly limit: number
+}
+
 /** A license with its machines (GET /licenses/{key}). */
 export interface LicenseDetail extends LicenseView {
   readonly machines: ReadonlyArray<Machine>
@@ -102,6 +109,9 @@ export const withPolicyDefaults = Effect.fnUntraced(function*(settings: Partial<
   return { ...policyDefaults(policy), ...settings }
 })
 
+/** Imported machines written per statement. */
+const IMPORT_MACHINE_BATCH = 2000
+
 const settingsOf = (input: Partial<LicenseSettings>): Partial<LicenseSettings> => {
   const out: Record<string, unknown> = {}
   for (const name of Object.keys(defaultLicenseSettings) as Array<keyof LicenseSettings>) {
@@ -117,6 +127,12 @@ export class Licenses extends Context.Service<Licenses, {
   readonly get: (key: string) => Effect.Effect<LicenseDetail, InvalidParam | LicenseNotFound | StorageUnavailable>
   /** The licenses that match; `search` with a non-ASCII character is `InvalidParam`. */
   readonly list: (input: ListLicensesInput) => Effect.Effect<Page<LicenseView>, InvalidParam | StorageUnavailable>
+  /**
+   * The next page of an export (CONTRACT §17): up to `limit` licenses after `idAfter`, in id order, each with every
+   * machine it has (in any status), as `POST /licenses/import` reads them back. Nothing is counted, so each page
+   * costs the same however many licenses there are.
+   */
+  readonly exportPage: (input: ExportLicensesInput) => Effect.Effect<ReadonlyArray<LicenseDetail>, InvalidParam | StorageUnavailable>
   readonly update: (key: string, patch: Partial<LicenseSettings>) => Effect.Effect<LicenseView, InvalidParam | PolicyNotFound | WriteError>
   readonly delete: (key: string) => Effect.Effect<{ readonly id: number }, InvalidParam | LicenseNotFound | StorageUnavailable>
   readonly renew: (key: string, renewal: Renewal) => Effect.Effect<LicenseView, InvalidParam | WriteError>
@@ -126,13 +142,14 @@ export class Licenses extends Context.Service<Licenses, {
   readonly terminate: (key: string, confirm: boolean) => Effect.Effect<LicenseView, InvalidParam | ConfirmationRequired | WriteError>
   /**
    * Imports an export of another licensing system (CONTRACT §17, `importing.ts`), all or nothing, in one
-   * transaction with a `license.created` event each: the number imported, or every bad row named, or
+   * transaction with a `license.created` event each (their machines are recorded as they were, without events):
+   * the number of licenses and machines imported, or every bad row named, or
    * `LicenseExists` when a key is already stored.
    */
   readonly importLicenses: (
     format: ImportFormat,
     data: unknown
-  ) => Effect.Effect<{ readonly imported: number }, InvalidParam | LicenseExists | StorageUnavailable>
+  ) => Effect.Effect<{ readonly imported: number; readonly machines: number }, InvalidParam | LicenseExists | StorageUnavailable>
 }>()("@lm/domain/Licenses") {
   /** The service on the ports; creates with `generator_id` go to the `GeneratorIssuer` in context when it is built. */
   static readonly layer = Layer.effect(
@@ -222,10 +239,10 @@ export class Licenses extends Context.Service<Licenses, {
         return { ...(yield* view(license, all.items.filter((m) => m.status === "active"), now)), machines: all.items }
       })
 
-      const list = Effect.fn("Licenses.list")(function*(input: ListLicensesInput) {
-        const now = yield* Clock.currentTimeMillis
+      /** The store's query of a list's filters at `now`. */
+      const queryOf = Effect.fnUntraced(function*(input: ListLicensesInput, now: number) {
         const derived = statusFilter(input.status, now)
-        const page = yield* licenses.list({
+        return {
           ...derived,
           productId: input.productId,
           orderId: input.orderId,
@@ -239,12 +256,33 @@ export class Licenses extends Context.Service<Licenses, {
           order: input.order ?? "desc",
           page: input.page,
           perPage: input.perPage
-        })
+        } satisfies LicenseQuery
+      })
+
+      const list = Effect.fn("Licenses.list")(function*(input: ListLicensesInput) {
+        const now = yield* Clock.currentTimeMillis
+        const page = yield* licenses.list(yield* queryOf(input, now))
         const active = yield* machines.listActiveOf(page.items.map((l) => l.id))
         return {
           total: page.total,
           items: yield* viewAll(page.items.map((license) => ({ license, active: active.filter((m) => m.licenseId === license.id) })), now)
         }
+      })
+
+      const exportPage = Effect.fn("Licenses.exportPage")(function*(input: ExportLicensesInput) {
+        const now = yield* Clock.currentTimeMillis
+        const query = yield* queryOf({ ...input, orderBy: "id", order: "asc", page: 1, perPage: input.limit }, now)
+        const page = yield* licenses.list({ ...query, withTotal: false })
+        const all = yield* machines.listOf(page.items.map((l) => l.id))
+        const byLicense = new Map<number, Array<Machine>>()
+        for (const machine of all) {
+          const list = byLicense.get(machine.licenseId)
+          if (list === undefined) byLicense.set(machine.licenseId, [machine])
+          else list.push(machine)
+        }
+        const items = page.items.map((license) => ({ license, machines: byLicense.get(license.id) ?? [] }))
+        const views = yield* viewAll(items.map(({ license, machines }) => ({ license, active: machines.filter((m) => m.status === "active") })), now)
+        return views.map((view, i): LicenseDetail => ({ ...view, machines: items[i]!.machines }))
       })
 
       const update = Effect.fn("Licenses.update")(function*(key: string, patch: Partial<LicenseSettings>) {
@@ -308,14 +346,22 @@ export class Licenses extends Context.Service<Licenses, {
 
       const importLicenses = Effect.fn("Licenses.importLicenses")(function*(format: ImportFormat, data: unknown) {
         const now = yield* Clock.currentTimeMillis
-        const drafts = yield* Effect.fromResult(readImport(format, data, now))
+        const imported = yield* Effect.fromResult(readImport(format, data, now))
         return yield* store.transaction(
           Effect.gen(function*() {
-            const saved = yield* licenses.insertMany(drafts)
+            const saved = yield* licenses.insertMany(imported.map((i) => i.draft))
+            const idOf = new Map(saved.map((license) => [license.key, license.id]))
+            const drafts = imported.flatMap((i) => i.machines.map((m): MachineDraft => ({ ...m, licenseId: idOf.get(i.draft.key)! })))
+            // Machines without components in batches of one statement each; those with components one by one.
+            const plain = drafts.filter((m) => m.components.length === 0)
+            for (let i = 0; i < plain.length; i += IMPORT_MACHINE_BATCH) {
+              yield* machines.writeSeatChanges({ inserts: plain.slice(i, i + IMPORT_MACHINE_BATCH), updates: [], events: [] })
+            }
+            for (const machine of drafts) if (machine.components.length > 0) yield* machines.insert(machine)
             yield* outbox.append(saved.map((license) => licenseCreated(license, now)))
-            return { imported: saved.length }
+            return { imported: saved.length, machines: drafts.length }
           })
-        )
+        ).pipe(Effect.provideService(BulkWrite, true))
       })
 
       return Licenses.of({
@@ -323,6 +369,7 @@ export class Licenses extends Context.Service<Licenses, {
         create,
         get,
         list,
+        exportPage,
         update,
         delete: remove,
         renew,

@@ -6,7 +6,7 @@
  * here (`Tokens`): validate's license token or refusal token, the machine certificate of activate and heartbeat,
  * so an embedder gets the same signed answer as the server sends.
  */
-import { Clock, Context, Effect, Layer, Tracer } from "effect"
+import { Clock, Context, Effect, Layer, Result, Tracer } from "effect"
 import { Blacklist, type BlacklistSubject } from "../access/Blacklist.js"
 import { ActivityRecorder } from "../activity/ActivityRecorder.js"
 import type { ActivityKind } from "../activity/model.js"
@@ -27,6 +27,7 @@ import type { License, Machine, MachineFacts } from "./model.js"
 import { LicenseRepository, MachineRepository, PolicyRepository } from "./ports.js"
 import type { ActivateResult as SeatTaken, DeactivateResult, HeartbeatResult as Beaten } from "./seatChanges.js"
 import { type TokenDialect, Tokens, type Validated } from "./Tokens.js"
+import { CachedValidationReads } from "./ValidationCache.js"
 import { validateLicense } from "./validation.js"
 
 export type { DeactivateResult } from "./seatChanges.js"
@@ -83,6 +84,13 @@ export interface HeartbeatInput extends ClientContext {
   readonly appVersion?: string | undefined
 }
 
+/** What the event log notes of a client call's input. */
+type LoggedInput = ClientContext & {
+  readonly licenseKey: string
+  readonly fingerprint?: string | null | undefined
+  readonly appVersion?: string | null | undefined
+}
+
 /** The license a client call found, noted as soon as it is found (for the event log). */
 interface Seen {
   licenseId: number | null
@@ -91,6 +99,13 @@ interface Seen {
 
 export class Licensing extends Context.Service<Licensing, {
   readonly validate: (input: ValidateInput) => Effect.Effect<ValidateResult, InvalidParam | LicenseNotFound | StorageUnavailable>
+  /**
+   * `validate` at once, on the caller's stack, with the services of `context` (its `Clock`, `Blacklist`,
+   * metrics): the same answer, event and count, when everything it reads is in the validation cache, the key
+   * is well-formed, the signer signs synchronously and no tracer is installed; undefined otherwise, having
+   * done nothing (the caller then runs `validate`). For a synchronous transport (the HTTP fast path).
+   */
+  readonly validateNow: (input: ValidateInput, context: Context.Context<never>) => ValidateResult | undefined
   readonly activate: (
     input: ActivateInput
   ) => Effect.Effect<ActivateResult, InvalidParam | LicenseNotFound | Refused | MachineLimitExceeded | StorageUnavailable>
@@ -111,13 +126,40 @@ export class Licensing extends Context.Service<Licensing, {
       const tokens = yield* Tokens
       const batches = yield* makeSeatBatches
 
+      /** A client call's counter and event-log entry. */
+      const outcome = (
+        kind: ActivityKind,
+        input: LoggedInput,
+        found: {
+          readonly licenseId: number | null
+          readonly productId: number | null
+          readonly machineId: number | null
+          readonly result: string
+          readonly at: number
+        }
+      ) => ({
+        counted: kind === "validate" ? Metrics.validations({ code: found.result }) : Metrics.seatChanges({ kind, result: found.result }),
+        entry: {
+          kind,
+          licenseId: found.licenseId,
+          licenseKey: normalizeKey(input.licenseKey),
+          machineId: found.machineId,
+          fingerprint: input.fingerprint ?? null,
+          ipAddress: input.ipAddress,
+          appVersion: input.appVersion ?? null,
+          result: found.result,
+          at: found.at,
+          productId: found.productId
+        }
+      })
+
       /**
        * Records the outcome of a client call in the event log, success or refusal. `run` notes the license it
        * found in `seen`, so that a refusal is recorded against its license too (null when there is none).
        */
       const logged = <A, E extends { readonly code?: string }, R>(
         kind: ActivityKind,
-        input: ClientContext & { readonly licenseKey: string; readonly fingerprint?: string | null | undefined; readonly appVersion?: string | null | undefined },
+        input: LoggedInput,
         run: (seen: Seen) => Effect.Effect<A, E, R>,
         describe: (a: A) => { readonly license: License; readonly machineId: number | null; readonly result: string }
       ) => {
@@ -139,19 +181,8 @@ export class Licensing extends Context.Service<Licensing, {
               const code = failure?._tag === "Fail" ? (failure.error as { readonly code?: string }).code : undefined
               result = code ?? "internal_error"
             }
-            const counted = kind === "validate" ? Metrics.validations({ code: result }) : Metrics.seatChanges({ kind, result })
-            return Effect.andThen(Metrics.increment(counted), recorder.record({
-              kind,
-              licenseId,
-              licenseKey: normalizeKey(input.licenseKey),
-              machineId,
-              fingerprint: input.fingerprint ?? null,
-              ipAddress: input.ipAddress,
-              appVersion: input.appVersion ?? null,
-              result,
-              at,
-              productId
-            }))
+            const { counted, entry } = outcome(kind, input, { licenseId, productId, machineId, result, at })
+            return Effect.andThen(Metrics.increment(counted), recorder.record(entry))
           })
         )
       }
@@ -183,6 +214,49 @@ export class Licensing extends Context.Service<Licensing, {
         })
         return { license, validation, now }
       })
+
+      const cachedReads = yield* CachedValidationReads
+      // Each call is a span when a tracer is installed (OTLP, `apps/server`), as an `Effect.fn` would be; without one
+      // the hot path makes none.
+      const tracing = (yield* Tracer.Tracer) !== Tracer.nativeTracer
+
+      /** `validate` from the cache, on the caller's stack (see the service's `validateNow`). */
+      const validateNow = (input: ValidateInput, context: Context.Context<never>): ValidateResult | undefined => {
+        if (tracing) return undefined
+        const parsed = parseKey(input.licenseKey)
+        if (Result.isFailure(parsed)) return undefined
+        const key = parsed.success
+        const fingerprint = input.fingerprint ?? null
+        const clock = Context.get(context, Clock.Clock)
+        const reads = cachedReads.peek(key, fingerprint, clock)
+        if (reads === undefined) return undefined
+        const { license } = reads
+        const now = clock.currentTimeMillisUnsafe()
+        const validation = validateLicense({
+          license,
+          machines: reads.machines,
+          fingerprint,
+          now,
+          blacklisted: Context.get(context, Blacklist).isBlacklisted({ licenseKey: key, fingerprint, ipAddress: input.ipAddress }),
+          entitlements: effectiveEntitlements(license.entitlements, reads.policy?.entitlements),
+          required: input.entitlements
+        })
+        const validated = { license, validation, now }
+        // Signed before anything is recorded, so that an undefined answer has done nothing.
+        const signed = tokens.validationTokensNow(validated, { fingerprint, nonce: input.nonce ?? null }, input.dialect)
+        if (signed === undefined) return undefined
+        const { counted, entry } = outcome("validate", input, {
+          licenseId: license.id,
+          productId: license.productId,
+          machineId: validation.machine?.id ?? null,
+          result: validation.code,
+          at: clock.currentTimeMillisUnsafe()
+        })
+        counted.updateUnsafe(1, context)
+        const rest = recorder.recordUnsafe(entry)
+        if (rest !== Effect.void) Effect.runForkWith(context)(rest)
+        return { ...validated, ...signed }
+      }
 
       /** Notes the license a seat change found, for the event log. */
       const noteLicense = (seen: Seen) => (licenseId: number) => {
@@ -222,12 +296,10 @@ export class Licensing extends Context.Service<Licensing, {
       const certified = <A extends { readonly license: License; readonly machine: Machine; readonly now: number }>(result: A) =>
         Effect.map(tokens.machineCertificate(result.license, result.machine, result.now), (certificate) => ({ ...result, certificate }))
 
-      // Each call is a span when a tracer is installed (OTLP, `apps/server`), as an `Effect.fn` would be; without one
-      // the hot path makes none.
-      const tracing = (yield* Tracer.Tracer) !== Tracer.nativeTracer
       const spanned = <A, E, R>(name: string, effect: Effect.Effect<A, E, R>) => (tracing ? Effect.withSpan(effect, name) : effect)
 
       return Licensing.of({
+        validateNow,
         validate: (input) =>
           spanned("Licensing.validate", logged("validate", input, (seen) => validate(input, seen), (r) => ({
             license: r.license,

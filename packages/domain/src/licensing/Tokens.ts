@@ -29,6 +29,12 @@ export interface SentToValidate {
  */
 export type TokenDialect = "lm" | "wplm"
 
+/** Validate's signed answer (see `Tokens.validationTokens`). */
+export interface ValidationTokens {
+  readonly signedPayload: string | null
+  readonly signedRefusal: string | null
+}
+
 export interface TokensOptions {
   /** Offline TTL of validate's payload in seconds (default 7 days). */
   readonly offlineTtlSeconds?: number | undefined
@@ -45,7 +51,12 @@ export class Tokens extends Context.Service<Tokens, {
     result: Validated,
     sent: SentToValidate,
     dialect?: TokenDialect
-  ) => Effect.Effect<{ readonly signedPayload: string | null; readonly signedRefusal: string | null }>
+  ) => Effect.Effect<ValidationTokens>
+  /**
+   * {@link validationTokens} at once, on the caller's stack, when the signer signs synchronously (node:crypto);
+   * undefined when it cannot.
+   */
+  readonly validationTokensNow: (result: Validated, sent: SentToValidate, dialect?: TokenDialect) => ValidationTokens | undefined
   /** A license token: what validation found, the fingerprint and nonce sent, `exp`. */
   readonly licensePayload: (
     result: Validated,
@@ -76,30 +87,41 @@ export class Tokens extends Context.Service<Tokens, {
               entitlements: result.validation.entitlements,
               ...(options.offlineTtlSeconds === undefined ? {} : { ttlSeconds: options.offlineTtlSeconds })
             })
+        const refusalClaims = (result: Validated, sent: SentToValidate) =>
+          Token.refusal({
+            licenseKey: result.license.key,
+            licenseId: result.license.id,
+            status: result.validation.status,
+            code: result.validation.code,
+            fingerprint: sent.fingerprint,
+            nonce: sent.nonce,
+            issuedAt: result.now
+          })
+        /**
+         * What validate's answer signs, as the dialect says: the license token's claims (or null) and the refusal
+         * token's (or null).
+         */
+        const answerClaims = (result: Validated, sent: SentToValidate, dialect: TokenDialect) => ({
+          payload: dialect === "wplm"
+            ? Wplm.licenseClaims(licenseClaims(result, sent))
+            : result.validation.valid
+            ? licenseClaims(result, sent)
+            : null,
+          refusal: result.validation.valid ? null : refusalClaims(result, sent)
+        })
         const licensePayload = (result: Validated, sent: SentToValidate) => signer.signToken(licenseClaims(result, sent))
-        const refusal = (result: Validated, sent: SentToValidate) =>
-          signer.signToken(
-            Token.refusal({
-              licenseKey: result.license.key,
-              licenseId: result.license.id,
-              status: result.validation.status,
-              code: result.validation.code,
-              fingerprint: sent.fingerprint,
-              nonce: sent.nonce,
-              issuedAt: result.now
-            })
-          )
+        const signOrNull = (claims: Token.Claims | null) => claims === null ? Effect.succeed(null) : signer.signToken(claims)
         return Tokens.of({
-          validationTokens: (result, sent, dialect = "lm") =>
-            dialect === "wplm"
-              ? Effect.zipWith(
-                signer.signToken(Wplm.licenseClaims(licenseClaims(result, sent))),
-                result.validation.valid ? Effect.succeed(null) : refusal(result, sent),
-                (signedPayload, signedRefusal) => ({ signedPayload, signedRefusal })
-              )
-              : result.validation.valid
-              ? Effect.map(licensePayload(result, sent), (signedPayload) => ({ signedPayload, signedRefusal: null }))
-              : Effect.map(refusal(result, sent), (signedRefusal) => ({ signedPayload: null, signedRefusal })),
+          validationTokens: (result, sent, dialect = "lm") => {
+            const { payload, refusal } = answerClaims(result, sent, dialect)
+            return Effect.zipWith(signOrNull(payload), signOrNull(refusal), (signedPayload, signedRefusal) => ({ signedPayload, signedRefusal }))
+          },
+          validationTokensNow: (result, sent, dialect = "lm") => {
+            const { payload, refusal } = answerClaims(result, sent, dialect)
+            const signedPayload = payload === null ? null : signer.signTokenNow(payload)
+            const signedRefusal = refusal === null ? null : signer.signTokenNow(refusal)
+            return signedPayload === undefined || signedRefusal === undefined ? undefined : { signedPayload, signedRefusal }
+          },
           licensePayload,
           machineCertificate: (license, machine, now) =>
             signer.signToken(

@@ -14,12 +14,13 @@
  * Reads under a lock (`lockByKey`, `lockById`, `lockByKeys`), `listActive`, `findByFingerprint`,
  * `listForSeatChanges`, and any read inside a transaction always go to the store.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Store } from "../shared/ports.js"
 import type { License, Machine, Policy } from "./model.js"
 import {
   feedHeartbeatMillis,
   feedTimeMillis,
+  feedTimeOf,
   LicenseChangeFeed,
   LicenseRepository,
   MachineRepository,
@@ -55,6 +56,26 @@ export const minFeedStaleMillis = 2 * feedHeartbeatMillis
  * falls silent.
  */
 export const feedAlive = (aliveAsOf: number, now: number, staleMillis: number): boolean => now - aliveAsOf <= staleMillis
+
+/** What a validation reads, all of it held by the cache (see {@link CachedValidationReads}). */
+export interface CachedReads {
+  readonly license: License
+  /** As `MachineRepository.listForValidation` answers. */
+  readonly machines: ReadonlyArray<Machine>
+  /** The license's policy (undefined without one, or when it is gone), as `PolicyRepository.findById` answers. */
+  readonly policy: Policy | undefined
+}
+
+/**
+ * The validation cache read at once, on the caller's stack, outside any transaction: what `findByKey`,
+ * `listForValidation` and the policy's `findById` would answer from the cache, or undefined whenever one of them
+ * would go to the store or log (not serving, the feed just heard again, an entry missing or past its age, its
+ * machines or the fingerprint not loaded yet, the policy not held). The caller then takes the effectful path,
+ * which loads. Without the cache (a bare store) it always answers undefined.
+ */
+export const CachedValidationReads = Context.Reference<{
+  readonly peek: (key: string, fingerprint: string | null, clock: Clock.Clock) => CachedReads | undefined
+}>("@lm/domain/ValidationCache/CachedValidationReads", { defaultValue: () => ({ peek: () => undefined }) })
 
 /** The licenses touched by the current transaction, re-invalidated when it ends. */
 class TouchedLicenses extends Context.Service<TouchedLicenses, Set<number>>()("@lm/domain/ValidationCache/TouchedLicenses") {}
@@ -256,25 +277,57 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
           if (touched._tag === "Some") touched.value.add(policyId)
         })
 
+      /** A policy not served from memory: from the store, kept when nothing invalidated it meanwhile. */
+      const loadPolicy = Effect.fnUntraced(function*(id: number) {
+        if ((yield* Effect.serviceOption(TouchedLicenses))._tag === "Some" || !(yield* serving)) return yield* policyStore.findById(id)
+        const now = yield* Clock.currentTimeMillis
+        const generation = policyGenerations.get(id) ?? 0
+        const startEpoch = epoch
+        const policy = yield* policyStore.findById(id)
+        if (startEpoch === epoch && (policyGenerations.get(id) ?? 0) === generation && policyById.size < maxEntries) {
+          policyById.set(id, { policy, loadedAt: now })
+        }
+        return policy
+      })
+
       const cachedPolicies = PolicyRepository.of({
         ...policyStore,
+        // Every validate of a license with a policy asks for it: a hit is answered in one synchronous step (the
+        // same checks as `loadPolicy`'s, read from the fiber), not a generator of several effects.
         findById: (id) =>
-          Effect.gen(function*() {
-            if ((yield* Effect.serviceOption(TouchedLicenses))._tag === "Some" || !(yield* serving)) return yield* policyStore.findById(id)
-            const now = yield* Clock.currentTimeMillis
+          Effect.withFiber((fiber) => {
             const cached = policyById.get(id)
-            if (cached !== undefined && fresh(cached, now)) return cached.policy
-            const generation = policyGenerations.get(id) ?? 0
-            const startEpoch = epoch
-            const policy = yield* policyStore.findById(id)
-            if (startEpoch === epoch && (policyGenerations.get(id) ?? 0) === generation && policyById.size < maxEntries) {
-              policyById.set(id, { policy, loadedAt: now })
+            if (cached !== undefined && Option.isNone(Context.getOption(fiber.context, TouchedLicenses))) {
+              const clock = fiber.getRef(Clock.Clock)
+              if (fresh(cached, clock.currentTimeMillisUnsafe()) && feedAlive(aliveAsOf, feedTimeOf(clock), feedStale)) {
+                return Effect.succeed(cached.policy)
+              }
             }
-            return policy
+            return loadPolicy(id)
           }),
         update: (policy) => Effect.andThen(touchPolicy(policy.id), policyStore.update(policy)).pipe(Effect.tap(() => touchPolicy(policy.id))),
         delete: (id) => Effect.andThen(touchPolicy(id), policyStore.delete(id)).pipe(Effect.tap(() => touchPolicy(id)))
       })
+
+      const peek = (key: string, fingerprint: string | null, clock: Clock.Clock): CachedReads | undefined => {
+        // As `serving` and `entryFor` read the clock; a silence to report or end goes the effectful way.
+        if (silenceLogged || !feedAlive(aliveAsOf, Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n), feedStale)) return undefined
+        const now = clock.currentTimeMillisUnsafe()
+        const entry = byKey.get(key)
+        if (entry === undefined || !fresh(entry, now) || entry.active === undefined) return undefined
+        const license = entry.license
+        let policy: Policy | undefined
+        if (license.policyId !== null) {
+          const cached = policyById.get(license.policyId)
+          if (cached === undefined || !fresh(cached, now)) return undefined
+          policy = cached.policy
+        }
+        const active = entry.active
+        if (fingerprint === null) return { license, machines: active, policy }
+        const record = entry.fingerprints.get(fingerprint)
+        if (record === undefined) return undefined
+        return { license, machines: record === null || record.status === "active" ? active : [...active, record], policy }
+      }
 
       const cachedStore = Store.of({
         ...store,
@@ -298,7 +351,8 @@ export const layerValidationCache = (options: ValidationCacheOptions = {}) =>
       return Context.make(Store, cachedStore).pipe(
         Context.add(LicenseRepository, cachedLicenses),
         Context.add(MachineRepository, cachedMachines),
-        Context.add(PolicyRepository, cachedPolicies)
+        Context.add(PolicyRepository, cachedPolicies),
+        Context.add(CachedValidationReads, { peek })
       )
     })
   )

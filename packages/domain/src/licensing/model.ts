@@ -134,6 +134,13 @@ export const Machine = Schema.Struct({
 export type Machine = typeof Machine.Type
 export type MachineDraft = Omit<Machine, "id" | "components"> & { readonly components: ReadonlyArray<ComponentDraft> }
 
+/** A device fingerprint (a machine's or a component's): 1 to 255 characters, none a control character (Cc). */
+export const fingerprintRule = { maxLength: 255, pattern: /^[^\u0000-\u001f\u007f-\u009f]*$/ } as const
+
+/** Whether a text is a fingerprint by {@link fingerprintRule}. */
+export const isFingerprint = (text: string): boolean =>
+  text.length >= 1 && text.length <= fingerprintRule.maxLength && fingerprintRule.pattern.test(text)
+
 /** Facts a client sends about itself when it activates or beats. */
 export interface MachineFacts {
   readonly fingerprint: string

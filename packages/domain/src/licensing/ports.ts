@@ -2,7 +2,7 @@
  * What the licensing feature needs from a store: licenses (with their row locks, lists, counts and generator
  * pools), machines and their seat changes, and the feed of licenses other processes changed.
  */
-import { Context, Effect, type Scope } from "effect"
+import { type Clock, Context, Effect, type Scope } from "effect"
 import type { DomainEvent, SortDirection } from "../shared/model.js"
 import type { Op, Page, PageRequest } from "../shared/ports.js"
 import { generatorNotFound, type GeneratorNotFound, type LicenseExists, type PolicyInUse } from "./errors.js"
@@ -51,10 +51,15 @@ export interface LicenseQuery extends PageRequest {
   readonly hasSeatHolderAt?: { readonly at: number; readonly value: boolean } | undefined
   readonly orderBy: LicenseSortColumn
   readonly order: SortDirection
+  /**
+   * `false`: the matches are not counted, and the page's `total` is 0 (a walk by `idAfter`, as the export reads,
+   * needs no total, and counting would cost a scan of the remaining licenses on every page).
+   */
+  readonly withTotal?: boolean | undefined
 }
 
 /** The filters of a {@link LicenseQuery} without its page and order: what `countEach` counts. */
-export type LicenseFilter = Omit<LicenseQuery, keyof PageRequest | "orderBy" | "order">
+export type LicenseFilter = Omit<LicenseQuery, keyof PageRequest | "orderBy" | "order" | "withTotal">
 
 export class LicenseRepository extends Context.Service<LicenseRepository, {
   /**
@@ -118,6 +123,8 @@ export class MachineRepository extends Context.Service<MachineRepository, {
   readonly findByFingerprint: (licenseId: number, fingerprint: string) => Op<Machine | undefined>
   /** The license's machines in `active` status (whether or not they still hold a seat). */
   readonly listActive: (licenseId: number) => Op<ReadonlyArray<Machine>>
+  /** Every machine of each of these licenses, in any status, in id order (the export). */
+  readonly listOf: (licenseIds: ReadonlyArray<number>) => Op<ReadonlyArray<Machine>>
   /** The machines in `active` status of each of these licenses (for lists of licenses). */
   readonly listActiveOf: (licenseIds: ReadonlyArray<number>) => Op<ReadonlyArray<Machine>>
   /** The license's machines in `active` status plus the record of `fingerprint` in any status. */
@@ -159,9 +166,10 @@ export type LicenseChange = number | "all" | { readonly policyId: number } | { r
  * The time of the feed's liveness, in which heartbeats are stamped and compared: milliseconds of the `Clock`'s
  * monotonic time, which a step of the wall clock (NTP) cannot move back. Meaningful within one process only.
  */
-export const feedTimeMillis: Effect.Effect<number> = Effect.clockWith((clock) =>
-  Effect.succeed(Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n))
-)
+export const feedTimeOf = (clock: Clock.Clock): number => Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n)
+
+/** {@link feedTimeOf} the fiber's `Clock`. */
+export const feedTimeMillis: Effect.Effect<number> = Effect.clockWith((clock) => Effect.succeed(feedTimeOf(clock)))
 
 /**
  * How often a feed with `heartbeats` sends one through the store (ms). The domain decides how long a feed may stay

@@ -29,6 +29,13 @@ export interface Page<A> {
  * update or delete) stay locked until it ends, so check-then-write flows (activation, pool draw) are atomic on
  * every store and across processes sharing one database.
  */
+/**
+ * Marks the store calls under it as one bulk write, whose time grows with its size (an import of up to 10,000
+ * licenses with their machines): stores that bound each call and transaction in time (PostgreSQL, PGlite: 15 s,
+ * against a server that stops answering) give such calls a longer bound.
+ */
+export const BulkWrite = Context.Reference<boolean>("@lm/domain/BulkWrite", { defaultValue: () => false })
+
 export class Store extends Context.Service<Store, {
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageUnavailable, R>
   /** A cheap round trip that tells whether the store answers. */

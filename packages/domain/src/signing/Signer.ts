@@ -53,6 +53,11 @@ export interface SignerService {
   /** A compact token of `claims`, its `kid` set to the key that signs it. */
   readonly signToken: (claims: Claims) => Effect.Effect<string>
   /**
+   * {@link signToken} at once, on the caller's stack, when the engine signs synchronously (node:crypto);
+   * undefined when it cannot (the noble engine is asynchronous): the caller then uses `signToken`.
+   */
+  readonly signTokenNow: (claims: Claims) => string | undefined
+  /**
    * Verifies a token against the accepted keys and the `Clock` (see `verify/index.ts` for the
    * reasons). No clock roll-back floor: this is the server's own clock.
    */
@@ -67,6 +72,8 @@ export interface SignerService {
 /** The signing primitive of one key ring. */
 interface Engine {
   readonly sign: (message: Uint8Array) => Effect.Effect<Uint8Array>
+  /** The same signature at once, when the engine can (node:crypto). */
+  readonly signNow?: (message: Uint8Array) => Uint8Array
   readonly verify: (kid: string, signature: Uint8Array, message: Uint8Array) => Effect.Effect<boolean>
 }
 
@@ -96,8 +103,10 @@ const nodeEngine = (ring: KeyRing): Effect.Effect<Engine> =>
     for (const k of ring.accepted) {
       publics.set(k.kid, createPublicKey({ key: Buffer.from(publicKeySpki(k.publicKey)), format: "der", type: "spki" }))
     }
+    const signNow = (message: Uint8Array) => nodeSign(null, message, privateKey)
     return Effect.succeed<Engine>({
-      sign: (message) => Effect.sync(() => nodeSign(null, message, privateKey)),
+      sign: (message) => Effect.sync(() => signNow(message)),
+      signNow,
       verify: (kid, signature, message) =>
         Effect.sync(() => {
           const key = publics.get(kid)
@@ -149,6 +158,14 @@ const make = (build: (ring: KeyRing) => Effect.Effect<Engine>) =>
         return Effect.map(snapshot.engine.sign(signingBytes(head)), (signature) => compact(head, signature))
       })
 
+    const signTokenNow = (claims: Claims): string | undefined => {
+      const snapshot = state
+      const signNow = snapshot.engine.signNow
+      if (signNow === undefined) return undefined
+      const head = signingInput(payloadJson(claims, snapshot.ring.current.kid))
+      return compact(head, signNow(signingBytes(head)))
+    }
+
     const verifyToken = <T extends TokenType = TokenType>(
       token: string,
       options: SignerVerifyOptions<T> = {}
@@ -182,6 +199,7 @@ const make = (build: (ring: KeyRing) => Effect.Effect<Engine>) =>
       publishedKeys: Effect.sync(() => state.published),
       sign,
       signToken,
+      signTokenNow,
       verifyToken,
       setKeyRing: (ring) =>
         Effect.map(prepare(ring), (next) => {

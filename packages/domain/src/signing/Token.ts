@@ -243,6 +243,23 @@ export const download = (input: DownloadClaimsInput): Claims<DownloadPayload> =>
 const s = JSON.stringify
 
 /**
+ * The JSON of each list of entitlement codes signed (`ent`), by the list's identity: a license's effective codes
+ * are the same array from one validate to the next (`effectiveEntitlements`), so they are written once, not per
+ * token. Lists are never changed in place.
+ */
+const entJson = new WeakMap<ReadonlyArray<string>, string>()
+
+const codesJson = (codes: ReadonlyArray<string>): string => {
+  if (codes.length === 0) return "[]"
+  let json = entJson.get(codes)
+  if (json === undefined) {
+    json = s(codes)
+    entJson.set(codes, json)
+  }
+  return json
+}
+
+/**
  * The canonical JSON of a payload: `claims` with `kid` in third place, keys in the contract's
  * order, no whitespace. Written field by field (each value through `JSON.stringify`), never by
  * sorting; a field not listed for the type is not written.
@@ -257,7 +274,7 @@ export const payloadJson = (claims: Claims, kid: string): string => {
         s(claims.grace_days)
       },"max":${s(claims.max)},"fp":${s(claims.fp)},"nonce":${s(claims.nonce)},"iat":${s(claims.iat)},"exp":${
         s(claims.exp)
-      },"ent":${s(claims.ent)}}`
+      },"ent":${codesJson(claims.ent ?? [])}}`
     case "refusal":
       return `${head},"key":${s(claims.key)},"lid":${s(claims.lid)},"status":${s(claims.status)},"code":${
         s(claims.code)

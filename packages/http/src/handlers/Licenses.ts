@@ -35,18 +35,20 @@ const csvCell = (value: unknown): string => {
 }
 
 /**
- * The streamed answer of GET /licenses/export (CONTRACT §17). The first page is read before the answer starts, so
- * a bad filter is a 400 in the envelope; the others as the client reads (a store failure then cuts the body short).
+ * The streamed answer of GET /licenses/export (CONTRACT §17): NDJSON lines are License objects with their
+ * `machines` (as GET /licenses/{key} answers), so `format: lm` imports licenses and machines back; CSV rows are
+ * the scalar License fields. The first page is read before the answer starts, so a bad filter is a 400 in the
+ * envelope; the others as the client reads (a store failure then cuts the body short).
  */
 const exportResponse = (
   licenses: Licenses["Service"],
   query: { readonly format?: Importing.ExportFormat } & Record<string, unknown>
 ) => {
   const csv = query.format === "csv"
-  // Keyset paging: each page starts after the last id of the one before, so every page costs the same.
+  // Keyset paging without a count: each page starts after the last id of the one before, so every page costs the same.
   const readPage = (idAfter: number) =>
     Effect.map(
-      licenses.list({
+      licenses.exportPage({
         status: query.status as Model.LicenseStatus | undefined,
         productId: query.product_id as number | undefined,
         orderId: query.order_id as number | undefined,
@@ -55,18 +57,16 @@ const exportResponse = (
         search: query.search as string | undefined,
         expiresBefore: query.expires_before as number | undefined,
         expiresAfter: query.expires_after as number | undefined,
-        orderBy: "id",
-        order: "asc",
         idAfter,
-        page: 1,
-        perPage: EXPORT_PAGE
+        limit: EXPORT_PAGE
       }),
-      (result) => [
-        result.items.map((view) => {
-          const wire = licenseToWire(view)
-          return csv ? `${csvColumns.map((column) => csvCell(wire[column])).join(",")}\n` : `${JSON.stringify(wire)}\n`
+      (details) => [
+        details.map((detail) => {
+          if (!csv) return `${JSON.stringify(licenseDetailToWire(detail))}\n`
+          const wire = licenseToWire(detail)
+          return `${csvColumns.map((column) => csvCell(wire[column])).join(",")}\n`
         }),
-        result.items.length < EXPORT_PAGE ? Option.none<number>() : Option.some(result.items.at(-1)!.license.id)
+        details.length < EXPORT_PAGE ? Option.none<number>() : Option.some(details.at(-1)!.license.id)
       ] as const
     )
   return Effect.map(readPage(0), ([first, next]) => {

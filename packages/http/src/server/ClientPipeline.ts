@@ -19,7 +19,7 @@ import type { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import type { ApiErrors } from "@lm/api"
 import { clientIp, clientIpFrom } from "./ClientIp.js"
-import { type ClientAnswers, makeClientAnswers } from "../handlers/ClientAnswers.js"
+import { type ClientAnswers, makeClientAnswers, makeValidateNow, type ValidateNow } from "../handlers/ClientAnswers.js"
 import { errorResponse } from "./Responses.js"
 
 /** The public client endpoints, by their name in the `client` group. */
@@ -50,7 +50,15 @@ export interface ClientGuardRequest extends ClientRequestFacts {
 }
 
 /** A public guard: succeeds to let the request through, fails with the envelope (or domain) error to answer instead. */
-export type ClientGuard = (request: ClientGuardRequest) => Effect.Effect<void, ApiErrors.AnyError>
+export interface ClientGuard {
+  (request: ClientGuardRequest): Effect.Effect<void, ApiErrors.AnyError>
+  /**
+   * The guard at once, for a synchronous transport (the fast path's validate): true lets the request through;
+   * false, having done nothing, sends it the effectful way, where the guard itself runs (and refuses). A guard
+   * without it keeps every request on the effectful way.
+   */
+  readonly now?: ((request: ClientGuardRequest) => boolean) | undefined
+}
 
 /** The public guards, run in order before every client route's domain call; none unless provided. */
 export const ClientGuards = Context.Reference<{ readonly guards: ReadonlyArray<ClientGuard> }>("lm/http/ClientGuards", {
@@ -82,11 +90,20 @@ const licenseKeyOf = (input: unknown): string | undefined => {
 }
 
 /** Runs a client endpoint: guards, domain call, answer; a refusal is answered with its envelope. */
-export type ClientPipeline = <E extends ClientEndpoint>(
-  endpoint: E,
-  input: ClientInput<E>,
-  facts: ClientRequestFacts
-) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+export interface ClientPipeline {
+  <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts): Effect.Effect<HttpServerResponse.HttpServerResponse>
+  /**
+   * Validate at once, on the caller's stack, with the services of `context`: the response when every guard and
+   * the answer could give it synchronously (`ClientGuard.now`, `ValidateNow`), else the effect that finishes the
+   * request from where it stopped (the guards not yet passed, the domain call, the refusal's envelope) and
+   * answers exactly as the pipeline would. Undefined when this pipeline has no synchronous lane.
+   */
+  readonly validateNow?: (
+    input: ClientInput<"validate">,
+    facts: ClientRequestFacts,
+    context: Context.Context<never>
+  ) => HttpServerResponse.HttpServerResponse | Effect.Effect<HttpServerResponse.HttpServerResponse>
+}
 
 /**
  * The provided {@link ClientGuards} as one check, run in order: succeeds to let the request through, fails with the
@@ -104,9 +121,13 @@ export const makePublicGuard: Effect.Effect<((request: ClientGuardRequest) => Ef
  * The pipeline of a set of answers (lm/v1's, or the WPLM namespace's: `handlers/WplmAnswers.ts`) with the provided
  * {@link ClientGuards}.
  */
-export const makeClientPipelineOf = <R>(makeAnswers: Effect.Effect<ClientAnswers, never, R>): Effect.Effect<ClientPipeline, never, R> =>
+export const makeClientPipelineOf = <R, R2 = never>(
+  makeAnswers: Effect.Effect<ClientAnswers, never, R>,
+  makeValidateNow?: Effect.Effect<ValidateNow, never, R2>
+): Effect.Effect<ClientPipeline, never, R | R2> =>
   Effect.gen(function*() {
     const answers = yield* makeAnswers
+    const { guards } = yield* ClientGuards
     const guard = yield* makePublicGuard
     const answer = <E extends ClientEndpoint>(endpoint: E, input: ClientInput<E>, facts: ClientRequestFacts) =>
       (answers[endpoint] as (input: ClientInput<E>, ipAddress: string | null) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.AnyError>)(
@@ -119,12 +140,33 @@ export const makeClientPipelineOf = <R>(makeAnswers: Effect.Effect<ClientAnswers
         guard({ ...facts, endpoint, licenseKey: licenseKeyOf(input) }),
         Effect.suspend(() => answer(endpoint, input, facts))
       )
-    const pipeline: ClientPipeline = (endpoint, input, facts) =>
-      Effect.catch(guarded(endpoint, input, facts), (error) => Effect.succeed(errorResponse(error)))
-    return pipeline
+    const answered = (effect: Effect.Effect<HttpServerResponse.HttpServerResponse, ApiErrors.AnyError>) =>
+      Effect.catch(effect, (error) => Effect.succeed(errorResponse(error)))
+    const pipeline: ClientPipeline = (endpoint, input, facts) => answered(guarded(endpoint, input, facts))
+
+    const answerNow = makeValidateNow === undefined ? undefined : yield* makeValidateNow
+    if (answerNow === undefined || !guards.every((g) => g.now !== undefined)) return pipeline
+    const validateNow: NonNullable<ClientPipeline["validateNow"]> = (input, facts, context) => {
+      if (guards.length > 0) {
+        const request: ClientGuardRequest = { ...facts, endpoint: "validate", licenseKey: licenseKeyOf(input) }
+        for (let i = 0; i < guards.length; i++) {
+          if (!guards[i]!.now!(request)) {
+            // This guard refuses (or cannot say at once): it and the rest run, then the answer, as `guarded` does.
+            const rest = guards.slice(i)
+            return answered(Effect.andThen(
+              Effect.forEach(rest, (g) => g(request), { discard: true }),
+              Effect.suspend(() => answer("validate", input, facts))
+            ))
+          }
+        }
+      }
+      return answerNow(input, facts.clientIp ?? null, context) ?? answered(Effect.suspend(() => answer("validate", input, facts)))
+    }
+    return Object.assign(pipeline, { validateNow })
   })
 
 /** The lm/v1 pipeline on the engine's services and the provided {@link ClientGuards}. */
 export const makeClientPipeline: Effect.Effect<ClientPipeline, never, Effect.Services<typeof makeClientAnswers>> = makeClientPipelineOf(
-  makeClientAnswers
+  makeClientAnswers,
+  makeValidateNow
 )

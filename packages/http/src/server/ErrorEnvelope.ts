@@ -10,14 +10,15 @@
  * - writes envelope errors and domain errors (anything with a string `code` and a numeric `status`) as the
  *   envelope, with their headers.
  * An endpoint annotated {@link StreamedBody} (the release upload) skips the body rules: its handler applies them.
+ * One annotated {@link BulkBody} (the license import) is bound by `maxImportBodyBytes` instead of `maxBodyBytes`.
  * Defects pass through to the global middleware (`Routing.ts`), which answers 500.
  */
-import { Context, Effect, Layer } from "effect"
+import { ByteSize, Context, Effect, Layer, Result } from "effect"
 import type { Schema } from "effect"
-import { Headers, HttpMethod, HttpServerResponse } from "effect/http"
+import { Headers, HttpIncomingMessage, HttpMethod, HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { HttpApiError } from "effect/http-api"
-import { ApiErrors, ErrorEnvelope, InvalidParams, StreamedBody } from "@lm/api"
+import { ApiErrors, BulkBody, ErrorEnvelope, InvalidParams, StreamedBody } from "@lm/api"
 import { duplicateKey } from "./JsonKeys.js"
 import { envelope, errorResponse } from "./Responses.js"
 import { payloadTooLarge } from "./Routing.js"
@@ -234,15 +235,22 @@ export const refusalStatusOf = (error: unknown): number => {
 /** What the middleware lets through: failures it does not recognise, which the router turns into a 500. */
 type ErrorEnvelopeFailure = Parameters<ErrorEnvelope["Service"]>[0] extends Effect.Effect<any, infer E, any> ? E : never
 
+/** A body read that stopped at the body limit. */
+const isBodyTooLarge = (error: unknown): boolean =>
+  HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
+
 /** The layer implementing {@link ErrorEnvelope}. */
 export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> = Layer.effect(
   ErrorEnvelope,
   Effect.gen(function*() {
-    const { maxBodyBytes } = yield* HttpSettings
+    const settings = yield* HttpSettings
+    const importBodySize = ByteSize.bytes(settings.maxImportBodyBytes)
     return ErrorEnvelope.of((httpEffect, { endpoint }) =>
       Effect.withFiber((fiber) => {
         let request = Context.getUnsafe(fiber.context, HttpServerRequest)
         let effect = httpEffect
+        const bulk = Context.get(endpoint.annotations, BulkBody)
+        const maxBodyBytes = bulk ? settings.maxImportBodyBytes : settings.maxBodyBytes
         const jsonBody = endpoint.payload.size > 0 && HttpMethod.hasBody(request.method) &&
           !Context.get(endpoint.annotations, StreamedBody)
         if (jsonBody) {
@@ -262,13 +270,17 @@ export const ErrorEnvelopeLive: Layer.Layer<ErrorEnvelope, never, HttpSettings> 
           // The decoder reads the same body text again from the request, at no cost.
           const decode = effect
           effect = Effect.flatMap(
-            Effect.orElseSucceed(request.text, () => ""),
-            (text) => {
-              const refused = refuseBodyText(text)
+            Effect.result(request.text),
+            (read) => {
+              // Also a body without a Content-Length (chunked) is cut off at the limit: the 413 names this route's.
+              if (Result.isFailure(read) && isBodyTooLarge(read.failure)) return Effect.sync(() => payloadTooLarge(maxBodyBytes))
+              const refused = refuseBodyText(Result.isSuccess(read) ? read.success : "")
               return refused === undefined ? decode : Effect.succeed(refused)
             }
           )
         }
+        // The body is read (and kept) up to the route's limit, by this middleware and those inside it alike.
+        if (bulk) effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, importBodySize)
         return answerOf(effect, request) as Effect.Effect<HttpServerResponse.HttpServerResponse, ErrorEnvelopeFailure>
       })
     )

@@ -23,6 +23,10 @@
  * empty or oversized bodies, other content types, HTTP/2) goes to the Effect stack untouched. The test
  * `packages/http/test/fast-path.test.ts` runs the same requests through both paths and compares the answers.
  *
+ * A validation whose every piece can answer at once (the guards' `now`, the validation cache holding what it
+ * reads, a synchronous signer, no tracer: `ClientPipeline.validateNow`) is answered on the `request` event's
+ * stack, without a fiber: the effect runtime's steps were the largest part of a validate's CPU (bench/README.md,
+ * "Where the time of a validate goes"). Anything else, and whatever that lane cannot finish, runs in a fiber.
  * Each request runs in a fiber forked with the engine's context, captured once. A client that goes away
  * interrupts its fiber; closing the layer (after the server has stopped and finished its connections, see
  * `layerServer`) interrupts whatever is still running, before the engine (event log, store) closes.
@@ -63,6 +67,8 @@ export interface FastPathService {
   readonly served: () => Readonly<Record<FastPathEndpoint, number>>
   /** Requests whose answer is still being worked out (fibers running). */
   readonly inFlight: () => number
+  /** Validations the pipeline answered at once, without a fiber (for tests and benchmarks). */
+  readonly answeredAtOnce: () => number
 }
 
 /** The fast path of the hot client writes (see the module comment). */
@@ -165,6 +171,7 @@ const make = Effect.gen(function*() {
     for (const route of routesOf().values()) routes.set(`${restRoot}${wplmRoutes[route.name]}`, { ...route, pipeline: wplm })
   }
   const served: Record<FastPathEndpoint, number> = { validate: 0, activate: 0, deactivate: 0, heartbeat: 0 }
+  let atOnce = 0
   const context = yield* Effect.context<never>()
   const run = Effect.runForkWith(context)
   const running = new Set<Fiber.Fiber<HttpServerResponse.HttpServerResponse>>()
@@ -183,14 +190,42 @@ const make = Effect.gen(function*() {
     return route.pipeline(route.name, payload.success as ClientInput<FastPathEndpoint>, facts)
   }
 
-  /** {@link respondTo}, with defects (a throw included) answered 500 with the request id. */
-  const answer = (route: ServedRoute, text: string, facts: ClientRequestFacts, requestId: string, url: string) =>
+  /** An answer with defects (a throw included) answered 500 with the request id. */
+  const orInternalError = (effect: Effect.Effect<HttpServerResponse.HttpServerResponse>, requestId: string, url: string) =>
     Effect.catchCause(
-      Effect.suspend(() => respondTo(route, text, facts)),
+      effect,
       (cause) =>
         // An interrupted request (the client went away) holds no error to answer.
         Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : internalError(cause, requestId, "POST", url)
     )
+
+  /** {@link respondTo}, with defects answered 500. */
+  const answer = (route: ServedRoute, text: string, facts: ClientRequestFacts, requestId: string, url: string) =>
+    orInternalError(Effect.suspend(() => respondTo(route, text, facts)), requestId, url)
+
+  /**
+   * Validate on the caller's stack (`ClientPipeline.validateNow`): the response, or the effect that finishes it
+   * (decoded already, guards passed as far as they went); a throw is the 500 of a defect, as on the fiber.
+   */
+  const answerNow = (
+    route: ServedRoute,
+    validateNow: NonNullable<ClientPipeline["validateNow"]>,
+    text: string,
+    facts: ClientRequestFacts,
+    requestId: string,
+    url: string
+  ): HttpServerResponse.HttpServerResponse | Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+    try {
+      const payload = decodeBody(route, text)
+      if (!Result.isSuccess(payload)) return payload.failure
+      const now = validateNow(payload.success as ClientInput<"validate">, facts, context)
+      if (Effect.isEffect(now)) return orInternalError(now, requestId, url)
+      atOnce++
+      return now
+    } catch (defect) {
+      return internalError(Cause.die(defect), requestId, "POST", url)
+    }
+  }
 
   // With a tracer installed (OTLP), each request is a server span as on the Effect stack (`HttpMiddleware.tracer`):
   // the caller's `traceparent` honoured, the route and the status as attributes. Without one, nothing is made.
@@ -250,7 +285,12 @@ const make = Effect.gen(function*() {
       if (failed || response.destroyed) return
       const text = textDecoder.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
       const facts = factsOfNodeRequest(request, trustProxyHops)
-      const answered = answer(route, text, facts, frame.requestId, url)
+      // Validate without a fiber when the pipeline can answer it at once (no tracer: a span needs the fiber).
+      const validateNow = route.name === "validate" && !tracing ? route.pipeline.validateNow : undefined
+      const answered = validateNow === undefined
+        ? answer(route, text, facts, frame.requestId, url)
+        : answerNow(route, validateNow, text, facts, frame.requestId, url)
+      if (!Effect.isEffect(answered)) return write(response, answered, frame)
       const fiber = run(tracing ? traced(answered, request, url, facts) : answered)
       const done = fiber.pollUnsafe()
       if (done !== undefined) {
@@ -293,5 +333,5 @@ const make = Effect.gen(function*() {
     return true
   }
 
-  return FastPath.of({ handle, served: () => ({ ...served }), inFlight: () => running.size })
+  return FastPath.of({ handle, served: () => ({ ...served }), inFlight: () => running.size, answeredAtOnce: () => atOnce })
 })

@@ -9,12 +9,17 @@
  */
 import { Effect } from "effect"
 import type { RateLimiter } from "@lm/domain"
-import type { ClientGuard } from "./ClientPipeline.js"
+import type { ClientGuard, ClientGuardRequest } from "./ClientPipeline.js"
 import type { RestRequestGuard } from "./Guards.js"
 
 /** The public guard: per client IP, and per (IP, license key) when the request names one. */
-export const rateLimitClientGuard = (limiter: RateLimiter["Service"]): ClientGuard => (request) =>
-  limiter.admitPublic({ endpoint: request.endpoint, ip: request.clientIp, licenseKey: request.licenseKey })
+export const rateLimitClientGuard = (limiter: RateLimiter["Service"]): ClientGuard =>
+  Object.assign(
+    (request: ClientGuardRequest) => limiter.admitPublic(publicRequest(request)),
+    { now: (request: ClientGuardRequest) => limiter.admitPublicNow(publicRequest(request)) }
+  )
+
+const publicRequest = (request: ClientGuardRequest) => ({ endpoint: request.endpoint, ip: request.clientIp, licenseKey: request.licenseKey })
 
 /** The management guard: per API key, after the scope check (a request already vetoed takes nothing). */
 export const rateLimitApiKeyGuard = (limiter: RateLimiter["Service"]): RestRequestGuard => (allowed, request) =>

@@ -18,6 +18,11 @@ export interface Settings {
   readonly adminAllowedIps: IpAllowList | undefined
   /** The largest request body read, in bytes (1 MiB). */
   readonly maxBodyBytes: number
+  /**
+   * `LM_IMPORT_MAX_BODY_BYTES` (default 64 MiB): the largest body of `POST /licenses/import` (an endpoint marked
+   * `BulkBody`), which carries up to 10,000 licenses with their machines; every other body keeps `maxBodyBytes`.
+   */
+  readonly maxImportBodyBytes: number
   /** The version reported by `/health` and the OpenAPI document. */
   readonly version: string
   /**
@@ -89,6 +94,12 @@ export const defaultMaxArtifactBytes = 512 * 1024 * 1024
 /** 1 MiB: the contract's body limit. */
 export const defaultMaxBodyBytes = 1024 * 1024
 
+/**
+ * 64 MiB: the default limit of an import's body. 10,000 licenses as `GET /licenses/export` writes them, each with
+ * three machines, take about 20 MB (`licenses-import.test.ts` imports such an export in one call).
+ */
+export const defaultMaxImportBodyBytes = 64 * 1024 * 1024
+
 /** `/api` to `/api`, `wp-json/` to `/wp-json`, `/` and `` to ``. */
 export const normalizeRestRoot = (root: string): string => {
   const trimmed = root.trim().replace(/\/+$/, "")
@@ -125,6 +136,7 @@ export class HttpSettings extends Context.Service<HttpSettings, Settings>()("lm/
     trustProxyHops: 0,
     adminAllowedIps: undefined,
     maxBodyBytes: defaultMaxBodyBytes,
+    maxImportBodyBytes: defaultMaxImportBodyBytes,
     version,
     fastPath: true,
     maxConnections: 1024,

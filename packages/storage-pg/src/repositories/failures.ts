@@ -7,7 +7,7 @@
  * line each. The state is the process's: a process serves one store.
  */
 import { Duration, Effect, Metric } from "effect"
-import { Errors, Metrics } from "@lm/domain"
+import { Errors, Metrics, Ports } from "@lm/domain"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { classify, describe, sqlStateOf } from "./sqlState.js"
 
@@ -37,6 +37,9 @@ export const storeUnavailableAtStart = (error: SqlError): Errors.StorageUnavaila
  * that stops answering without closing its connections would otherwise hold the request forever.
  */
 export const STORE_CALL_TIMEOUT = "15 seconds"
+
+/** The bound of a call under `Ports.BulkWrite` (an import of 10,000 licenses with their machines, on a busy PGlite). */
+export const BULK_STORE_CALL_TIMEOUT = "5 minutes"
 
 /** How often a continuing outage is logged again. */
 export const OUTAGE_LOG_INTERVAL = Duration.seconds(10)
@@ -73,11 +76,13 @@ const noteAvailable: Effect.Effect<void> = Effect.suspend(() => {
   )
 })
 
-const timedOut = () =>
+const timedOut = (bound: string) => () =>
   Effect.flatMap(
-    noteOutage(new Errors.StorageUnavailable({ message: `The store did not answer within ${STORE_CALL_TIMEOUT}.` })),
+    noteOutage(new Errors.StorageUnavailable({ message: `The store did not answer within ${bound}.` })),
     Effect.fail
   )
+const timedOutCall = timedOut(STORE_CALL_TIMEOUT)
+const timedOutBulk = timedOut(BULK_STORE_CALL_TIMEOUT)
 
 /** Turns the SQL failures of a store call into `StorageUnavailable` or a defect, and bounds it in time. */
 export const orUnavailable = <A, E, R>(
@@ -92,5 +97,10 @@ export const orUnavailable = <A, E, R>(
         : Effect.die(error)
   ).pipe(
     Effect.tap(() => noteAvailable),
-    Effect.timeoutOrElse({ duration: STORE_CALL_TIMEOUT, orElse: timedOut })
+    (call) =>
+      Effect.withFiber((fiber) =>
+        fiber.getRef(Ports.BulkWrite)
+          ? Effect.timeoutOrElse(call, { duration: BULK_STORE_CALL_TIMEOUT, orElse: timedOutBulk })
+          : Effect.timeoutOrElse(call, { duration: STORE_CALL_TIMEOUT, orElse: timedOutCall })
+      )
   )

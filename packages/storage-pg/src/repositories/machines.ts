@@ -156,6 +156,13 @@ export const layer = Layer.effect(
           Effect.flatMap(machineRows),
           orUnavailable
         ),
+      listOf: (licenseIds) =>
+        licenseIds.length === 0
+          ? Effect.succeed([])
+          : sql`${machineSelect} WHERE m.license_id IN ${sql.in(licenseIds)} ORDER BY m.id`.pipe(
+            Effect.flatMap(machineRows),
+            orUnavailable
+          ),
       listActiveOf: (licenseIds) =>
         licenseIds.length === 0
           ? Effect.succeed([])
