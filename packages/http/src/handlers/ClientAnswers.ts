@@ -17,8 +17,9 @@
  * machine). A schema given a non-identity encoding (e.g. a `DateTime`) must go back to returning `ok(...)`.
  */
 import { type Context, Effect } from "effect"
+import { identity } from "effect/Function"
 import { HttpServerResponse } from "effect/http"
-import { Errors, Licensing, RevocationList, type Services, Signer, SigningKey } from "@lm/domain"
+import { Errors, Licensing, type Model, RevocationList, type Services, Signer, SigningKey } from "@lm/domain"
 import type { PublishedKey } from "@lm/domain/verify"
 import {
   type ActivatedMachine,
@@ -35,15 +36,20 @@ import {
   type ValidatePayload,
   type ValidateResponse
 } from "@lm/api"
-import { iso, isoNow, isoOrNull, licenseToWire, machineToWire } from "@lm/api/wire"
+import { iso, isoNow, isoOrNull, type LicenseWire, licenseToWire, machineToWire } from "@lm/api/wire"
 import { ifNoneMatchMatches } from "../server/EntityTags.js"
 
 /** A success envelope around `data`, written as JSON with `status` (see the module comment). */
 export const respond = <A>(data: A, status = 200, headers?: Readonly<Record<string, string>>) =>
   HttpServerResponse.jsonUnsafe(ok(data), headers === undefined ? { status } : { status, headers })
 
+/*
+ * The translations both namespaces share (lm/v1 here, WPLM in `WplmAnswers.ts`): an endpoint's decoded payload as
+ * the domain call's input, and the domain's validation as validate's answer.
+ */
+
 /** What `Licensing.validate` is asked for a decoded validate payload. */
-const validateInput = (payload: typeof ValidatePayload.Type, ipAddress: string | null): Services.ValidateInput => ({
+export const validateInput = (payload: typeof ValidatePayload.Type, ipAddress: string | null): Services.ValidateInput => ({
   licenseKey: payload.license_key,
   fingerprint: payload.fingerprint ?? null,
   nonce: payload.nonce ?? null,
@@ -51,26 +57,70 @@ const validateInput = (payload: typeof ValidatePayload.Type, ipAddress: string |
   entitlements: payload.entitlements ?? undefined
 })
 
-/** Validate's answer: the license built from what validation computed, the signed tokens, the nonce sent back. */
-const validateBody = (
+/**
+ * Validate's answer: the license built from what validation computed, the signed tokens, the nonce sent back;
+ * license and machine written in the namespace's shapes.
+ */
+export const validateAnswer = <L, M>(
   { license, now, signedPayload, signedRefusal, validation }: Services.ValidateResult,
-  nonce: string | number | null
-): ValidateResponse => ({
+  nonce: string | number | null,
+  licenseShape: (license: LicenseWire) => L,
+  machineShape: (machine: Model.Machine) => M
+) => ({
   valid: validation.valid,
   code: validation.code,
-  license: licenseToWire({
+  license: licenseShape(licenseToWire({
     license,
     status: validation.status,
     activationCount: validation.seatsHeld,
     effectiveEntitlements: validation.entitlements
-  }),
-  machine: validation.machine === null ? null : machineToWire(validation.machine),
+  })),
+  machine: validation.machine === null ? null : machineShape(validation.machine),
   needs_activation: validation.needsActivation,
   signed_payload: signedPayload,
   signed_refusal: signedRefusal,
   server_time: isoNow(now),
   ...(nonce === null ? {} : { nonce }),
   ...(validation.code === "entitlements_missing" ? { missing: validation.missing } : {})
+})
+
+/** Validate's answer on lm/v1. */
+const validateBody = (result: Services.ValidateResult, nonce: string | number | null): ValidateResponse =>
+  validateAnswer(result, nonce, identity, machineToWire)
+
+/** What `Licensing.activate` is asked for a decoded activate payload. */
+export const activateInput = (payload: typeof ActivatePayload.Type, ipAddress: string | null): Services.ActivateInput => ({
+  licenseKey: payload.license_key,
+  ipAddress,
+  facts: {
+    fingerprint: payload.fingerprint,
+    name: payload.name,
+    hostname: payload.hostname,
+    platform: payload.platform,
+    appVersion: payload.app_version,
+    meta: payload.meta,
+    components: payload.components?.map((c) => ({ kind: c.kind, fingerprint: c.fingerprint, name: c.name ?? null }))
+  }
+})
+
+/** What `Licensing.deactivate` is asked: the machine by fingerprint, else by id; neither is a 400 naming the field. */
+export const deactivateInput = (
+  payload: typeof DeactivatePayload.Type,
+  ipAddress: string | null
+): Effect.Effect<Services.DeactivateInput, Errors.InvalidParam> => {
+  const licenseKey = payload.license_key
+  if (payload.fingerprint !== undefined) return Effect.succeed({ licenseKey, ipAddress, fingerprint: payload.fingerprint })
+  if (payload.machine_id !== undefined) return Effect.succeed({ licenseKey, ipAddress, machineId: payload.machine_id })
+  const params = { fingerprint: "fingerprint or machine_id is required" }
+  return Effect.fail(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params }))
+}
+
+/** What `Licensing.heartbeat` is asked for a decoded heartbeat payload. */
+export const heartbeatInput = (payload: typeof HeartbeatPayload.Type, ipAddress: string | null): Services.HeartbeatInput => ({
+  licenseKey: payload.license_key,
+  fingerprint: payload.fingerprint,
+  ipAddress,
+  ...(payload.app_version === undefined || payload.app_version === null ? {} : { appVersion: payload.app_version })
 })
 
 /**
@@ -111,50 +161,23 @@ export const makeClientAnswers = Effect.gen(function*() {
     licensing.validate(validateInput(payload, ipAddress)).pipe(Effect.map((result) => respond(validateBody(result, payload.nonce ?? null))))
 
   const activate = (payload: typeof ActivatePayload.Type, ipAddress: string | null) =>
-    licensing.activate({
-      licenseKey: payload.license_key,
-      ipAddress,
-      facts: {
-        fingerprint: payload.fingerprint,
-        name: payload.name,
-        hostname: payload.hostname,
-        platform: payload.platform,
-        appVersion: payload.app_version,
-        meta: payload.meta,
-        components: payload.components?.map((c) => ({ kind: c.kind, fingerprint: c.fingerprint, name: c.name ?? null }))
-      }
-    }).pipe(
+    licensing.activate(activateInput(payload, ipAddress)).pipe(
       Effect.map(({ certificate, created, machine }) => {
         const body: ActivatedMachine = { ...machineToWire(machine), certificate }
         return respond(body, created ? 201 : 200)
       })
     )
 
-  const deactivate = (payload: typeof DeactivatePayload.Type, ipAddress: string | null) => {
-    const target = payload.fingerprint !== undefined
-      ? { fingerprint: payload.fingerprint }
-      : payload.machine_id !== undefined
-      ? { machineId: payload.machine_id }
-      : undefined
-    if (target === undefined) {
-      const params = { fingerprint: "fingerprint or machine_id is required" }
-      return Effect.fail(new Errors.InvalidParam({ message: "Invalid parameter(s): fingerprint.", params }))
-    }
-    return licensing.deactivate({ licenseKey: payload.license_key, ipAddress, ...target }).pipe(
+  const deactivate = (payload: typeof DeactivatePayload.Type, ipAddress: string | null) =>
+    Effect.flatMap(deactivateInput(payload, ipAddress), licensing.deactivate).pipe(
       Effect.map(({ machine }) => {
         const body: DeactivateResponse = { deactivated: true, machine: machineToWire(machine) }
         return respond(body)
       })
     )
-  }
 
   const heartbeat = (payload: typeof HeartbeatPayload.Type, ipAddress: string | null) =>
-    licensing.heartbeat({
-      licenseKey: payload.license_key,
-      fingerprint: payload.fingerprint,
-      ipAddress,
-      ...(payload.app_version === undefined || payload.app_version === null ? {} : { appVersion: payload.app_version })
-    }).pipe(
+    licensing.heartbeat(heartbeatInput(payload, ipAddress)).pipe(
       Effect.map((beat) => {
         const body: HeartbeatResponse = {
           machine: machineToWire(beat.machine),

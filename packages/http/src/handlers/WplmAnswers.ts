@@ -12,9 +12,18 @@ import { HttpServerResponse } from "effect/http"
 import { Errors, Licensing, RevocationList, Wplm } from "@lm/domain"
 import type { Model } from "@lm/domain"
 import { crlCacheControl } from "@lm/api"
-import { iso, isoNow, isoOrNull, type LicenseWire, licenseToWire, type MachineWire, machineToWire } from "@lm/api/wire"
+import { iso, isoOrNull, type LicenseWire, type MachineWire, machineToWire } from "@lm/api/wire"
 import { ifNoneMatchMatches } from "../server/EntityTags.js"
-import { type CrlHeaders, makeClientAnswers, respond } from "./ClientAnswers.js"
+import {
+  activateInput,
+  type CrlHeaders,
+  deactivateInput,
+  heartbeatInput,
+  makeClientAnswers,
+  respond,
+  validateAnswer,
+  validateInput
+} from "./ClientAnswers.js"
 
 /** Where the namespace is served, under `{rest_root}`. */
 export const wplmPath = "/wplm/v1"
@@ -59,83 +68,24 @@ export const makeWplmAnswers = Effect.gen(function*() {
   const lm = yield* makeClientAnswers
   type Answers = typeof lm
 
-  const validate: Answers["validate"] = (payload, ipAddress) => {
-    const nonce = payload.nonce ?? null
-    return Effect.andThen(
-      sentNormalised(payload.license_key),
-      licensing.validate({
-        licenseKey: payload.license_key,
-        fingerprint: payload.fingerprint ?? null,
-        nonce,
-        ipAddress,
-        entitlements: payload.entitlements ?? undefined,
-        dialect: "wplm"
-      })
-    ).pipe(
-      Effect.map(({ license, now, signedPayload, signedRefusal, validation }) =>
-        respond({
-          valid: validation.valid,
-          code: validation.code,
-          license: licenseToWplm(licenseToWire({
-            license,
-            status: validation.status,
-            activationCount: validation.seatsHeld,
-            effectiveEntitlements: validation.entitlements
-          })),
-          machine: validation.machine === null ? null : machineToWplm(validation.machine),
-          needs_activation: validation.needsActivation,
-          signed_payload: signedPayload,
-          signed_refusal: signedRefusal,
-          server_time: isoNow(now),
-          ...(nonce === null ? {} : { nonce }),
-          ...(validation.code === "entitlements_missing" ? { missing: validation.missing } : {})
-        })
-      )
+  const validate: Answers["validate"] = (payload, ipAddress) =>
+    Effect.andThen(sentNormalised(payload.license_key), licensing.validate({ ...validateInput(payload, ipAddress), dialect: "wplm" })).pipe(
+      Effect.map((result) => respond(validateAnswer(result, payload.nonce ?? null, licenseToWplm, machineToWplm)))
     )
-  }
 
   const activate: Answers["activate"] = (payload, ipAddress) =>
-    Effect.andThen(
-      sentNormalised(payload.license_key),
-      licensing.activate({
-        licenseKey: payload.license_key,
-        ipAddress,
-        facts: {
-          fingerprint: payload.fingerprint,
-          name: payload.name,
-          hostname: payload.hostname,
-          platform: payload.platform,
-          appVersion: payload.app_version,
-          meta: payload.meta,
-          components: payload.components?.map((c) => ({ kind: c.kind, fingerprint: c.fingerprint, name: c.name ?? null }))
-        }
-      })
-    ).pipe(
+    Effect.andThen(sentNormalised(payload.license_key), licensing.activate(activateInput(payload, ipAddress))).pipe(
       Effect.map(({ certificate, created, machine }) => respond({ ...machineToWplm(machine), certificate }, created ? 201 : 200))
     )
 
-  const deactivate: Answers["deactivate"] = (payload, ipAddress) => {
-    const target = payload.fingerprint !== undefined
-      ? { fingerprint: payload.fingerprint }
-      : payload.machine_id !== undefined
-      ? { machineId: payload.machine_id }
-      : undefined
-    if (target === undefined) return lm.deactivate(payload, ipAddress) // lm/v1's 400 naming the missing field
-    return Effect.andThen(sentNormalised(payload.license_key), licensing.deactivate({ licenseKey: payload.license_key, ipAddress, ...target })).pipe(
+  // A missing target is lm/v1's 400 naming the field, before the key's form is looked at.
+  const deactivate: Answers["deactivate"] = (payload, ipAddress) =>
+    Effect.flatMap(deactivateInput(payload, ipAddress), (input) => Effect.andThen(sentNormalised(payload.license_key), licensing.deactivate(input))).pipe(
       Effect.map(({ machine }) => respond({ deactivated: true, machine: machineToWplm(machine) }))
     )
-  }
 
   const heartbeat: Answers["heartbeat"] = (payload, ipAddress) =>
-    Effect.andThen(
-      sentNormalised(payload.license_key),
-      licensing.heartbeat({
-        licenseKey: payload.license_key,
-        fingerprint: payload.fingerprint,
-        ipAddress,
-        ...(payload.app_version === undefined || payload.app_version === null ? {} : { appVersion: payload.app_version })
-      })
-    ).pipe(
+    Effect.andThen(sentNormalised(payload.license_key), licensing.heartbeat(heartbeatInput(payload, ipAddress))).pipe(
       Effect.map((beat) =>
         respond({
           ...machineToWplm(beat.machine),
