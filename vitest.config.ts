@@ -17,7 +17,10 @@ const unitFiles = [
   "test/support/**/*.test.ts"
 ]
 
-/** Tests that start several processes, a proxy between them, or a browser. They run last, one file at a time. */
+/**
+ * Tests that start several processes, a proxy between them, or a browser. They run after `server`, two files at a
+ * time: each file has its own ports (port 0), data folders and databases.
+ */
 const multiProcessFiles = [
   "test/http/**/*.test.ts",
   "test/cli/**/*.test.ts",
@@ -26,6 +29,22 @@ const multiProcessFiles = [
   "test/client/browser.test.ts",
   "test/client/example.test.ts",
   "test/examples.test.ts"
+]
+
+/**
+ * The multi-process files that time something (an answer within a bound while a link is cut or the store is down,
+ * a change seen by another server within 1 s, a burst against a rate, a drain's exit) or, like the fuzz, load both
+ * cores for a fixed time: they run last, one at a time, so that no other file's processes compete with them.
+ */
+const aloneFiles = [
+  "test/http/fuzz.test.ts",
+  "test/http/partition.test.ts",
+  "test/http/store-down.test.ts",
+  "test/http/store-refuses.test.ts",
+  "test/http/drain.test.ts",
+  "test/http/two-servers.test.ts",
+  "test/http/subscriptions-two-servers.test.ts",
+  "test/http/rate-limits-shared.test.ts"
 ]
 
 /** Workers per project: vitest's default leaves one core to its main process, which on 2 cores means one worker. */
@@ -81,8 +100,18 @@ export default defineConfig({
         test: {
           name: "multi-process",
           include: multiProcessFiles,
+          exclude: aloneFiles,
           sequence: { groupOrder: 2 },
-          // Several processes (or a browser) per test, some of them timing a drain or a partition: one file at a time.
+          // Much of a file's time is its child processes starting and answering: two files at a time keep both cores busy.
+          maxWorkers: cores
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "alone",
+          include: aloneFiles,
+          sequence: { groupOrder: 3 },
           maxWorkers: 1
         }
       }

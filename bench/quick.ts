@@ -262,6 +262,10 @@ const benchStore = async (store: string, floor: Listening): Promise<Array<Row>> 
       progress(`${store}: ${scenario}`)
       rows.push(await measure(store, scenario, listening, floor, keys, cycleKey))
     }
+  } catch (error) {
+    // What the server logged (its 500s' causes) goes with the failure.
+    const logged = listening.output().split("\n").slice(-40).join("\n")
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n--- the server's last lines ---\n${logged}`)
   } finally {
     await listening.stop()
     await cleanup()

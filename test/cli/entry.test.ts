@@ -7,11 +7,12 @@
 import { execFileSync, spawnSync } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
+import { builtLm } from "../support/built.js"
 import { describe, expect, it } from "vitest"
 import { satisfiesEngines, tooOldMessage } from "../../apps/server/src/bin/nodeVersion.js"
 
 const root = join(import.meta.dirname, "..", "..")
-const bin = join(root, "apps/server/dist/bin/lm.js")
+const bin = builtLm()
 const engines = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).engines.node as string
 const version = JSON.parse(readFileSync(join(root, "apps/server/package.json"), "utf8")).version as string
 

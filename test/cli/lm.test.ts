@@ -7,10 +7,10 @@ import { spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { builtLm } from "../support/built.js"
 import { afterAll, describe, expect, it } from "vitest"
 
-const root = join(import.meta.dirname, "..", "..")
-const bin = join(root, "apps/server/dist/bin/lm.js")
+const bin = builtLm()
 const dataDir = mkdtempSync(join(tmpdir(), "lm-cli-"))
 const env: NodeJS.ProcessEnv = { ...process.env, LM_DATA_DIR: dataDir, DATABASE_URL: "", LM_STORAGE: "", LM_SIGNING_KEY: "" }
 delete env.LM_BOOTSTRAP_CONSUMER_KEY

@@ -2,7 +2,8 @@
  * Runs a server layer as the process: SIGTERM or SIGINT closes it gracefully (no new connections, requests in
  * flight finish) and the process exits 0; a failure to start (port in use, bad settings) exits non-zero.
  */
-import { NodeRuntime } from "@effect/platform-node"
+// The module itself, not the package index: that loads every module, NodeRedis (and node-redis) among them.
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Config, Data, Effect, Exit, Layer, Runtime, Schema, SchemaIssue } from "effect"
 import { layerLogging } from "./Logging.js"
 import { logSettingsFromEnv } from "./settings/Logging.js"

@@ -10,7 +10,8 @@
  */
 import { createServer } from "node:http"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { NodeHttpServer } from "@effect/platform-node"
+// The module itself, not the package index: that loads every module, NodeRedis (and node-redis) among them.
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Metric } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"

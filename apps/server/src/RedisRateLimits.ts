@@ -7,7 +7,6 @@
  * Redis.
  */
 import { Effect, Layer, Redacted } from "effect"
-import { createClient } from "redis"
 import { Errors, Ports } from "@lm/domain"
 
 /** Prefix of the buckets' keys, so that they can share a Redis database with other data. */
@@ -38,6 +37,8 @@ export const layerRedisRateLimits = (url: Redacted.Redacted): Layer.Layer<never>
   Layer.effect(
     Ports.SharedRateLimits,
     Effect.gen(function*() {
+      // Loaded only when Redis is configured: node-redis is some 650 modules that every other start would load.
+      const { createClient } = yield* Effect.promise(() => import("redis"))
       const client = createClient({
         url: Redacted.value(url),
         // A command while disconnected fails at once rather than queueing: the limiter keeps its takes instead.

@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Licenses, Licensing } from "@lm/domain"
 import { onEngine } from "./engine.js"
+import { T0 } from "./fixtures.js"
 
 const importLicenses = (format: "lm" | "wplm" | "lmfwc" | "dlm" | "csv", data: unknown) =>
   Licenses.use((l) => l.importLicenses(format, data))
@@ -119,6 +120,12 @@ describe("importLicenses", () => {
         [["device-9", "active"], ["example.com", "active"], ["w-1", "active"], ["w-2", "revoked"]]
       )
       expect(yield* view("WPLMM-AAAAA-BBBBB-CCCCC-DDDDD")).toMatchObject({ activationCount: 3 })
+
+      // A floating license's active machine without a lease end gets one from now, so its seat is not held forever.
+      yield* importLicenses("lm", [{ license_key: "FLOAT-AAAA-BBBB", is_floating: true, lease_duration: 60, max_activations: 1, machines: [{ fingerprint: "f-1" }] }])
+      const floating = yield* view("FLOAT-AAAA-BBBB")
+      expect(floating).toMatchObject({ activationCount: 1, license: { isFloating: true, leaseDuration: 60 } })
+      expect(floating.machines[0]!.leaseExpiresAt).toBe(T0 + 60_000)
 
       for (const format of ["lmfwc", "dlm"] as const) {
         const key = `${format}-ACT-0001`

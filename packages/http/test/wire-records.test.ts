@@ -5,7 +5,19 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { Model } from "@lm/domain"
-import { apiKeyToWire, licenseToWire, machineToWire, MachineWire, wireRecord } from "@lm/api/wire"
+import { AuditEntryWire, auditEntryToWire } from "@lm/api"
+import {
+  apiKeyToWire,
+  billingEventToWire,
+  licenseToWire,
+  machineToWire,
+  MachineWire,
+  policyToWire,
+  renewalToWire,
+  subscriptionToWire,
+  SubscriptionWire,
+  wireRecord
+} from "@lm/api/wire"
 
 const t0 = Date.UTC(2026, 0, 31, 12, 0, 0)
 
@@ -101,6 +113,133 @@ describe("records on the wire", () => {
       created_at: "2026-01-31T12:00:00.000Z",
       last_access_at: null
     })
+  })
+
+  it("a subscription is written with its money in its currency, without its calendar's anchor or its revision", () => {
+    const subscription: Model.Subscription = {
+      id: 5,
+      status: "active",
+      userId: 11,
+      productId: null,
+      licenseId: 7,
+      billingPeriod: "month",
+      billingInterval: 1,
+      amount: 1999,
+      currency: "USD",
+      paymentMethod: null,
+      trialEnd: null,
+      billingAnchor: t0,
+      currentPeriodStart: t0,
+      currentPeriodEnd: t0 + 86_400_000,
+      nextPaymentAt: t0 + 86_400_000,
+      lastPaymentAt: null,
+      endDate: null,
+      cancelAtPeriodEnd: false,
+      pausedAt: null,
+      cancelledAt: null,
+      items: [{ id: 1, productId: 3, quantity: 2, amount: 500 }],
+      billingProvider: "stripe",
+      externalId: "sub_1",
+      createdAt: t0,
+      updatedAt: t0,
+      revision: 3
+    }
+    const wire = subscriptionToWire(subscription)
+    expect(JSON.stringify(wire)).toBe(
+      `{"id":5,"status":"active","user_id":11,"product_id":null,"license_id":7,"billing_period":"month","billing_interval":1,` +
+        `"amount":"19.99","currency":"USD","payment_method":null,"trial_end":null,"current_period_start":"2026-01-31T12:00:00.000Z",` +
+        `"current_period_end":"2026-02-01T12:00:00.000Z","next_payment_at":"2026-02-01T12:00:00.000Z","last_payment_at":null,` +
+        `"end_date":null,"cancel_at_period_end":false,"paused_at":null,"cancelled_at":null,` +
+        `"items":[{"id":1,"product_id":3,"quantity":2,"amount":"5.00"}],"billing_provider":"stripe","external_id":"sub_1",` +
+        `"created_at":"2026-01-31T12:00:00.000Z","updated_at":"2026-01-31T12:00:00.000Z"}`
+    )
+    expect(Schema.is(SubscriptionWire)(wire)).toBe(true)
+  })
+
+  it("a renewal record is written with its money, proration and plans in its currency, without its subscription", () => {
+    const plan = { amount: 1000, billingPeriod: "month", billingInterval: 1, productId: null } as const
+    expect(JSON.stringify(renewalToWire({
+      id: 2,
+      subscriptionId: 5,
+      type: "switch",
+      amount: 250,
+      currency: "JPY",
+      status: "paid",
+      periodStart: t0,
+      periodEnd: t0 + 86_400_000,
+      proration: { credit: 750, charge: 1000, net: 250 },
+      from: plan,
+      to: { ...plan, amount: 2000, billingPeriod: "year", productId: 4 },
+      transactionId: "tx-1",
+      createdAt: t0
+    }))).toBe(
+      `{"id":2,"type":"switch","amount":"250","currency":"JPY","status":"paid","period_start":"2026-01-31T12:00:00.000Z",` +
+        `"period_end":"2026-02-01T12:00:00.000Z","proration":{"credit":"750","charge":"1000","net":"250"},` +
+        `"from":{"amount":"1000","billing_period":"month","billing_interval":1,"product_id":null},` +
+        `"to":{"amount":"2000","billing_period":"year","billing_interval":1,"product_id":4},"transaction_id":"tx-1",` +
+        `"created_at":"2026-01-31T12:00:00.000Z"}`
+    )
+  })
+
+  it("a billing provider event is written under the provider's event id, without when the provider says it occurred", () => {
+    expect(JSON.stringify(billingEventToWire({
+      id: 40,
+      eventId: "evt_1",
+      provider: "paddle",
+      type: "transaction.completed",
+      externalId: "sub_1",
+      subscriptionId: 5,
+      outcome: "applied",
+      occurredAt: t0 - 1000,
+      receivedAt: t0
+    }))).toBe(
+      `{"id":"evt_1","provider":"paddle","type":"transaction.completed","external_id":"sub_1","subscription_id":5,` +
+        `"outcome":"applied","received_at":"2026-01-31T12:00:00.000Z"}`
+    )
+  })
+
+  it("a policy is written with the count of its licenses after its settings", () => {
+    expect(JSON.stringify(policyToWire({
+      policy: {
+        id: 3,
+        name: "Pro",
+        productId: 7,
+        entitlements: ["export"],
+        maxActivations: 5,
+        overageStrategy: "deny",
+        isFloating: false,
+        leaseDuration: 600,
+        requireHeartbeat: true,
+        heartbeatInterval: 300,
+        validForDays: 365,
+        graceDays: 2,
+        createdAt: t0,
+        updatedAt: t0
+      },
+      licenseCount: 4
+    }))).toBe(
+      `{"id":3,"name":"Pro","product_id":7,"entitlements":["export"],"max_activations":5,"overage_strategy":"deny",` +
+        `"is_floating":false,"lease_duration":600,"require_heartbeat":true,"heartbeat_interval":300,"valid_for_days":365,` +
+        `"grace_days":2,"license_count":4,"created_at":"2026-01-31T12:00:00.000Z","updated_at":"2026-01-31T12:00:00.000Z"}`
+    )
+  })
+
+  it("an audit log entry is written with its actor and target as objects of their own", () => {
+    const wire = auditEntryToWire({
+      id: 8,
+      at: t0,
+      actor: { type: "api_key", apiKeyId: 1, truncatedKey: "ck_…abcd" },
+      ip: "203.0.113.9",
+      action: "license.revoke",
+      target: { type: "license", id: "ABCD-EFGH" },
+      requestId: "r-1",
+      status: 200
+    })
+    expect(JSON.stringify(wire)).toBe(
+      `{"id":8,"at":"2026-01-31T12:00:00.000Z","actor":{"type":"api_key","api_key_id":1,"truncated_key":"ck_…abcd"},` +
+        `"ip":"203.0.113.9","action":"license.revoke","target":{"type":"license","id":"ABCD-EFGH"},"request_id":"r-1","status":200}`
+    )
+    expect(Schema.is(AuditEntryWire)(wire)).toBe(true)
   })
 
   it("a wire shape that places a field after one it does not have is refused when it is defined", () => {

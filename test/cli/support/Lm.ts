@@ -4,10 +4,9 @@
  * output and exit codes. `npm test` builds first.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { join } from "node:path"
+import { builtLm } from "../../support/built.js"
 
-const root = join(import.meta.dirname, "..", "..", "..")
-export const bin = join(root, "apps/server/dist/bin/lm.js")
+export const bin = builtLm()
 
 /** The key every test server is started with (`LM_BOOTSTRAP_CONSUMER_*`). */
 export const adminKey = { consumerKey: `ck_${"c3".repeat(20)}`, consumerSecret: `cs_${"d4".repeat(20)}` }

@@ -4,17 +4,14 @@
  * no rate limit. Also: the management calls the tests make as the administrator, and the CLI.
  */
 import { execFile } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { Effect, Exit, Scope } from "effect"
 import { adminKey } from "../../../packages/http/test/support/App.js"
 import { basic } from "../../../packages/http/test/support/Management.js"
 import { freshDatabase } from "../../storage-contract/pg-support.js"
 import { exitWithin, spawnServer, waitForOutput } from "../../http/support/Child.js"
+import { builtLm } from "../../support/built.js"
 import { serviceUrl } from "../../support/services.js"
-
-const loader = fileURLToPath(new URL("../../http/support/sources.mjs", import.meta.url))
-const lm = fileURLToPath(new URL("../../../apps/server/src/bin/lm.ts", import.meta.url))
 
 export interface TestServer {
   /** The server's origin, e.g. `http://127.0.0.1:41234` (the API is under `/api/lm/v1`). */
@@ -85,7 +82,7 @@ export const startServer = async (name: string, extraEnv: Readonly<Record<string
       const { DATABASE_URL: _url, LM_STORAGE: _storage, ...inherited } = process.env
       const { stdout } = await promisify(execFile)(
         process.execPath,
-        ["--experimental-transform-types", "--disable-warning=ExperimentalWarning", "--import", loader, lm, ...args],
+        [builtLm(), ...args],
         { env: { ...inherited, ...env }, timeout: 60_000 }
       )
       return stdout

@@ -1,12 +1,9 @@
 /**
- * The bundled server (`lm serve`) as a child process, run from the TypeScript sources (see `sources.mjs`), with
+ * The bundled server (`lm serve`) as a child process, run from the build (`builtLm`: `npm test` builds first), with
  * helpers to wait for its start-up line and its exit.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
-
-const loader = fileURLToPath(new URL("./sources.mjs", import.meta.url))
-const lm = fileURLToPath(new URL("../../../apps/server/src/bin/lm.ts", import.meta.url))
+import { builtLm } from "../../support/built.js"
 
 /** A running `lm serve`, with everything it printed so far. */
 export interface ServerProcess {
@@ -37,7 +34,7 @@ export const spawnServer = (env: Readonly<Record<string, string>>): ServerProces
     : {}
   const child = spawn(
     process.execPath,
-    ["--experimental-transform-types", "--disable-warning=ExperimentalWarning", "--import", loader, lm, "serve"],
+    [builtLm(), "serve"],
     // Rate limits off unless `env` turns them on: the tests send far more than 120 requests a minute from 127.0.0.1.
     { env: { ...inherited, LM_RATE_LIMIT: "off", ...masterKey, ...env }, stdio: ["ignore", "pipe", "pipe"] }
   )

@@ -3,9 +3,11 @@
  * `lm`: the bundled server and its command line (CONTRACT §13; the commands in `../cli/`, run by `run.ts`).
  * `lm --help` lists them. This entry first checks the Node.js version against the project's `engines.node` (the
  * root package.json), before anything that could crash on an older one is loaded: there it prints one line saying
- * what is needed and how to run `lm`, and exits 1.
+ * what is needed and how to run `lm`, and exits 1. It then turns on Node's compile cache (under the OS temp folder,
+ * or `NODE_COMPILE_CACHE`), so that later starts skip compiling the several hundred modules `lm` loads.
  */
 import { readFileSync } from "node:fs"
+import * as nodeModule from "node:module"
 import { satisfiesEngines, tooOldMessage } from "./nodeVersion.js"
 
 /** `engines.node` of the root package.json (src/bin and dist/bin are both four folders below it); none when unreadable. */
@@ -22,4 +24,8 @@ if (!satisfiesEngines(process.versions.node, required)) {
   process.stderr.write(`${tooOldMessage(`v${process.versions.node}`, required)}\n`)
   process.exit(1)
 }
+// Best effort (Node 22.1+): a cache folder it cannot use leaves `lm` as it was, only slower to start.
+try {
+  nodeModule.enableCompileCache?.()
+} catch {}
 await import("./run.js")

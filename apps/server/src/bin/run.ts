@@ -2,7 +2,9 @@
  * What `lm` runs once its entry (`lm.ts`) has checked the Node.js version: the command line of `../cli/`.
  */
 import cluster from "node:cluster"
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+// The modules themselves, not the package index: that loads every module, NodeRedis (and node-redis) among them.
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect } from "effect"
 import { runCli } from "../cli/Cli.js"
 import { teardown } from "../Main.js"

@@ -8,38 +8,32 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api
 import { Authentication } from "../middleware/Authentication.js"
 import { strictPayloadOptions } from "../ParseOptions.js"
 import { Success } from "../wire/Envelope.js"
-import { iso, ListMeta, PageQuery, positiveIntFromString, timeInput } from "../wire/Wire.js"
+import { ListMeta, PageQuery, positiveIntFromString, timeInput, wireRecord } from "../wire/Wire.js"
+
+/** The actor of an entry on the wire. */
+const AuditActorWire = wireRecord(Model.AuditActor)
+
+/** The target of an entry on the wire. */
+const AuditTargetWire = wireRecord(Model.AuditTarget)
 
 /** An entry of the audit log on the wire. */
-export const AuditEntryWire = Schema.Struct({
-  id: Schema.Int,
-  at: Schema.String,
-  actor: Schema.Struct({
-    type: Model.AuditActorType,
-    api_key_id: Schema.NullOr(Schema.Int),
-    truncated_key: Schema.NullOr(Schema.String)
-  }),
-  ip: Schema.NullOr(Schema.String),
-  action: Schema.String.annotate({ description: "`<target type>.<verb>`, e.g. `license.revoke`, `api_key.create`." }),
-  target: Schema.Struct({ type: Schema.String, id: Schema.NullOr(Schema.String) }).annotate({
-    description: "What the write was on: `license` (id: the license key), `machine`, `generator`, `api_key`, " +
-      "`webhook`, `subscription`, `release`, `signing_key`, ... (id as the API names it; null when unknown)."
-  }),
-  request_id: Schema.NullOr(Schema.String),
-  status: Schema.Int.annotate({ description: "The HTTP status the write was answered with (2xx done; else refused)." })
+export const AuditEntryWire = wireRecord(Model.AuditEntry, {
+  supplied: {
+    actor: AuditActorWire,
+    target: AuditTargetWire.annotate({
+      description: "What the write was on: `license` (id: the license key), `machine`, `generator`, `api_key`, " +
+        "`webhook`, `subscription`, `release`, `signing_key`, ... (id as the API names it; null when unknown)."
+    })
+  },
+  describe: {
+    action: "`<target type>.<verb>`, e.g. `license.revoke`, `api_key.create`.",
+    status: "The HTTP status the write was answered with (2xx done; else refused)."
+  }
 })
 export type AuditEntryWire = typeof AuditEntryWire.Type
 
-export const auditEntryToWire = (e: Model.AuditEntry): AuditEntryWire => ({
-  id: e.id,
-  at: iso(e.at),
-  actor: { type: e.actor.type, api_key_id: e.actor.apiKeyId, truncated_key: e.actor.truncatedKey },
-  ip: e.ip,
-  action: e.action,
-  target: { type: e.target.type, id: e.target.id },
-  request_id: e.requestId,
-  status: e.status
-})
+export const auditEntryToWire = (e: Model.AuditEntry): AuditEntryWire =>
+  AuditEntryWire.from(e, { actor: AuditActorWire.from(e.actor), target: AuditTargetWire.from(e.target) })
 
 /** `actor`: an actor type, or an API key's id. */
 const ActorFilter = Schema.Union([Model.AuditActorType, positiveIntFromString()]).annotate({

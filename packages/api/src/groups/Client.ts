@@ -9,7 +9,7 @@ import { Model, Validation } from "@lm/domain/core"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, NotFound, TooManyRequests, UnprocessableEntity } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
-import { EntitlementCodes, LicenseWire, MachineWire, MetaInput, ShortText, Time } from "../wire/Wire.js"
+import { EntitlementCodes, LicenseWire, MachineWire, MetaInput, ShortText, Time, wireRecord } from "../wire/Wire.js"
 
 /** A license key as sent; the domain trims, upper-cases and checks its format (400 `rest_invalid_param`). */
 const LicenseKey = Schema.String.annotate({
@@ -133,13 +133,16 @@ export const CrlResponse = Schema.Struct({
 })
 export type CrlResponse = typeof CrlResponse.Type
 
+/** A key still accepted for verification on the wire: a stored signing key without its seed. */
+export const PublishedKeyWire = wireRecord(Model.StoredSigningKey, { omit: ["seed", "createdAt"] })
+
 /** The answer of `GET /public-key`. */
 export const PublicKeyResponse = Schema.Struct({
   public_key: Schema.String.annotate({ description: "The current raw 32-byte Ed25519 key, standard base64 with padding." }),
   algorithm: Schema.Literal("Ed25519"),
   kid: Schema.String.annotate({ description: "Key id of the current key: first 16 hex of SHA-256 of the raw key." }),
   pem: Schema.String.annotate({ description: "The current key as SPKI PEM." }),
-  keys: Schema.Array(Schema.Struct({ kid: Schema.String, public_key: Schema.String, current: Schema.Boolean })).annotate({
+  keys: Schema.Array(PublishedKeyWire).annotate({
     description: "Every key still accepted for verification, the current one first."
   })
 })

@@ -5,8 +5,7 @@
  */
 import { Schema } from "effect"
 import { type Machine, Model } from "@lm/domain/core"
-import { Time, wireRecord } from "./Record.js"
-import { iso, NullableInt } from "./Scalars.js"
+import { wireRecord } from "./Record.js"
 
 export { Time, type WireField, type WireFields, type WireRecord, wireRecord, type WireShape } from "./Record.js"
 // The parts, by concept: shared scalars (`Scalars.ts`), request inputs (`Inputs.ts`), subscriptions and billing
@@ -78,43 +77,15 @@ export const licenseDetailToWire = (
   machines: detail.machines.map(machineToWire)
 })
 
-/** A policy on the wire (CONTRACT §15). */
-export const PolicyWire = Schema.Struct({
-  id: Schema.Int,
-  name: Schema.String,
-  product_id: NullableInt,
-  entitlements: Schema.Array(Schema.String),
-  max_activations: NullableInt,
-  overage_strategy: Model.OverageStrategy,
-  is_floating: Schema.Boolean,
-  lease_duration: Schema.Int,
-  require_heartbeat: Schema.Boolean,
-  heartbeat_interval: Schema.Int,
-  valid_for_days: NullableInt,
-  grace_days: Schema.Int,
-  license_count: Schema.Int.annotate({ description: "Read-only: how many licenses refer to the policy." }),
-  created_at: Time,
-  updated_at: Time
+/** A policy on the wire (CONTRACT §15), with how many licenses refer to it. */
+export const PolicyWire = wireRecord(Model.Policy, {
+  supplied: { license_count: Schema.Int.annotate({ description: "Read-only: how many licenses refer to the policy." }) },
+  after: { license_count: "grace_days" }
 })
 export type PolicyWire = typeof PolicyWire.Type
 
-export const policyToWire = ({ licenseCount, policy: p }: { readonly policy: Model.Policy; readonly licenseCount: number }): PolicyWire => ({
-  id: p.id,
-  name: p.name,
-  product_id: p.productId,
-  entitlements: p.entitlements,
-  max_activations: p.maxActivations,
-  overage_strategy: p.overageStrategy,
-  is_floating: p.isFloating,
-  lease_duration: p.leaseDuration,
-  require_heartbeat: p.requireHeartbeat,
-  heartbeat_interval: p.heartbeatInterval,
-  valid_for_days: p.validForDays,
-  grace_days: p.graceDays,
-  license_count: licenseCount,
-  created_at: iso(p.createdAt),
-  updated_at: iso(p.updatedAt)
-})
+export const policyToWire = ({ licenseCount, policy }: { readonly policy: Model.Policy; readonly licenseCount: number }): PolicyWire =>
+  PolicyWire.from(policy, { license_count: licenseCount })
 
 /** A generator on the wire, with the number of keys waiting in its pool. */
 export const GeneratorWire = wireRecord(Model.Generator, {

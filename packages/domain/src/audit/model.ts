@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { isStoredKeyFormat } from "../licensing/keys.js"
-import { Millis } from "../shared/model.js"
+import { Id, Millis } from "../shared/model.js"
 import { isKidFormat } from "../signing/model.js"
 
 /** Who made a write: an API key over HTTP, the `lm` command line on the store, or the service itself. */
@@ -13,17 +13,16 @@ export const AuditActorType = Schema.Literals(auditActorTypes)
 export type AuditActorType = typeof AuditActorType.Type
 
 /** The actor of an entry; `apiKeyId` and `truncatedKey` only for `api_key`. */
-export interface AuditActor {
-  readonly type: AuditActorType
-  readonly apiKeyId: number | null
-  readonly truncatedKey: string | null
-}
+export const AuditActor = Schema.Struct({
+  type: AuditActorType,
+  apiKeyId: Schema.NullOr(Id),
+  truncatedKey: Schema.NullOr(Schema.String)
+})
+export type AuditActor = typeof AuditActor.Type
 
 /** What a write was made on: a resource type (`license`, `api_key`, ...) and its id as the API names it, when known. */
-export interface AuditTarget {
-  readonly type: string
-  readonly id: string | null
-}
+export const AuditTarget = Schema.Struct({ type: Schema.String, id: Schema.NullOr(Schema.String) })
+export type AuditTarget = typeof AuditTarget.Type
 
 /**
  * Whether a text is the id of a target as the API names it: a positive integer id (`42`), a license key as
@@ -35,17 +34,18 @@ export const isAuditTargetId = (text: string): boolean =>
   isKidFormat(text)
 
 /** An entry of the audit log. `status` is the HTTP status the write was answered with (2xx done, else refused). */
-export interface AuditEntry {
-  readonly id: number
-  readonly at: typeof Millis.Type
-  readonly actor: AuditActor
-  readonly ip: string | null
+export const AuditEntry = Schema.Struct({
+  id: Id,
+  at: Millis,
+  actor: AuditActor,
+  ip: Schema.NullOr(Schema.String),
   /** `<target type>.<verb>`, e.g. `license.revoke`, `api_key.create`. */
-  readonly action: string
-  readonly target: AuditTarget
-  readonly requestId: string | null
-  readonly status: number
-}
+  action: Schema.String,
+  target: AuditTarget,
+  requestId: Schema.NullOr(Schema.String),
+  status: Schema.Int
+})
+export type AuditEntry = typeof AuditEntry.Type
 export type AuditDraft = Omit<AuditEntry, "id">
 
 /** The filters of a list of entries; each given one must match (`from` inclusive, `to` exclusive). */

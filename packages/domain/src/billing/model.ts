@@ -4,7 +4,8 @@
  * of what became of it (`GET /billing/events`).
  */
 import { Schema } from "effect"
-import type { BillingPeriod, BillingProvider } from "../subscriptions/model.js"
+import { Id, Millis } from "../shared/model.js"
+import { type BillingPeriod, BillingProvider } from "../subscriptions/model.js"
 
 /** What became of a provider event. */
 export const billingEventOutcomes = ["applied", "duplicate", "stale", "unmatched", "ignored"] as const
@@ -60,16 +61,20 @@ export interface ProviderEvent {
   readonly move: BillingMove | null
 }
 
-/** A received provider event and its outcome, as `GET /billing/events` lists it. */
-export interface BillingEvent {
-  readonly id: number
-  readonly provider: BillingProvider
-  readonly eventId: string
-  readonly type: string
-  readonly externalId: string | null
-  readonly subscriptionId: number | null
-  readonly outcome: BillingEventOutcome
-  readonly occurredAt: number
-  readonly receivedAt: number
-}
+/**
+ * A received provider event and its outcome, as `GET /billing/events` lists it. `eventId` is the provider's id
+ * (the wire's `id`); `id` is the store's own.
+ */
+export const BillingEvent = Schema.Struct({
+  id: Id,
+  eventId: Schema.String,
+  provider: BillingProvider,
+  type: Schema.String,
+  externalId: Schema.NullOr(Schema.String),
+  subscriptionId: Schema.NullOr(Id),
+  outcome: BillingEventOutcome,
+  occurredAt: Millis,
+  receivedAt: Millis
+})
+export type BillingEvent = typeof BillingEvent.Type
 export type BillingEventDraft = Omit<BillingEvent, "id">

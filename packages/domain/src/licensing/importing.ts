@@ -351,9 +351,13 @@ const machinesOf = (row: Row, format: ImportFormat, license: LicenseDraft, now: 
     }
     entries.forEach((entry: unknown, j) => {
       const at = (field: string) => machineField(list.name, j, field)
-      const machine = list.read(entry, at, now)
-      if (seen.has(machine.fingerprint)) throw new Bad(at("fingerprint"), "appears twice on this license")
-      seen.add(machine.fingerprint)
+      const read = list.read(entry, at, now)
+      if (seen.has(read.fingerprint)) throw new Bad(at("fingerprint"), "appears twice on this license")
+      seen.add(read.fingerprint)
+      // An active machine of a floating license without a lease end starts a lease now, as an activation would.
+      const machine = read.status === "active" && license.isFloating && read.leaseExpiresAt === null
+        ? { ...read, leaseExpiresAt: now + license.leaseDuration * 1000 }
+        : read
       out.push({ ...machine, seatDeadline: machine.status === "active" ? seatDeadline(machine, license) : null })
     })
   }

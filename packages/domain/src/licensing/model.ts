@@ -170,9 +170,9 @@ export type Entitlements = typeof Entitlements.Type
  */
 /** A policy: a name, an optional product, the license settings it gives, and its entitlement codes. */
 export const Policy = Schema.Struct({
-  id: Schema.Int,
+  id: Id,
   name: Schema.String,
-  productId: Schema.NullOr(Schema.Int),
+  productId: Schema.NullOr(Id),
   entitlements: Entitlements,
   maxActivations: Schema.NullOr(Schema.Int),
   overageStrategy: OverageStrategy,

@@ -3,6 +3,7 @@
  * proration, the literal lists of their statuses and moves, and the names of their events.
  */
 import { Schema } from "effect"
+import { Id, Millis } from "../shared/model.js"
 
 /** Names of the subscription events of CONTRACT §11 (CONTRACT §10's moves). */
 export const subscriptionEventTypes = [
@@ -65,80 +66,81 @@ export const RenewalStatus = Schema.Literals(renewalStatuses)
 export type RenewalStatus = typeof RenewalStatus.Type
 
 /** A line of a subscription; `amount` in the currency's minor units. */
-export interface SubscriptionItem {
-  readonly id: number
-  readonly productId: number | null
-  readonly quantity: number
-  readonly amount: number
-}
+export const SubscriptionItem = Schema.Struct({
+  id: Id,
+  productId: Schema.NullOr(Id),
+  quantity: Schema.Int,
+  amount: Schema.Int
+})
+export type SubscriptionItem = typeof SubscriptionItem.Type
 
 /**
  * A subscription as the store keeps it. Times are epoch milliseconds; `amount` is in the currency's minor units
  * (cents for USD, yen for JPY). `billingAnchor` is the moment the billing calendar counts from: its day of the
  * month is kept by month arithmetic (Jan 31 → Feb 28 → Mar 31).
  */
-export interface Subscription {
-  readonly id: number
-  readonly status: SubscriptionStatus
-  readonly userId: number
-  readonly productId: number | null
-  readonly licenseId: number
-  readonly billingPeriod: BillingPeriod
-  readonly billingInterval: number
-  readonly amount: number
-  readonly currency: string
-  readonly paymentMethod: string | null
-  readonly trialEnd: number | null
-  readonly billingAnchor: number
-  readonly currentPeriodStart: number
-  readonly currentPeriodEnd: number
-  readonly nextPaymentAt: number | null
-  readonly lastPaymentAt: number | null
-  readonly endDate: number | null
-  readonly cancelAtPeriodEnd: boolean
-  readonly pausedAt: number | null
-  readonly cancelledAt: number | null
-  readonly items: ReadonlyArray<SubscriptionItem>
+export const Subscription = Schema.Struct({
+  id: Id,
+  status: SubscriptionStatus,
+  userId: Id,
+  productId: Schema.NullOr(Id),
+  licenseId: Id,
+  billingPeriod: BillingPeriod,
+  billingInterval: Schema.Int,
+  amount: Schema.Int,
+  currency: Schema.String,
+  paymentMethod: Schema.NullOr(Schema.String),
+  trialEnd: Schema.NullOr(Millis),
+  billingAnchor: Millis,
+  currentPeriodStart: Millis,
+  currentPeriodEnd: Millis,
+  nextPaymentAt: Schema.NullOr(Millis),
+  lastPaymentAt: Schema.NullOr(Millis),
+  endDate: Schema.NullOr(Millis),
+  cancelAtPeriodEnd: Schema.Boolean,
+  pausedAt: Schema.NullOr(Millis),
+  cancelledAt: Schema.NullOr(Millis),
+  items: Schema.Array(SubscriptionItem),
   /** The billing provider that drives it (null: none; CONTRACT §20). */
-  readonly billingProvider: BillingProvider | null
+  billingProvider: Schema.NullOr(BillingProvider),
   /** Its subscription's id at that provider: unique per provider. */
-  readonly externalId: string | null
-  readonly createdAt: number
-  readonly updatedAt: number
-  readonly revision: number
-}
+  externalId: Schema.NullOr(Schema.String),
+  createdAt: Millis,
+  updatedAt: Millis,
+  revision: Schema.Int
+})
+export type Subscription = typeof Subscription.Type
 /** A new subscription as the store inserts it (revision 1). */
 export type SubscriptionDraft = Omit<Subscription, "id" | "revision">
 
 /** The plan a switch moves between, as a renewal record's `from` and `to` show it. */
-export interface Plan {
-  readonly amount: number
-  readonly billingPeriod: BillingPeriod
-  readonly billingInterval: number
-  readonly productId: number | null
-}
+export const Plan = Schema.Struct({
+  amount: Schema.Int,
+  billingPeriod: BillingPeriod,
+  billingInterval: Schema.Int,
+  productId: Schema.NullOr(Id)
+})
+export type Plan = typeof Plan.Type
 
 /** Proration of a switch, in minor units: `net = charge − credit` exactly; a negative net is a credit. */
-export interface Proration {
-  readonly credit: number
-  readonly charge: number
-  readonly net: number
-}
+export const Proration = Schema.Struct({ credit: Schema.Int, charge: Schema.Int, net: Schema.Int })
+export type Proration = typeof Proration.Type
 
 /** One signup, renewal, early renewal or switch of a subscription (GET /subscriptions/{id}/renewals). */
-export interface RenewalRecord {
-  readonly id: number
-  readonly subscriptionId: number
-  readonly type: RenewalType
-  readonly amount: number
-  readonly currency: string
-  readonly status: RenewalStatus
-  readonly periodStart: number
-  readonly periodEnd: number
-  readonly proration: Proration | null
-  readonly from: Plan | null
-  readonly to: Plan | null
-  readonly transactionId: string | null
-  readonly createdAt: number
-}
+export const RenewalRecord = Schema.Struct({
+  id: Id,
+  subscriptionId: Id,
+  type: RenewalType,
+  amount: Schema.Int,
+  currency: Schema.String,
+  status: RenewalStatus,
+  periodStart: Millis,
+  periodEnd: Millis,
+  proration: Schema.NullOr(Proration),
+  from: Schema.NullOr(Plan),
+  to: Schema.NullOr(Plan),
+  transactionId: Schema.NullOr(Schema.String),
+  createdAt: Millis
+})
+export type RenewalRecord = typeof RenewalRecord.Type
 export type RenewalDraft = Omit<RenewalRecord, "id" | "subscriptionId">

@@ -11,7 +11,7 @@ import { BillingEvents, Model } from "@lm/domain"
 import { Api, ok } from "@lm/api"
 import { billingEventToWire, listMeta, pageRequest } from "@lm/api/wire"
 import { normalise } from "../billing/ProviderEvents.js"
-import { verify } from "../billing/Signatures.js"
+import { preload, verify } from "../billing/Signatures.js"
 import { errorResponse } from "../server/Responses.js"
 import { noRoute } from "../server/Routing.js"
 import { HttpSettings } from "../server/Settings.js"
@@ -23,6 +23,9 @@ export const BillingProvidersHandlers = group(Api, "billingProviders", (handlers
   Effect.gen(function*() {
     const billing = yield* BillingEvents
     const settings = yield* HttpSettings
+    for (const provider of Model.billingProviders) {
+      if (settings.billingSecrets[provider] !== undefined) yield* preload(provider)
+    }
     return handlers.handleRaw("receive", ({ params, request }) =>
       Effect.gen(function*() {
         const provider = params.provider

@@ -1,35 +1,16 @@
 /** The domain's `AuditLogRepository` on `lm_audit_log`; an append joins the caller's transaction. */
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
-import { Count, date, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { Count, date, oneOf, rowsOf, tableOf } from "./rows.js"
 
-/** A row of `lm_audit_log`. */
-const AuditRow = Schema.Struct({
-  id: Int8,
-  at: Timestamp,
-  actor_type: Model.AuditActorType,
-  api_key_id: Schema.NullOr(Int8),
-  truncated_key: Schema.NullOr(Schema.String),
-  ip: Schema.NullOr(Schema.String),
-  action: Schema.String,
-  target_type: Schema.String,
-  target_id: Schema.NullOr(Schema.String),
-  request_id: Schema.NullOr(Schema.String),
-  status: Schema.Int
+/** A row of `lm_audit_log`: the actor and the target in columns of their own. */
+const auditLog = tableOf(Model.AuditEntry, {
+  generated: ["id"],
+  embedded: { actor: { apiKeyId: "api_key_id", truncatedKey: "truncated_key" }, target: {} }
 })
-
-const entryOf = (row: typeof AuditRow.Type): Model.AuditEntry => ({
-  id: row.id,
-  at: row.at,
-  actor: { type: row.actor_type, apiKeyId: row.api_key_id, truncatedKey: row.truncated_key },
-  ip: row.ip,
-  action: row.action,
-  target: { type: row.target_type, id: row.target_id },
-  requestId: row.request_id,
-  status: row.status
-})
+const AuditRow = auditLog.Row
 
 const auditRows = rowsOf(AuditRow, "lm_audit_log")
 const oneAuditRow = oneOf(AuditRow, "lm_audit_log")
@@ -60,25 +41,14 @@ export const layer = Layer.effect(
     return Ports.AuditLogRepository.of({
       append: (d) =>
         sql`INSERT INTO lm_audit_log ${
-          sql.insert({
-            at: date(d.at),
-            actor_type: d.actor.type,
-            api_key_id: d.actor.apiKeyId,
-            truncated_key: d.actor.truncatedKey,
-            ip: d.ip,
-            action: d.action,
-            target_type: d.target.type,
-            target_id: d.target.id,
-            request_id: d.requestId,
-            status: d.status
-          })
-        } RETURNING *`.pipe(Effect.flatMap(oneAuditRow), Effect.map(entryOf), orUnavailable),
+          sql.insert(auditLog.columns(d))
+        } RETURNING *`.pipe(Effect.flatMap(oneAuditRow), orUnavailable),
       list: (filter, page) => {
         const where = whereOf(filter)
         return Effect.all({
           items: sql`SELECT * FROM lm_audit_log WHERE ${where} ORDER BY id DESC LIMIT ${page.perPage} OFFSET ${
             (page.page - 1) * page.perPage
-          }`.pipe(Effect.flatMap(auditRows), Effect.map((rows) => rows.map(entryOf))),
+          }`.pipe(Effect.flatMap(auditRows)),
           total: sql`SELECT count(*) AS n FROM lm_audit_log WHERE ${where}`.pipe(Effect.flatMap(count), Effect.map((r) => r.n))
         }).pipe(orUnavailable)
       },

@@ -4,32 +4,15 @@
  * for another transaction inserting the same id and then answers no row, so an event is applied once across
  * processes.
  */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
-import { Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
-
-const columnNames = {
-  eventId: "event_id",
-  externalId: "external_id",
-  subscriptionId: "subscription_id",
-  occurredAt: "occurred_at",
-  receivedAt: "received_at"
-} as const
+import { Count, firstOf, oneOf, rowsOf, tableOf, Timestamp } from "./rows.js"
 
 /** A row of `lm_billing_events`. */
-const BillingEventRow = Schema.Struct({
-  id: Int8,
-  provider: Model.BillingProvider,
-  eventId: Schema.String,
-  type: Schema.String,
-  externalId: Schema.NullOr(Schema.String),
-  subscriptionId: Schema.NullOr(Int8),
-  outcome: Model.BillingEventOutcome,
-  occurredAt: Timestamp,
-  receivedAt: Timestamp
-}).pipe(Schema.encodeKeys(columnNames))
+const billingEvents = tableOf(Model.BillingEvent, { generated: ["id"] })
+const BillingEventRow = billingEvents.Row
 
 const eventRows = rowsOf(BillingEventRow, "lm_billing_events")
 const firstEvent = firstOf(BillingEventRow, "lm_billing_events")
@@ -44,16 +27,7 @@ export const layer = Layer.effect(
     return Ports.BillingEventRepository.of({
       record: (e) =>
         sql`INSERT INTO lm_billing_events ${
-          sql.insert(Struct.renameKeys({
-            provider: e.provider,
-            eventId: e.eventId,
-            type: e.type,
-            externalId: e.externalId,
-            subscriptionId: e.subscriptionId,
-            outcome: e.outcome,
-            occurredAt: date(e.occurredAt),
-            receivedAt: date(e.receivedAt)
-          }, columnNames))
+          sql.insert(billingEvents.columns(e))
         } ON CONFLICT (provider, event_id) WHERE outcome <> 'duplicate' DO NOTHING RETURNING *`.pipe(
           Effect.flatMap(firstEvent),
           orUnavailable

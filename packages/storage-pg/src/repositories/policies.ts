@@ -3,45 +3,16 @@
  * of a policy that a license refers to fails (`policy_in_use`), also when that license's insert is not committed
  * yet: the insert's key-share lock on the policy row makes the delete wait for it.
  */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Errors, Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
 import { licenseRows } from "./licenses.js"
-import { Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
-
-/** The column of each field of a policy whose name differs (snake_case), for reading and writing rows. */
-const policyColumnNames = {
-  productId: "product_id",
-  maxActivations: "max_activations",
-  overageStrategy: "overage_strategy",
-  isFloating: "is_floating",
-  leaseDuration: "lease_duration",
-  requireHeartbeat: "require_heartbeat",
-  heartbeatInterval: "heartbeat_interval",
-  validForDays: "valid_for_days",
-  graceDays: "grace_days",
-  createdAt: "created_at",
-  updatedAt: "updated_at"
-} as const
+import { Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /** A row of `lm_policies`. */
-const PolicyRow = Schema.Struct({
-  id: Int8,
-  name: Schema.String,
-  productId: Schema.NullOr(Int8),
-  entitlements: Model.Entitlements,
-  maxActivations: Schema.NullOr(Schema.Int),
-  overageStrategy: Model.OverageStrategy,
-  isFloating: Schema.Boolean,
-  leaseDuration: Schema.Int,
-  requireHeartbeat: Schema.Boolean,
-  heartbeatInterval: Schema.Int,
-  validForDays: Schema.NullOr(Schema.Int),
-  graceDays: Schema.Int,
-  createdAt: Timestamp,
-  updatedAt: Timestamp
-}).pipe(Schema.encodeKeys(policyColumnNames))
+const policies = tableOf(Model.Policy, { generated: ["id"] })
+const PolicyRow = policies.Row
 
 const policyRows = rowsOf(PolicyRow, "lm_policies")
 const firstPolicy = firstOf(PolicyRow, "lm_policies")
@@ -55,22 +26,7 @@ export const layer = Layer.effect(
     const sql = yield* PgClient
 
     /** A policy's columns but its id, as statement parameters. */
-    const policyColumns = (p: Model.PolicyDraft) =>
-      Struct.renameKeys({
-        name: p.name,
-        productId: p.productId,
-        entitlements: sql.json(p.entitlements),
-        maxActivations: p.maxActivations,
-        overageStrategy: p.overageStrategy,
-        isFloating: p.isFloating,
-        leaseDuration: p.leaseDuration,
-        requireHeartbeat: p.requireHeartbeat,
-        heartbeatInterval: p.heartbeatInterval,
-        validForDays: p.validForDays,
-        graceDays: p.graceDays,
-        createdAt: date(p.createdAt),
-        updatedAt: date(p.updatedAt)
-      }, policyColumnNames)
+    const policyColumns = (p: Model.PolicyDraft) => policies.columns(p, date, (json) => sql.json(json))
 
     return Ports.PolicyRepository.of({
       insert: (draft) =>

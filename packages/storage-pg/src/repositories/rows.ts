@@ -43,12 +43,19 @@ export interface TableShape<F extends Schema.Struct.Fields, G extends keyof F, Q
   readonly computed?: { readonly [K in Q]: Schema.Decoder<F[K]["Type"]> }
   /** The schema a column is read with where it is not the field's own (a count kept as `int8`). */
   readonly read?: { readonly [K in keyof F]?: Schema.Decoder<F[K]["Type"]> }
+  /**
+   * Fields that are records of their own (a `Schema.Struct`) kept in one column per field of theirs, named
+   * `<field>_<its field>` in snake_case unless named here (`{ actor: { apiKeyId: "api_key_id" } }`).
+   */
+  readonly embedded?: { readonly [K in keyof F]?: { readonly [field: string]: string } }
 }
 
-/** Whether a field is kept in a `jsonb` column: an object or an array. */
-const isJson = (field: Schema.Constraint) => {
+/** Whether a field is kept in a `jsonb` column: an object or an array, or either or null. */
+const isJson = (field: Schema.Constraint): boolean => {
   const tag = (field as Schema.Top).ast._tag
-  return tag === "Objects" || tag === "Arrays"
+  if (tag === "Objects" || tag === "Arrays") return true
+  const members = (field as { readonly members?: ReadonlyArray<Schema.Constraint> }).members
+  return Array.isArray(members) && members.length === 2 && members[1] === Schema.Null && isJson(members[0])
 }
 
 /**
@@ -57,7 +64,7 @@ const isJson = (field: Schema.Constraint) => {
  * - `Row` decodes a row to the record: each field read from its column (snake_case unless `columns` names it),
  *   ids from `int8` and times from `timestamptz`. Columns the record does not name are not read.
  * - `columns(value)` writes a record (but its generated and computed fields) as statement parameters keyed by
- *   column: times through `time` (a `Date` by default), objects and arrays through `json` (`sql.json` for
+ *   column: times through `time` (a `Date` by default), objects and arrays (but a null) through `json` (`sql.json` for
  *   `INSERT`/`UPDATE`; the value itself inside a JSON record for `jsonb_to_recordset`, with ISO text for times),
  *   every other field as it is.
  */
@@ -69,18 +76,54 @@ export const tableOf = <F extends Schema.Struct.Fields, const G extends keyof F 
   const computed: Record<string, Schema.Constraint | undefined> = shape.computed ?? {}
   const generated: ReadonlyArray<string> = shape.generated ?? []
   const read: Record<string, Schema.Constraint | undefined> = shape.read ?? {}
+  const embedded: Record<string, Record<string, string> | undefined> = shape.embedded ?? {}
   const fields: Record<string, Schema.Constraint> = {}
   const renames: Record<string, string> = {}
-  const written: Array<{ readonly key: string; readonly column: string; readonly time: boolean; readonly json: boolean }> = []
+  const written: Array<Written> = []
+  /** Every column read, by name, and where each field is read from: a column, or one per field of an embedded record. */
+  const flat: Record<string, Schema.Constraint> = {}
+  const sources: Array<{ readonly key: string; readonly column: string; readonly parts?: ReadonlyArray<readonly [string, string]> }> = []
   for (const [key, field] of Object.entries(record.fields)) {
     const column = names[key] ?? Model.snakeCase(key)
-    fields[key] = computed[key] ?? read[key] ?? columnOf(field)
-    if (column !== key) renames[key] = column
-    if (computed[key] === undefined && !generated.includes(key)) {
-      written.push({ key, column, time: Model.fieldKind(field).kind === "time", json: isJson(field) })
+    const isWritten = computed[key] === undefined && !generated.includes(key)
+    const inner = embedded[key]
+    if (inner !== undefined) {
+      const parts = Object.entries((field as unknown as { readonly fields: Schema.Struct.Fields }).fields).map(([sub, subField]) => {
+        const subColumn = inner[sub] ?? `${column}_${Model.snakeCase(sub)}`
+        flat[subColumn] = columnOf(subField)
+        if (isWritten) {
+          written.push({ key, sub, column: subColumn, time: Model.fieldKind(subField).kind === "time", json: isJson(subField) })
+        }
+        return [sub, subColumn] as const
+      })
+      sources.push({ key, column, parts })
+      continue
     }
+    fields[key] = computed[key] ?? read[key] ?? columnOf(field)
+    flat[column] = fields[key]
+    sources.push({ key, column })
+    if (column !== key) renames[key] = column
+    if (isWritten) written.push({ key, sub: undefined, column, time: Model.fieldKind(field).kind === "time", json: isJson(field) })
   }
-  const Row = Schema.Struct(fields).pipe(Schema.encodeKeys(renames)) as unknown as Schema.Decoder<Schema.Struct.Type<F>>
+  const Row = (sources.every((source) => source.parts === undefined)
+    ? Schema.Struct(fields).pipe(Schema.encodeKeys(renames))
+    // With embedded records: the columns decoded as they are, then gathered into the record (and checked as one).
+    : (Schema.Struct(flat) as unknown as Schema.Codec<Record<string, unknown>>).pipe(Schema.decodeTo(
+      Schema.Struct(record.fields) as unknown as Schema.Codec<Record<string, unknown>>,
+      SchemaTransformation.transform({
+        decode: (row: Record<string, unknown>): Record<string, unknown> =>
+          Object.fromEntries(sources.map(({ column, key, parts }) => [
+            key,
+            parts === undefined ? row[column] : Object.fromEntries(parts.map(([sub, subColumn]) => [sub, row[subColumn]]))
+          ])),
+        encode: (value: Record<string, unknown>): Record<string, unknown> =>
+          Object.fromEntries(sources.flatMap(({ column, key, parts }) =>
+            parts === undefined
+              ? [[column, value[key]]]
+              : parts.map(([sub, subColumn]) => [subColumn, (value[key] as Record<string, unknown>)[sub]])
+          ))
+      })
+    ))) as unknown as Schema.Decoder<Schema.Struct.Type<F>>
   const columns = (
     value: Omit<Schema.Struct.Type<F>, G | Q>,
     time: (value: number | null) => unknown = date,
@@ -88,13 +131,22 @@ export const tableOf = <F extends Schema.Struct.Fields, const G extends keyof F 
   ): Record<string, unknown> => {
     const out: Record<string, unknown> = {}
     const fields = value as Record<string, unknown>
-    for (const { key, column, time: isTime, json: isJsonColumn } of written) {
-      const field = fields[key]
-      out[column] = isTime ? time(field as number | null) : isJsonColumn ? json(field) : field
+    for (const { column, json: isJsonColumn, key, sub, time: isTime } of written) {
+      const field = sub === undefined ? fields[key] : (fields[key] as Record<string, unknown>)[sub]
+      out[column] = isTime ? time(field as number | null) : isJsonColumn && field !== null ? json(field) : field
     }
     return out
   }
   return { Row, columns }
+}
+
+/** A column a record's field (or a field of an embedded record of it) is written to. */
+interface Written {
+  readonly key: string
+  readonly sub: string | undefined
+  readonly column: string
+  readonly time: boolean
+  readonly json: boolean
 }
 
 /** The one column of `SELECT count(*) AS n`. */

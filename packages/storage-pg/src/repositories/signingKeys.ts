@@ -1,21 +1,13 @@
 /** The domain's `SigningKeyRepository` on `lm_signing_keys`: at most one key is `current` (a unique index). */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
-import { Ports } from "@lm/domain"
+import { Model, Ports } from "@lm/domain"
 import { orUnavailable } from "./failures.js"
-import { date, rowsOf, Timestamp } from "./rows.js"
-
-/** The column of each field of a signing key whose name differs (snake_case), for reading and writing rows. */
-const signingKeyColumnNames = { publicKey: "public_key", createdAt: "created_at" } as const
+import { rowsOf, tableOf } from "./rows.js"
 
 /** A row of `lm_signing_keys`. */
-const SigningKeyRow = Schema.Struct({
-  kid: Schema.String,
-  seed: Schema.String,
-  publicKey: Schema.String,
-  current: Schema.Boolean,
-  createdAt: Timestamp
-}).pipe(Schema.encodeKeys(signingKeyColumnNames))
+const signingKeys = tableOf(Model.StoredSigningKey)
+const SigningKeyRow = signingKeys.Row
 
 const signingKeyRows = rowsOf(SigningKeyRow, "lm_signing_keys")
 
@@ -30,13 +22,7 @@ export const layer = Layer.effect(
           Effect.gen(function*() {
             if (key.current) yield* sql`UPDATE lm_signing_keys SET current = false WHERE current`
             yield* sql`INSERT INTO lm_signing_keys ${
-              sql.insert(Struct.renameKeys({
-                kid: key.kid,
-                seed: key.seed,
-                publicKey: key.publicKey,
-                current: key.current,
-                createdAt: date(key.createdAt)
-              }, signingKeyColumnNames))
+              sql.insert(signingKeys.columns(key))
             } ON CONFLICT (kid) DO UPDATE SET current = EXCLUDED.current`
           })
         ).pipe(orUnavailable),

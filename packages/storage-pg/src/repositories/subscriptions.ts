@@ -3,103 +3,28 @@
  * claims due rows with FOR UPDATE SKIP LOCKED on the partial index of `due_at`, so several processes on one
  * database share the work and none makes a move twice.
  */
-import { Effect, Layer, Schema, Struct } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Errors, Model, Ports } from "@lm/domain"
 import type { SqlError } from "effect/sql/SqlError"
 import { orUnavailable } from "./failures.js"
-import { Count, date, firstOf, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 
-/** The column of each field whose name differs. */
-const subscriptionColumnNames = {
-  userId: "user_id",
-  productId: "product_id",
-  licenseId: "license_id",
-  billingPeriod: "billing_period",
-  billingInterval: "billing_interval",
-  paymentMethod: "payment_method",
-  trialEnd: "trial_end",
-  billingAnchor: "billing_anchor",
-  currentPeriodStart: "current_period_start",
-  currentPeriodEnd: "current_period_end",
-  nextPaymentAt: "next_payment_at",
-  lastPaymentAt: "last_payment_at",
-  endDate: "end_date",
-  cancelAtPeriodEnd: "cancel_at_period_end",
-  pausedAt: "paused_at",
-  cancelledAt: "cancelled_at",
-  billingProvider: "billing_provider",
-  externalId: "external_id",
-  createdAt: "created_at",
-  updatedAt: "updated_at"
-} as const
-
-const Item = Schema.Struct({ id: Schema.Int, productId: Schema.NullOr(Schema.Int), quantity: Schema.Int, amount: Schema.Int })
-
-/** A row of `lm_subscriptions` (without `due_at`, which only the store reads). */
-const SubscriptionRow = Schema.Struct({
-  id: Int8,
-  status: Model.SubscriptionStatus,
-  userId: Int8,
-  productId: Schema.NullOr(Int8),
-  licenseId: Int8,
-  billingPeriod: Model.BillingPeriod,
-  billingInterval: Schema.Int,
-  amount: Int8,
-  currency: Schema.String,
-  paymentMethod: Schema.NullOr(Schema.String),
-  trialEnd: Schema.NullOr(Timestamp),
-  billingAnchor: Timestamp,
-  currentPeriodStart: Timestamp,
-  currentPeriodEnd: Timestamp,
-  nextPaymentAt: Schema.NullOr(Timestamp),
-  lastPaymentAt: Schema.NullOr(Timestamp),
-  endDate: Schema.NullOr(Timestamp),
-  cancelAtPeriodEnd: Schema.Boolean,
-  pausedAt: Schema.NullOr(Timestamp),
-  cancelledAt: Schema.NullOr(Timestamp),
-  items: Schema.Array(Item),
-  billingProvider: Schema.NullOr(Model.BillingProvider),
-  externalId: Schema.NullOr(Schema.String),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  revision: Schema.Int
-}).pipe(Schema.encodeKeys(subscriptionColumnNames))
+/**
+ * A row of `lm_subscriptions` (its `due_at`, the period-end job's next moment, is written beside it and only the
+ * store reads it). Its items are a `jsonb` array of the items themselves.
+ */
+const subscriptions = tableOf(Model.Subscription, { generated: ["id"], read: { amount: Int8 } })
+const SubscriptionRow = subscriptions.Row
 
 const subscriptionRows = rowsOf(SubscriptionRow, "lm_subscriptions")
 const firstSubscription = firstOf(SubscriptionRow, "lm_subscriptions")
 const oneSubscription = oneOf(SubscriptionRow, "lm_subscriptions")
 const count = oneOf(Count, "a count")
 
-const Plan = Schema.Struct({ amount: Schema.Int, billingPeriod: Model.BillingPeriod, billingInterval: Schema.Int, productId: Schema.NullOr(Schema.Int) })
-const Proration = Schema.Struct({ credit: Schema.Int, charge: Schema.Int, net: Schema.Int })
-
-const renewalColumnNames = {
-  subscriptionId: "subscription_id",
-  periodStart: "period_start",
-  periodEnd: "period_end",
-  from: "plan_from",
-  to: "plan_to",
-  transactionId: "transaction_id",
-  createdAt: "created_at"
-} as const
-
-/** A row of `lm_subscription_renewals`. */
-const RenewalRow = Schema.Struct({
-  id: Int8,
-  subscriptionId: Int8,
-  type: Model.RenewalType,
-  amount: Int8,
-  currency: Schema.String,
-  status: Model.RenewalStatus,
-  periodStart: Timestamp,
-  periodEnd: Timestamp,
-  proration: Schema.NullOr(Proration),
-  from: Schema.NullOr(Plan),
-  to: Schema.NullOr(Plan),
-  transactionId: Schema.NullOr(Schema.String),
-  createdAt: Timestamp
-}).pipe(Schema.encodeKeys(renewalColumnNames))
+/** A row of `lm_subscription_renewals`: its plans are `jsonb` columns `plan_from` and `plan_to`. */
+const renewals = tableOf(Model.RenewalRecord, { generated: ["id"], columns: { from: "plan_from", to: "plan_to" }, read: { amount: Int8 } })
+const RenewalRow = renewals.Row
 
 const renewalRows = rowsOf(RenewalRow, "lm_subscription_renewals")
 
@@ -120,33 +45,8 @@ export const layer = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* PgClient
 
-    const columns = (s: Model.SubscriptionDraft, dueAt: number | null) => ({
-      ...Struct.renameKeys({
-        status: s.status,
-        userId: s.userId,
-        productId: s.productId,
-        licenseId: s.licenseId,
-        billingPeriod: s.billingPeriod,
-        billingInterval: s.billingInterval,
-        amount: s.amount,
-        currency: s.currency,
-        paymentMethod: s.paymentMethod,
-        trialEnd: date(s.trialEnd),
-        billingAnchor: date(s.billingAnchor),
-        currentPeriodStart: date(s.currentPeriodStart),
-        currentPeriodEnd: date(s.currentPeriodEnd),
-        nextPaymentAt: date(s.nextPaymentAt),
-        lastPaymentAt: date(s.lastPaymentAt),
-        endDate: date(s.endDate),
-        cancelAtPeriodEnd: s.cancelAtPeriodEnd,
-        pausedAt: date(s.pausedAt),
-        cancelledAt: date(s.cancelledAt),
-        items: sql.json(s.items),
-        billingProvider: s.billingProvider,
-        externalId: s.externalId,
-        createdAt: date(s.createdAt),
-        updatedAt: date(s.updatedAt)
-      }, subscriptionColumnNames),
+    const columns = (s: Omit<Model.Subscription, "id">, dueAt: number | null) => ({
+      ...subscriptions.columns(s, date, (json) => sql.json(json)),
       due_at: date(dueAt)
     })
 
@@ -156,7 +56,7 @@ export const layer = Layer.effect(
 
     return Ports.SubscriptionRepository.of({
       insert: (draft, dueAt) =>
-        sql`INSERT INTO lm_subscriptions ${sql.insert({ ...columns(draft, dueAt), revision: 1 })} RETURNING *`.pipe(
+        sql`INSERT INTO lm_subscriptions ${sql.insert(columns({ ...draft, revision: 1 }, dueAt))} RETURNING *`.pipe(
           uniqueExternalId,
           Effect.flatMap(oneSubscription),
           orUnavailable
@@ -183,7 +83,7 @@ export const layer = Layer.effect(
         }).pipe(orUnavailable)
       },
       update: (s, dueAt) =>
-        sql`UPDATE lm_subscriptions SET ${sql.update({ ...columns(s, dueAt), revision: s.revision })} WHERE id = ${s.id} RETURNING *`.pipe(
+        sql`UPDATE lm_subscriptions SET ${sql.update(columns(s, dueAt))} WHERE id = ${s.id} RETURNING *`.pipe(
           uniqueExternalId,
           Effect.flatMap(firstSubscription),
           Effect.flatMap((updated) => updated === undefined ? Effect.die(new Error(`no subscription with id ${s.id} to update`)) : Effect.succeed(updated)),
@@ -197,20 +97,7 @@ export const layer = Layer.effect(
         FROM lm_subscriptions GROUP BY status, currency, billing_period, billing_interval`.pipe(Effect.flatMap(totalRows), orUnavailable),
       insertRenewal: (subscriptionId, r) =>
         sql`INSERT INTO lm_subscription_renewals ${
-          sql.insert(Struct.renameKeys({
-            subscriptionId,
-            type: r.type,
-            amount: r.amount,
-            currency: r.currency,
-            status: r.status,
-            periodStart: date(r.periodStart),
-            periodEnd: date(r.periodEnd),
-            proration: r.proration === null ? null : sql.json(r.proration),
-            from: r.from === null ? null : sql.json(r.from),
-            to: r.to === null ? null : sql.json(r.to),
-            transactionId: r.transactionId,
-            createdAt: date(r.createdAt)
-          }, renewalColumnNames))
+          sql.insert(renewals.columns({ ...r, subscriptionId }, date, (json) => sql.json(json)))
         } RETURNING *`.pipe(Effect.flatMap(oneRenewal), orUnavailable),
       listRenewals: (subscriptionId, page) =>
         Effect.all({
