@@ -8,6 +8,7 @@ import { createContext } from "preact"
 import { useContext, useEffect, useId, useRef, useState } from "preact/hooks"
 import { type ConsoleApi, ConsoleError, type ListMeta } from "./api.js"
 import { formatNumber } from "./format.js"
+import { useQueryState } from "./router.js"
 import type { Session } from "./session.js"
 
 /** What every page of a signed-in console has. */
@@ -458,6 +459,69 @@ export const Disclosure = (props: { readonly summary: string; readonly children:
     <div class="disclosure-body">{props.children}</div>
   </details>
 )
+
+/**
+ * A list the page loaded, paged in the URL: its error, then (once an answer came) what `children` draws of the
+ * answer and its pager.
+ */
+export const Listed = <A extends { readonly meta: ListMeta },>(props: {
+  readonly list: Loaded<A>
+  readonly children: (answer: A) => ComponentChildren
+}) => {
+  const { set } = useQueryState()
+  const { list } = props
+  return (
+    <>
+      <ErrorNote error={list.error} />
+      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
+        <>
+          {props.children(list.data)}
+          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
+        </>
+      )}
+    </>
+  )
+}
+
+/**
+ * A list's filter bar, kept in the page's URL query: on submit each of `names` takes its field's trimmed text (a
+ * name in `dates` as an ISO instant; empty leaves the parameter out) and the list goes back to its first page;
+ * `clear` adds a button that removes them all. Its fields show the URL's values (it is drawn anew when they change).
+ */
+export const Filters = (props: {
+  readonly label: string
+  readonly names: ReadonlyArray<string>
+  readonly dates?: ReadonlyArray<string>
+  readonly submitLabel?: string
+  readonly clear?: boolean
+  readonly children: ComponentChildren
+}) => {
+  const { set } = useQueryState()
+  const filter = (data: FormData) =>
+    Object.fromEntries(props.names.map((name) => {
+      const text = String(data.get(name) ?? "").trim()
+      return [name, props.dates?.includes(name) === true && text !== "" ? new Date(text).toISOString() : text]
+    }))
+  return (
+    <form
+      class="filters"
+      key={location.search}
+      aria-label={props.label}
+      onSubmit={(e) => {
+        e.preventDefault()
+        set(filter(new FormData(e.currentTarget)))
+      }}
+    >
+      {props.children}
+      <div class="form-actions">
+        <button type="submit" class="primary">{props.submitLabel ?? "Filter"}</button>
+        {props.clear === true
+          ? <button type="button" onClick={() => set(Object.fromEntries(props.names.map((name) => [name, undefined])))}>Clear</button>
+          : null}
+      </div>
+    </form>
+  )
+}
 
 /** An `<input type="datetime-local">` value for an ISO time, in the browser's time zone. */
 export const localInputValue = (iso: string | null | undefined): string => {

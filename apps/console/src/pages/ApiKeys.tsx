@@ -7,12 +7,12 @@ import { call, names, type Scope } from "../api.js"
 import { formatTime } from "../format.js"
 import { useQueryState } from "../router.js"
 import { truncatedKey } from "../session.js"
-import { Action, defined, Disclosure, ErrorNote, Field, Form, Loading, Page, Pager, Select, SecretOnce, Table, useLoad, useSigned } from "../ui.js"
+import { Action, defined, Disclosure, Field, Form, Listed, Page, SecretOnce, Select, Table, useLoad, useSigned } from "../ui.js"
 import { numberParam } from "./Licenses.js"
 
 export const ApiKeys = () => {
   const { api, session, signOut } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const list = useLoad((signal) => call(api["api-keys"].list({ query: defined({ page: numberParam(values.page) }) }), { signal }), [location.search])
   const [issued, setIssued] = useState<{ consumer_key: string; consumer_secret: string } | undefined>(undefined)
   const mine = truncatedKey(session.consumerKey)
@@ -42,14 +42,13 @@ export const ApiKeys = () => {
           </div>
         </Form>
       </Disclosure>
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="API keys"
             head={["Key", "Description", "Scope", "Created", "Last used", ""]}
             empty="No key."
-            rows={list.data.data.api_keys.map((k) => ({
+            rows={answer.data.api_keys.map((k) => ({
               key: k.id,
               cells: [
                 <><code>{k.truncated_key}</code>{k.truncated_key === mine ? <span class="badge badge-active"> this key</span> : null}</>,
@@ -73,9 +72,8 @@ export const ApiKeys = () => {
               ]
             }))}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }

@@ -5,7 +5,7 @@
 import { call, names } from "../api.js"
 import { formatTime } from "../format.js"
 import { Link, useQueryState } from "../router.js"
-import { Badge, defined, ErrorNote, Loading, Page, Pager, Select, Table, useLoad, useSigned } from "../ui.js"
+import { Badge, defined, Field, Filters, Listed, Page, Select, Table, useLoad, useSigned } from "../ui.js"
 import { numberParam, timeParam } from "./Licenses.js"
 
 /** Where an entry's target lives in the console, when it has a page. */
@@ -15,7 +15,7 @@ const targetHref = (type: string, id: string): string | undefined =>
 
 export const AuditLog = () => {
   const { api } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const actor = values.actor
   const query = defined({
     actor: actor === undefined || actor === "" ? undefined : /^\d+$/.test(actor) ? Number(actor) : actor as (typeof names.auditActorTypes)[number],
@@ -30,45 +30,21 @@ export const AuditLog = () => {
   const list = useLoad((signal) => call(api["audit-log"].list({ query }), { signal }), [location.search])
   return (
     <Page title="Audit log" busy={list.loading}>
-      <form
-        class="filters"
-        key={location.search}
-        aria-label="Filter the audit log"
-        onSubmit={(e) => {
-          e.preventDefault()
-          const data = new FormData(e.currentTarget)
-          const text = (name: string) => String(data.get(name) ?? "").trim()
-          const date = (name: string) => text(name) === "" ? undefined : new Date(text(name)).toISOString()
-          set({
-            actor: text("actor") || undefined,
-            action: text("action") || undefined,
-            target_type: text("target_type") || undefined,
-            target_id: text("target_id") || undefined,
-            from: date("from"),
-            to: date("to"),
-            page: undefined
-          })
-        }}
-      >
+      <Filters label="Filter the audit log" names={["actor", "action", "target_type", "target_id", "from", "to"]} dates={["from", "to"]} clear>
         <Select name="actor" label="Actor" options={names.auditActorTypes} empty="Any" value={actor !== undefined && !/^\d+$/.test(actor) ? actor : ""} />
-        <div class="field"><label for="a-action">Action</label><input id="a-action" name="action" defaultValue={values.action ?? ""} placeholder="license.revoke" spellcheck={false} /></div>
-        <div class="field"><label for="a-type">Target type</label><input id="a-type" name="target_type" defaultValue={values.target_type ?? ""} placeholder="license" spellcheck={false} /></div>
-        <div class="field"><label for="a-id">Target id</label><input id="a-id" name="target_id" defaultValue={values.target_id ?? ""} spellcheck={false} /></div>
-        <div class="field"><label for="a-from">From</label><input id="a-from" name="from" type="datetime-local" defaultValue={values.from?.slice(0, 16) ?? ""} /></div>
-        <div class="field"><label for="a-to">To</label><input id="a-to" name="to" type="datetime-local" defaultValue={values.to?.slice(0, 16) ?? ""} /></div>
-        <div class="form-actions">
-          <button type="submit" class="primary">Filter</button>
-          <button type="button" onClick={() => set({ actor: undefined, action: undefined, target_type: undefined, target_id: undefined, from: undefined, to: undefined, page: undefined })}>Clear</button>
-        </div>
-      </form>
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+        <Field name="action" label="Action" defaultValue={values.action ?? ""} placeholder="license.revoke" spellcheck={false} />
+        <Field name="target_type" label="Target type" defaultValue={values.target_type ?? ""} placeholder="license" spellcheck={false} />
+        <Field name="target_id" label="Target id" defaultValue={values.target_id ?? ""} spellcheck={false} />
+        <Field name="from" label="From" type="datetime-local" defaultValue={values.from?.slice(0, 16) ?? ""} />
+        <Field name="to" label="To" type="datetime-local" defaultValue={values.to?.slice(0, 16) ?? ""} />
+      </Filters>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="Audit log"
             head={["When", "Actor", "IP", "Action", "Target", "Status", "Request id"]}
             empty="No entry matches."
-            rows={list.data.data.entries.map((e) => {
+            rows={answer.data.entries.map((e) => {
               const href = e.target.id === null ? undefined : targetHref(e.target.type, e.target.id)
               const target = e.target.id === null ? e.target.type : `${e.target.type} ${e.target.id}`
               return {
@@ -85,9 +61,8 @@ export const AuditLog = () => {
               }
             })}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }

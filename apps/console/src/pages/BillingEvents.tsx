@@ -5,7 +5,7 @@
 import { call, names } from "../api.js"
 import { formatTime } from "../format.js"
 import { Link, useQueryState } from "../router.js"
-import { Badge, defined, ErrorNote, Loading, Page, Pager, Select, Table, useLoad, useSigned } from "../ui.js"
+import { Badge, defined, Filters, Listed, Page, Select, Table, useLoad, useSigned } from "../ui.js"
 import { numberParam } from "./Licenses.js"
 
 type Outcome = (typeof names.billingEventOutcomes)[number]
@@ -13,7 +13,7 @@ type Provider = (typeof names.billingProviders)[number]
 
 export const BillingEvents = () => {
   const { api } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const query = defined({
     outcome: values.outcome as Outcome | undefined,
     provider: values.provider as Provider | undefined,
@@ -23,28 +23,17 @@ export const BillingEvents = () => {
   const list = useLoad((signal) => call(api.billing.events({ query }), { signal }), [location.search])
   return (
     <Page title="Billing events" busy={list.loading}>
-      <form
-        class="filters"
-        key={location.search}
-        aria-label="Filter billing events"
-        onSubmit={(e) => {
-          e.preventDefault()
-          const data = new FormData(e.currentTarget)
-          set({ outcome: String(data.get("outcome") ?? ""), provider: String(data.get("provider") ?? "") })
-        }}
-      >
+      <Filters label="Filter billing events" names={["outcome", "provider"]}>
         <Select name="outcome" label="Outcome" options={names.billingEventOutcomes} empty="Any" value={values.outcome ?? ""} />
         <Select name="provider" label="Provider" options={names.billingProviders} empty="Any" value={values.provider ?? ""} />
-        <div class="form-actions"><button type="submit" class="primary">Filter</button></div>
-      </form>
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+      </Filters>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="Billing events"
             head={["Received", "Provider", "Event", "Provider subscription", "Subscription", "Outcome"]}
             empty="No billing event matches."
-            rows={list.data.data.events.map((e, i) => ({
+            rows={answer.data.events.map((e, i) => ({
               key: `${e.provider}:${e.id}:${e.received_at}:${i}`,
               cells: [
                 formatTime(e.received_at),
@@ -56,9 +45,8 @@ export const BillingEvents = () => {
               ]
             }))}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }

@@ -6,7 +6,7 @@ import { useState } from "preact/hooks"
 import { call, ConsoleError, type Generator, names } from "../api.js"
 import { formatNumber, formatTime } from "../format.js"
 import { Link, navigate, queryString, useQueryState } from "../router.js"
-import { Action, defined, Disclosure, ErrorNote, Facts, Field, Form, type FormValues, Loading, Page, Pager, Panel, Select, Table, useLoad, useSigned } from "../ui.js"
+import { Action, defined, Disclosure, ErrorNote, Facts, Field, Form, type FormValues, Listed, Loading, Page, Panel, Select, Table, useLoad, useSigned } from "../ui.js"
 import { numberParam } from "./Licenses.js"
 
 /** The most keys one generate call makes (the API's limit is 10,000; smaller batches show progress). */
@@ -46,7 +46,7 @@ const GeneratorFields = ({ current }: { readonly current?: Generator }) => {
 
 export const Generators = () => {
   const { api, canWrite } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const query = defined({ page: numberParam(values.page), per_page: numberParam(values.per_page) })
   const list = useLoad((signal) => call(api.generators.list({ query }), { signal }), [location.search])
   return (
@@ -65,14 +65,13 @@ export const Generators = () => {
           </Form>
         </Disclosure>
       ) : null}
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="Generators"
             head={["Name", "Key shape", "Product", "Pool", "Created"]}
             empty="No generator yet."
-            rows={list.data.data.generators.map((g) => ({
+            rows={answer.data.generators.map((g) => ({
               key: g.id,
               cells: [
                 <Link href={`/generators/${g.id}`}>{g.name}</Link>,
@@ -83,9 +82,8 @@ export const Generators = () => {
               ]
             }))}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }

@@ -5,7 +5,7 @@
 import { call, names } from "../api.js"
 import { formatDate, formatNumber, formatTime } from "../format.js"
 import { Link, navigate, useQueryState } from "../router.js"
-import { Badge, defined, Disclosure, ErrorNote, Field, Form, type FormValues, Loading, localInputValue, Page, Pager, Select, Table, useLoad, useSigned } from "../ui.js"
+import { Badge, defined, Disclosure, Field, Filters, Form, type FormValues, Listed, localInputValue, Page, Select, Table, useLoad, useSigned } from "../ui.js"
 
 /** A number from the URL, as the API's query schema takes it (a bad one is refused by the schema, in words). */
 export const numberParam = (value: string | undefined): number | undefined => value === undefined || value === "" ? undefined : Number(value)
@@ -79,7 +79,7 @@ export const LicenseSettingsFields = ({ current }: { readonly current?: Readonly
 
 export const Licenses = () => {
   const { api, canWrite } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const query = defined({
     search: values.search,
     status: values.status as (typeof names.licenseStatuses)[number] | undefined,
@@ -117,55 +117,34 @@ export const Licenses = () => {
           </Form>
         </Disclosure>
       ) : null}
-      <form
-        class="filters"
-        key={location.search}
-        aria-label="Filter licenses"
-        onSubmit={(e) => {
-          e.preventDefault()
-          const data = new FormData(e.currentTarget)
-          const text = (name: string) => String(data.get(name) ?? "").trim()
-          const date = (name: string) => text(name) === "" ? undefined : new Date(text(name)).toISOString()
-          set({
-            search: text("search"),
-            status: text("status"),
-            product_id: text("product_id"),
-            user_id: text("user_id"),
-            order_id: text("order_id"),
-            generator_id: text("generator_id"),
-            expires_after: date("expires_after"),
-            expires_before: date("expires_before"),
-            orderby: text("orderby"),
-            order: text("order")
-          })
-        }}
+      <Filters
+        label="Filter licenses"
+        names={["search", "status", "product_id", "user_id", "order_id", "generator_id", "expires_after", "expires_before", "orderby", "order"]}
+        dates={["expires_after", "expires_before"]}
+        submitLabel="Search"
+        clear
       >
         <div class="field field-search">
           <label for="license-search">Key starts with</label>
           <input id="license-search" name="search" type="search" defaultValue={values.search ?? ""} spellcheck={false} autoComplete="off" placeholder="ABCD-EF…" />
         </div>
         <Select name="status" label="Status" options={names.licenseStatuses} empty="Any" value={values.status ?? ""} />
-        <div class="field"><label for="f-product">Product</label><input id="f-product" name="product_id" inputMode="numeric" defaultValue={values.product_id ?? ""} /></div>
-        <div class="field"><label for="f-user">User</label><input id="f-user" name="user_id" inputMode="numeric" defaultValue={values.user_id ?? ""} /></div>
-        <div class="field"><label for="f-order">Order</label><input id="f-order" name="order_id" inputMode="numeric" defaultValue={values.order_id ?? ""} /></div>
-        <div class="field"><label for="f-generator">Generator</label><input id="f-generator" name="generator_id" inputMode="numeric" defaultValue={values.generator_id ?? ""} /></div>
-        <div class="field"><label for="f-after">Expires after</label><input id="f-after" name="expires_after" type="date" defaultValue={values.expires_after?.slice(0, 10) ?? ""} /></div>
-        <div class="field"><label for="f-before">Expires before</label><input id="f-before" name="expires_before" type="date" defaultValue={values.expires_before?.slice(0, 10) ?? ""} /></div>
+        <Field name="product_id" label="Product" inputMode="numeric" defaultValue={values.product_id ?? ""} />
+        <Field name="user_id" label="User" inputMode="numeric" defaultValue={values.user_id ?? ""} />
+        <Field name="order_id" label="Order" inputMode="numeric" defaultValue={values.order_id ?? ""} />
+        <Field name="generator_id" label="Generator" inputMode="numeric" defaultValue={values.generator_id ?? ""} />
+        <Field name="expires_after" label="Expires after" type="date" defaultValue={values.expires_after?.slice(0, 10) ?? ""} />
+        <Field name="expires_before" label="Expires before" type="date" defaultValue={values.expires_before?.slice(0, 10) ?? ""} />
         <Select name="orderby" label="Sort by" options={names.licenseSortColumns} value={values.orderby ?? "id"} />
         <Select name="order" label="Order" options={[["desc", "Newest first"], ["asc", "Oldest first"]]} value={values.order ?? "desc"} />
-        <div class="form-actions">
-          <button type="submit" class="primary">Search</button>
-          <button type="button" onClick={() => set({ search: undefined, status: undefined, product_id: undefined, user_id: undefined, order_id: undefined, generator_id: undefined, expires_after: undefined, expires_before: undefined, orderby: undefined, order: undefined })}>Clear</button>
-        </div>
-      </form>
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+      </Filters>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="Licenses"
             head={["Key", "Status", "Seats", "Product", "User", "Expires", "Created"]}
             empty="No license matches."
-            rows={list.data.data.licenses.map((l) => ({
+            rows={answer.data.licenses.map((l) => ({
               key: l.id,
               cells: [
                 <Link href={`/licenses/${l.license_key}`}><code>{l.license_key}</code></Link>,
@@ -178,9 +157,8 @@ export const Licenses = () => {
               ]
             }))}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }

@@ -7,7 +7,7 @@ import { useState } from "preact/hooks"
 import { call, names, type Policy } from "../api.js"
 import { formatNumber, formatSeconds, formatTime } from "../format.js"
 import { Link, navigate, useQueryState } from "../router.js"
-import { Action, defined, Disclosure, ErrorNote, Facts, Field, Form, type FormValues, Loading, Page, Pager, Panel, Select, Table, useLoad, useSigned } from "../ui.js"
+import { Action, defined, Disclosure, ErrorNote, Facts, Field, Form, type FormValues, Listed, Loading, Page, Panel, Select, Table, useLoad, useSigned } from "../ui.js"
 import { codesOf, numberParam } from "./Licenses.js"
 
 const policyFields = (v: FormValues, nullable: boolean) => {
@@ -51,7 +51,7 @@ export const Codes = ({ codes }: { readonly codes: ReadonlyArray<string> }) =>
 
 export const Policies = () => {
   const { api, canWrite } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const query = defined({ page: numberParam(values.page), per_page: numberParam(values.per_page) })
   const list = useLoad((signal) => call(api.policies.list({ query }), { signal }), [location.search])
   return (
@@ -70,14 +70,13 @@ export const Policies = () => {
           </Form>
         </Disclosure>
       ) : null}
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="Policies"
             head={["Name", "Entitlements", "Product", "Seats", "Licenses", "Updated"]}
             empty="No policy yet."
-            rows={list.data.data.policies.map((p) => ({
+            rows={answer.data.policies.map((p) => ({
               key: p.id,
               cells: [
                 <Link href={`/policies/${p.id}`}>{p.name}</Link>,
@@ -89,9 +88,8 @@ export const Policies = () => {
               ]
             }))}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }

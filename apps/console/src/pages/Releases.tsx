@@ -7,7 +7,7 @@ import { useState } from "preact/hooks"
 import { call, ConsoleError, names } from "../api.js"
 import { formatBytes, formatNumber, formatTime } from "../format.js"
 import { useQueryState } from "../router.js"
-import { Action, defined, Disclosure, ErrorNote, Field, Form, Loading, Page, Pager, Select, Table, TextArea, useLoad, useSigned } from "../ui.js"
+import { Action, defined, Disclosure, Field, Filters, Form, Listed, Page, Select, Table, TextArea, useLoad, useSigned } from "../ui.js"
 import { numberParam } from "./Licenses.js"
 
 type Channel = (typeof names.releaseChannels)[number]
@@ -73,7 +73,7 @@ const PublishForm = ({ onDone }: { readonly onDone: () => void }) => {
 
 export const Releases = () => {
   const { api, canWrite } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const query = defined({
     product_id: numberParam(values.product_id),
     channel: values.channel as Channel | undefined,
@@ -88,28 +88,17 @@ export const Releases = () => {
           <PublishForm onDone={list.reload} />
         </Disclosure>
       ) : null}
-      <form
-        class="filters"
-        key={location.search}
-        aria-label="Filter releases"
-        onSubmit={(e) => {
-          e.preventDefault()
-          const data = new FormData(e.currentTarget)
-          set({ product_id: String(data.get("product_id") ?? "").trim(), channel: String(data.get("channel") ?? "") })
-        }}
-      >
-        <div class="field"><label for="r-product">Product</label><input id="r-product" name="product_id" inputMode="numeric" defaultValue={values.product_id ?? ""} /></div>
+      <Filters label="Filter releases" names={["product_id", "channel"]}>
+        <Field name="product_id" label="Product" inputMode="numeric" defaultValue={values.product_id ?? ""} />
         <Select name="channel" label="Channel" options={names.releaseChannels} empty="Any" value={values.channel ?? ""} />
-        <div class="form-actions"><button type="submit" class="primary">Filter</button></div>
-      </form>
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+      </Filters>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="Releases"
             head={["Product", "Version", "Channel", "Artifact", "Size", "SHA-256", "Released", ...(canWrite ? [""] : [])]}
             empty="No release matches."
-            rows={list.data.data.releases.map((r) => ({
+            rows={answer.data.releases.map((r) => ({
               key: r.id,
               cells: [
                 r.product_id,
@@ -143,9 +132,8 @@ export const Releases = () => {
               ]
             }))}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }

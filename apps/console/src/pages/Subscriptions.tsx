@@ -6,7 +6,7 @@
 import { call, names, type Subscription } from "../api.js"
 import { formatMoney, formatNumber, formatTime } from "../format.js"
 import { Link, navigate, useQueryState } from "../router.js"
-import { Action, Badge, defined, Disclosure, ErrorNote, Facts, Field, Form, Loading, localInputValue, Page, Pager, Panel, Select, Table, useLoad, useSigned } from "../ui.js"
+import { Action, Badge, defined, Disclosure, ErrorNote, Facts, Field, Filters, Form, Listed, Loading, localInputValue, Page, Panel, Select, Table, useLoad, useSigned } from "../ui.js"
 import { numberParam } from "./Licenses.js"
 
 type BillingPeriod = (typeof names.billingPeriods)[number]
@@ -16,7 +16,7 @@ const plan = (s: { readonly amount: string; readonly currency: string; readonly 
 
 export const Subscriptions = () => {
   const { api, canWrite } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const query = defined({
     status: values.status as (typeof names.subscriptionStatuses)[number] | undefined,
     user_id: numberParam(values.user_id),
@@ -65,37 +65,24 @@ export const Subscriptions = () => {
           </Form>
         </Disclosure>
       ) : null}
-      <form
-        class="filters"
-        key={location.search}
-        aria-label="Filter subscriptions"
-        onSubmit={(e) => {
-          e.preventDefault()
-          const data = new FormData(e.currentTarget)
-          const text = (name: string) => String(data.get(name) ?? "").trim()
-          set({ status: text("status"), user_id: text("user_id"), product_id: text("product_id") })
-        }}
-      >
+      <Filters label="Filter subscriptions" names={["status", "user_id", "product_id"]}>
         <Select name="status" label="Status" options={names.subscriptionStatuses} empty="Any" value={values.status ?? ""} />
-        <div class="field"><label for="s-user">User</label><input id="s-user" name="user_id" inputMode="numeric" defaultValue={values.user_id ?? ""} /></div>
-        <div class="field"><label for="s-product">Product</label><input id="s-product" name="product_id" inputMode="numeric" defaultValue={values.product_id ?? ""} /></div>
-        <div class="form-actions"><button type="submit" class="primary">Filter</button></div>
-      </form>
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+        <Field name="user_id" label="User" inputMode="numeric" defaultValue={values.user_id ?? ""} />
+        <Field name="product_id" label="Product" inputMode="numeric" defaultValue={values.product_id ?? ""} />
+      </Filters>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="Subscriptions"
             head={["Id", "Status", "User", "Plan", "Period ends", "Next payment"]}
             empty="No subscription matches."
-            rows={list.data.data.subscriptions.map((s) => ({
+            rows={answer.data.subscriptions.map((s) => ({
               key: s.id,
               cells: [<Link href={`/subscriptions/${s.id}`}>#{s.id}</Link>, <Badge value={s.status} />, s.user_id, plan(s), formatTime(s.current_period_end), formatTime(s.next_payment_at)]
             }))}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }

@@ -6,7 +6,7 @@ import { useState } from "preact/hooks"
 import { call, names, type Webhook } from "../api.js"
 import { formatNumber, formatTime } from "../format.js"
 import { Link, navigate, useQueryState } from "../router.js"
-import { Action, Badge, defined, Disclosure, ErrorNote, Facts, Field, Form, type FormValues, Loading, Page, Pager, Panel, SecretOnce, Table, useLoad, useSigned } from "../ui.js"
+import { Action, Badge, defined, Disclosure, ErrorNote, Facts, Field, Form, type FormValues, Listed, Loading, Page, Pager, Panel, SecretOnce, Table, useLoad, useSigned } from "../ui.js"
 import { numberParam } from "./Licenses.js"
 
 const eventNames = names.webhookEventTypes.filter((name) => name !== "webhook.ping")
@@ -40,7 +40,7 @@ const events = (v: FormValues) => {
 
 export const Webhooks = () => {
   const { api, canWrite } = useSigned()
-  const { values, set } = useQueryState()
+  const { values } = useQueryState()
   const list = useLoad((signal) => call(api.webhooks.list({ query: defined({ page: numberParam(values.page) }) }), { signal }), [location.search])
   const [created, setCreated] = useState<{ id: number; secret: string } | undefined>(undefined)
   return (
@@ -75,14 +75,13 @@ export const Webhooks = () => {
           </Form>
         </Disclosure>
       ) : null}
-      <ErrorNote error={list.error} />
-      {list.data === undefined ? (list.loading ? <Loading /> : null) : (
-        <>
+      <Listed list={list}>
+        {(answer) => (
           <Table
             caption="Webhooks"
             head={["Name", "URL", "Events", "Status", "Created"]}
             empty="No webhook registered."
-            rows={list.data.data.webhooks.map((w) => ({
+            rows={answer.data.webhooks.map((w) => ({
               key: w.id,
               cells: [
                 <Link href={`/webhooks/${w.id}`}>{w.name || `#${w.id}`}</Link>,
@@ -93,9 +92,8 @@ export const Webhooks = () => {
               ]
             }))}
           />
-          <Pager meta={list.data.meta} onPage={(page) => set({ page })} />
-        </>
-      )}
+        )}
+      </Listed>
     </Page>
   )
 }
