@@ -7,12 +7,10 @@
  */
 import { afterEach, describe, expect, it } from "vitest"
 import { adminAuth, adminKey } from "../../packages/http/test/support/App.js"
-import { admin, databaseUrl } from "../storage-contract/pg-support.js"
 import { eventually } from "../support/eventually.js"
-import { Effect } from "effect"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
 import { connect, requestText } from "./support/RawHttp.js"
-import { startTcpProxy, type TcpProxy } from "./support/TcpProxy.js"
+import { startProxiedDatabase } from "./support/ProxiedDatabase.js"
 import { serviceUrl } from "../support/services.js"
 
 let server: ServerProcess | undefined
@@ -110,16 +108,10 @@ const url = serviceUrl("DATABASE_URL")
 describe.skipIf(url === "")("with PostgreSQL behind a proxy", () => {
   /** The server on a fresh database reached through a proxy, with a license validated once (so cached). */
   const startProxied = async () => {
-    const database = `lm_drain_${process.pid}_${Date.now()}`
-    await Effect.runPromise(admin(url!, `CREATE DATABASE ${database}`))
-    cleanups.push(() => Effect.runPromise(admin(url!, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)))
-    const target = new URL(url!)
-    const proxy: TcpProxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
-    cleanups.push(() => proxy.close())
-    const throughProxy = new URL(databaseUrl(url!, database))
-    throughProxy.hostname = "127.0.0.1"
-    throughProxy.port = String(proxy.port)
-    const { apiBase } = await start({ DATABASE_URL: throughProxy.toString() })
+    const database = await startProxiedDatabase(url!, `lm_drain_${process.pid}_${Date.now()}`)
+    cleanups.push(database.close)
+    const { proxy } = database
+    const { apiBase } = await start({ DATABASE_URL: database.url })
     const key = await newLicense(apiBase)
     const validate = () =>
       fetch(`${apiBase}/validate`, { method: "POST", headers: { ...json, connection: "close" }, body: JSON.stringify({ license_key: key }) })

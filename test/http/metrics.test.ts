@@ -7,14 +7,12 @@
  * `/health/ready`, which is 503 while the server drains, and (with `DATABASE_URL`) while the store is down.
  */
 import { afterEach, describe, expect, it } from "vitest"
-import { Effect } from "effect"
 import { adminAuth, adminKey } from "../../packages/http/test/support/App.js"
-import { admin, databaseUrl } from "../storage-contract/pg-support.js"
 import { eventually } from "../support/eventually.js"
 import { startReceiver } from "../support/receiver.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
 import { connect, requestText } from "./support/RawHttp.js"
-import { startTcpProxy } from "./support/TcpProxy.js"
+import { startProxiedDatabase } from "./support/ProxiedDatabase.js"
 import { serviceUrl } from "../support/services.js"
 
 let server: ServerProcess | undefined
@@ -195,16 +193,10 @@ const url = serviceUrl("DATABASE_URL")
 
 describe.skipIf(url === "")("with PostgreSQL behind a proxy", () => {
   it("/health/ready is 503 while the store is down and 200 once it is back; failed store calls are counted", async () => {
-    const database = `lm_metrics_${process.pid}_${Date.now()}`
-    await Effect.runPromise(admin(url!, `CREATE DATABASE ${database}`))
-    cleanups.push(() => Effect.runPromise(admin(url!, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)))
-    const target = new URL(url!)
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
-    cleanups.push(() => proxy.close())
-    const throughProxy = new URL(databaseUrl(url!, database))
-    throughProxy.hostname = "127.0.0.1"
-    throughProxy.port = String(proxy.port)
-    const { apiBase, metrics } = await start({ DATABASE_URL: throughProxy.toString(), LM_RATE_LIMIT: "off" })
+    const database = await startProxiedDatabase(url!, `lm_metrics_${process.pid}_${Date.now()}`)
+    cleanups.push(database.close)
+    const { proxy } = database
+    const { apiBase, metrics } = await start({ DATABASE_URL: database.url, LM_RATE_LIMIT: "off" })
     expect((await fetch(`${metrics}/health/ready`)).status).toBe(200)
 
     await proxy.cut()

@@ -3,15 +3,15 @@
  * or point elsewhere (`TcpProxy`), with the known admin key. Closing it restores the proxy, stops the server and
  * drops the database.
  */
-import { Effect, Layer } from "effect"
+import { Layer } from "effect"
 import type { Engine } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { adminKey } from "../../../packages/http/test/support/App.js"
 import { type RunningServer, startServer } from "../../../packages/http/test/support/TestServer.js"
 import { serverLayerOn } from "@lm/server"
 import { HttpSettings } from "@lm/http"
-import { admin, databaseUrl } from "../../storage-contract/pg-support.js"
-import { startTcpProxy, type Target, type TcpProxy } from "./TcpProxy.js"
+import { startProxiedDatabase } from "./ProxiedDatabase.js"
+import type { Target, TcpProxy } from "./TcpProxy.js"
 
 export interface ProxiedServer {
   readonly server: RunningServer
@@ -33,17 +33,12 @@ export const startProxiedServer = async (
   logger: Layer.Layer<never> = Layer.empty,
   engine: Engine.Options = {}
 ): Promise<ProxiedServer> => {
-  await Effect.runPromise(admin(url, `CREATE DATABASE ${database}`))
-  const target = new URL(url)
-  const postgres = { host: target.hostname, port: Number(target.port || 5432) }
-  const proxy = await startTcpProxy(postgres)
-  const throughProxy = new URL(databaseUrl(url, database))
-  throughProxy.hostname = "127.0.0.1"
-  throughProxy.port = String(proxy.port)
+  const store = await startProxiedDatabase(url, database)
+  const { postgres, proxy } = store
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
   process.env.LM_BOOTSTRAP_CONSUMER_SECRET = adminKey.consumerSecret
   const layer = serverLayerOn(
-    layerPostgresStore({ url: throughProxy.toString() }),
+    layerPostgresStore({ url: store.url }),
     { storage: "postgres", description: "postgres (through a proxy)" },
     { host: "127.0.0.1", port: 0 },
     { ...engine, sweepIntervalSeconds: 0 }
@@ -52,8 +47,7 @@ export const startProxiedServer = async (
   const close = async () => {
     await proxy.restore()
     await server.close()
-    await proxy.close()
-    await Effect.runPromise(admin(url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`))
+    await store.close()
   }
-  return { server, proxy, postgres, directUrl: databaseUrl(url, database), close }
+  return { server, proxy, postgres, directUrl: store.directUrl, close }
 }
