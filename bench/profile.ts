@@ -596,6 +596,25 @@ const startup = async (): Promise<string> => {
       (await timed(npm, ["run", "lm", "--", "api-keys", "list"], env)).millis)
     await series("`node apps/server/dist/bin/lm.js api-keys list` (PGlite folder, server stopped)", async () =>
       (await timed(process.execPath, [lmBin, "api-keys", "list"], env)).millis)
+    // Commands against a running server (LM_URL, the command line's usual mode): the command's own start and one
+    // request; the server's store does not matter (memory here).
+    const auth = bootstrapCredentials()
+    const running = await startListening([lmBin, "serve"], bundledServerEnv(auth, { LM_STORAGE: "memory" }))
+    try {
+      const urlEnv = childEnv({
+        LM_URL: new URL(running.base).origin,
+        LM_CONSUMER_KEY: auth.consumerKey,
+        LM_CONSUMER_SECRET: auth.consumerSecret,
+        PATH: env.PATH!
+      })
+      await series("`npm run lm -- licenses list` against a running server (`LM_URL`)", async () =>
+        (await timed(npm, ["run", "lm", "--", "licenses", "list"], urlEnv)).millis)
+      await series("`node apps/server/dist/bin/lm.js licenses list` against a running server (`LM_URL`)", async () =>
+        (await timed(process.execPath, [lmBin, "licenses", "list"], urlEnv)).millis)
+      await series("`node apps/server/dist/bin/lm.js --version`", async () => (await timed(process.execPath, [lmBin, "--version"], urlEnv)).millis)
+    } finally {
+      await running.stop()
+    }
     const databaseUrl = process.env.DATABASE_URL ?? ""
     if (databaseUrl !== "") {
       const database = await freshPostgresDatabase(databaseUrl, "startup")

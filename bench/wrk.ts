@@ -16,13 +16,30 @@ import { promisify } from "node:util"
 /** Whether `wrk` runs. */
 const wrkRuns = () => spawnSync("wrk", ["--version"]).error === undefined
 
+/** Whether `sudo` runs without asking for a password (a CI runner's). */
+const sudoWithoutPassword = () => spawnSync("sudo", ["-n", "true"]).status === 0
+
 /**
- * Makes sure wrk is installed: when it is missing, says so on stderr and installs it with apt-get (as root, else
- * through sudo), as a CI runner may need. Fails when it still does not run.
+ * Makes sure wrk is installed: when it is missing, says so on stderr and installs it with apt-get as root (or
+ * through `sudo` when it needs no password, as on a CI runner). Otherwise fails with a message saying how to
+ * install it.
  */
 export const ensureWrk = (log: (line: string) => void): void => {
+  try {
+    installWrk(log)
+  } catch (error) {
+    // One line, no stack: what to do is in the message.
+    log(error instanceof Error ? error.message : String(error))
+    process.exit(1)
+  }
+}
+
+const installWrk = (log: (line: string) => void): void => {
   if (wrkRuns()) return
   const root = process.getuid?.() === 0
+  if (!root && !sudoWithoutPassword()) {
+    throw new Error("wrk is not installed, and this user cannot install it: run `apt-get install -y wrk` as root (or `brew install wrk`), then again")
+  }
   const command = root ? ["apt-get", "install", "-y", "wrk"] : ["sudo", "apt-get", "install", "-y", "wrk"]
   log(`wrk is not installed: installing it (${command.join(" ")})`)
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" }

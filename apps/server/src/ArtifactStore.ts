@@ -12,7 +12,6 @@ import { Config, Context, Effect, Layer } from "effect"
 import { Errors, Ports } from "@lm/domain"
 import { HttpSettings } from "@lm/http"
 import * as FileArtifactStore from "./artifacts/FileArtifactStore.js"
-import * as S3ArtifactStore from "./artifacts/S3ArtifactStore.js"
 
 /** Where an S3-compatible artifact store is. */
 export interface ArtifactS3Settings {
@@ -74,6 +73,8 @@ export const artifactStoreLayer: Layer.Layer<Ports.ArtifactStore, Errors.Storage
   const { uploadTimeoutSeconds } = yield* HttpSettings
   const leftovers = { leftoverAfterMillis: uploadTimeoutSeconds * 1000 }
   if (s3 !== undefined) {
+    // Loaded only for a bucket: the AWS SDK is hundreds of modules, slow to load at every start.
+    const S3ArtifactStore = yield* Effect.promise(() => import("./artifacts/S3ArtifactStore.js"))
     return S3ArtifactStore.layer({
       bucket: s3.bucket,
       prefix: s3.prefix,

@@ -5,7 +5,6 @@
 import { Config, Effect, Layer, Option, Redacted } from "effect"
 // `Ports` names the store's ports in the declaration of `storeLayer`.
 import { type Engine, Errors, type Ports } from "@lm/domain"
-import { MemoryStore } from "@lm/storage-memory"
 import { layerPgliteStore, layerPostgresStore, type PgliteOptions, pgliteThreads } from "@lm/storage-pg"
 
 /** Which store the server runs on. */
@@ -45,7 +44,8 @@ export const storeLayer = (choice: StoreChoice) => {
     )
   switch (choice._tag) {
     case "memory":
-      return MemoryStore.layer
+      // Loaded only for this store.
+      return Layer.unwrap(Effect.promise(() => import("@lm/storage-memory")).pipe(Effect.map(({ MemoryStore }) => MemoryStore.layer)))
     case "pglite":
       return Layer.catchTag(layerPgliteStore({ dataDir: choice.dataDir, thread: choice.thread }), "StorageUnavailable", refused)
     case "postgres":

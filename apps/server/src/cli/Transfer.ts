@@ -161,8 +161,15 @@ export const download = (url: URL, authorization: string, sink: Writable, chunk:
     const settle = (effect: Effect.Effect<number, Refused>) => {
       if (settled) return
       settled = true
+      sink.off("error", unwritable)
       resume(effect)
     }
+    // The output failing (a folder that does not exist, a full disk, a closed pipe) ends the download.
+    const unwritable = (error: Error) => {
+      request.destroy()
+      settle(Effect.fail(new Refused({ code: "output_unwritable", message: `cannot write the export: ${error.message}` })))
+    }
+    sink.on("error", unwritable)
     const request = requestOf(url)(url, { method: "GET", headers: { authorization } }, (response) => {
       if (response.statusCode !== 200) {
         readAnswer(response, (answer) => settle(Effect.flatMap(answer, (a) => Effect.fail(refusalOf(a)))))
@@ -188,5 +195,8 @@ export const download = (url: URL, authorization: string, sink: Writable, chunk:
     })
     request.on("error", (error) => settle(Effect.fail(unreachable(error))))
     request.end()
-    return Effect.sync(() => request.destroy())
+    return Effect.sync(() => {
+      request.destroy()
+      sink.off("error", unwritable)
+    })
   })

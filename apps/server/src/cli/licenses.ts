@@ -191,7 +191,13 @@ const exportLicenses = Command.make("export", {
       report(Math.max(0, lines), false)
     }).pipe(
       Effect.andThen((n) =>
-        file === undefined ? Effect.succeed(n) : Effect.as(Effect.promise(() => (sink.end(), finished(sink))), n)
+        file === undefined ? Effect.succeed(n) : Effect.as(
+          Effect.tryPromise({
+            try: () => (sink.end(), finished(sink)),
+            catch: (error) => new Refused({ code: "output_unwritable", message: `cannot write the export: ${(error as Error).message}` })
+          }),
+          n
+        )
       ),
       // A partial file is removed, so that a script never takes it for the whole export.
       Effect.tapError(() => file === undefined ? Effect.void : Effect.promise(() => (sink.destroy(), rm(file, { force: true }))))

@@ -6,7 +6,7 @@ import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { Statement } from "effect/sql"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { firstOf, Int8, iso, rowsOf, tableOf } from "./rows.js"
 
 /** A row of `lm_events` (its type read as one of the contract's event names). */
@@ -67,6 +67,7 @@ export const layer = Layer.effect(
   Ports.EventOutbox,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     return Ports.EventOutbox.of({
       append: (events) =>
         events.length === 0
