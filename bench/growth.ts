@@ -23,8 +23,8 @@ import { layerPgliteStore } from "@lm/storage-pg"
 import { fixed, markdownTable } from "./stats.ts"
 import {
   bootstrapCredentials,
+  bundledServerEnv,
   call,
-  childEnv,
   envNumber,
   expectStatus,
   lmBin,
@@ -68,15 +68,11 @@ interface Sample {
 /** Starts `lm serve`, seeds licenses, loads POST /validate for the configured time and samples it. */
 const runConfig = async (config: string): Promise<{ readonly samples: ReadonlyArray<Sample>; readonly dataDir?: string }> => {
   const data = config === "pglite" ? await pgliteDataDir() : undefined
-  const env = childEnv({
-    ...(data === undefined ? { LM_STORAGE: "memory" } : { LM_DATA_DIR: data.dir }),
-    PORT: "0",
-    HOST: "127.0.0.1",
-    LM_BOOTSTRAP_CONSUMER_KEY: auth.consumerKey,
-    LM_BOOTSTRAP_CONSUMER_SECRET: auth.consumerSecret,
-    LM_RATE_LIMIT: "off",
-    ...(settings.retentionDays === undefined ? {} : { LM_EVENT_RETENTION_DAYS: settings.retentionDays })
-  })
+  const env = bundledServerEnv(
+    auth,
+    data === undefined ? { LM_STORAGE: "memory" } : { LM_DATA_DIR: data.dir },
+    settings.retentionDays === undefined ? {} : { LM_EVENT_RETENTION_DAYS: settings.retentionDays }
+  )
   const server = await startListening([lmBin, "serve"], env)
   try {
     for (let i = 0; (await call(server.base, "GET", "/health").catch(() => undefined))?.status !== 200; i++) {

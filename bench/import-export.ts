@@ -17,6 +17,7 @@ import { fixed, markdownTable } from "./stats.ts"
 import {
   bootstrapCredentials,
   call,
+  bundledServerEnv,
   childEnv,
   envNumber,
   freshPostgresDatabase,
@@ -65,14 +66,7 @@ interface Figures {
 
 const measure = async (store: string, env: Record<string, string>): Promise<Figures> => {
   const auth = bootstrapCredentials()
-  const server = await startListening([lmBin, "serve"], childEnv({
-    ...env,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    LM_BOOTSTRAP_CONSUMER_KEY: auth.consumerKey,
-    LM_BOOTSTRAP_CONSUMER_SECRET: auth.consumerSecret,
-    LM_RATE_LIMIT: "off"
-  }))
+  const server = await startListening([lmBin, "serve"], bundledServerEnv(auth, env))
   try {
     const rssBefore = sampleRss(server.pid).stop().peak
     const data = Array.from({ length: importCount }, (_, i) => ({

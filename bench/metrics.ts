@@ -12,12 +12,8 @@
  * BENCH_WARMUP (5 s per server), BENCH_METRICS_CONFIGS (comma list of memory, postgres; default both; postgres
  * needs DATABASE_URL).
  */
-import { execFile, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
-import * as path from "node:path"
-import { promisify } from "node:util"
-import type { LoadTarget } from "./load.ts"
 import { fixed, markdownTable, median, percentile } from "./stats.ts"
 import {
   bootstrapCredentials,
@@ -29,8 +25,9 @@ import {
   lmBin,
   machineLine,
   ready,
-  runLoad,
-  startListening
+  postLoad,
+  startListening,
+  wrkInstalled
 } from "./support.ts"
 
 const connections = envNumber("BENCH_CONNECTIONS", 32)
@@ -40,7 +37,7 @@ const warmupSeconds = envNumber("BENCH_WARMUP", 5)
 const databaseUrl = process.env.DATABASE_URL ?? ""
 const configs = (process.env.BENCH_METRICS_CONFIGS ?? "memory,postgres").split(",").map((c) => c.trim())
 const progress = (line: string) => process.stderr.write(`metrics: ${line}\n`)
-const hasWrk = spawnSync("wrk", ["--version"]).error === undefined
+const hasWrk = wrkInstalled()
 const auth = bootstrapCredentials()
 
 interface Server {
@@ -77,8 +74,6 @@ const cpuMicrosOf = (pid: number): number => {
   }
 }
 
-const scriptFolder = fs.mkdtempSync(path.join(os.tmpdir(), "lm-bench-metrics-"))
-
 interface LoadRun {
   readonly rps: number
   readonly bad: number
@@ -92,38 +87,11 @@ const load = async (server: Server, runSeconds: number): Promise<LoadRun> => {
     ? undefined
     : setInterval(() => void fetch(`${server.metrics}/metrics`).then((r) => r.text()).catch(() => {}), 1000)
   try {
-    const run = await loadOnly(server, runSeconds)
+    const run = await postLoad({ url: server.url, body: server.body, seconds: runSeconds, connections })
     return { rps: run.rps, bad: run.bad, cpuMicros: (cpuMicrosOf(server.listening.pid) - cpuBefore) / run.responses }
   } finally {
     clearInterval(scraper)
   }
-}
-
-const loadOnly = async (server: Server, runSeconds: number): Promise<{ rps: number; bad: number; responses: number }> => {
-  if (hasWrk) {
-    const script = path.join(scriptFolder, `${server.listening.pid}.lua`)
-    if (!fs.existsSync(script)) {
-      fs.writeFileSync(script, `wrk.method = "POST"\nwrk.body = '${server.body}'\nwrk.headers["Content-Type"] = "application/json"\n`)
-    }
-    const { stdout: output } = await promisify(execFile)("wrk", ["-t1", `-c${connections}`, `-d${runSeconds}s`, "-s", script, server.url])
-    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? Number.NaN)
-    const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0)
-    const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
-    const socketErrors = errors === null ? 0 : errors.slice(1).reduce((n, e) => n + Number(e), 0)
-    const responses = Number(/(\d+) requests in/.exec(output)?.[1] ?? Number.NaN)
-    return { rps, bad: non2xx + socketErrors, responses }
-  }
-  const url = new URL(server.url)
-  const target: LoadTarget = { origin: url.origin, loops: [[{ path: url.pathname, body: server.body }]] }
-  let run = { rps: Number.NaN, bad: 0, responses: Number.NaN }
-  await runLoad({ targets: [target], connections, warmupSeconds: 0, durationSeconds: runSeconds, runs: 1 }, (event) => {
-    if (event.event === "run") {
-      const f = event.figures
-      const bad = Object.entries(f.statuses).filter(([s]) => !s.startsWith("2")).reduce((n, [, c]) => n + c, 0)
-      run = { rps: f.rps, bad: bad + f.errors + f.timeouts, responses: f.responses }
-    }
-  })
-  return run
 }
 
 /** The store settings of a configuration's two servers, and what to remove after. */
@@ -199,4 +167,3 @@ process.stdout.write(
     rows
   ) + "\n"
 )
-fs.rmSync(scriptFolder, { recursive: true, force: true })

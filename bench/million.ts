@@ -27,6 +27,7 @@ import { fixed, markdownTable } from "./stats.ts"
 import {
   bootstrapCredentials,
   call,
+  bundledServerEnv,
   childEnv,
   envNumber,
   freshPostgresDatabase,
@@ -110,14 +111,7 @@ interface Figures {
 const measure = async (store: string, env: Record<string, string>, insertSeconds: number): Promise<Figures> => {
   const auth = bootstrapCredentials()
   const started = performance.now()
-  const server = await startListening([lmBin, "serve"], childEnv({
-    ...env,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    LM_BOOTSTRAP_CONSUMER_KEY: auth.consumerKey,
-    LM_BOOTSTRAP_CONSUMER_SECRET: auth.consumerSecret,
-    LM_RATE_LIMIT: "off"
-  }))
+  const server = await startListening([lmBin, "serve"], bundledServerEnv(auth, env))
   try {
     const startSeconds = (performance.now() - started) / 1000
     const rssListening = rssMiB(server.pid)

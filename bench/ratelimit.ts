@@ -30,16 +30,13 @@
  * BENCH_WARMUP (5 s per server over HTTP), BENCH_RATELIMIT_TOGETHER, BENCH_RATELIMIT_CPU_PROF, BENCH_RATELIMIT_CONFIGS
  * (comma list of memory, pglite, postgres, redis; default all), DATABASE_URL, REDIS_URL.
  */
-import { execFile, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { promisify } from "node:util"
 import { Effect, Layer, Redacted } from "effect"
 import { Engine, Licenses, Licensing, RateLimit, RateLimiter } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerRedisRateLimits } from "../apps/server/src/RedisRateLimits.ts"
-import type { LoadTarget } from "./load.ts"
 import { fixed, markdownTable, median, percentile } from "./stats.ts"
 import {
   bootstrapCredentials,
@@ -54,9 +51,10 @@ import {
   machineLine,
   pgliteDataDir,
   ready,
-  runLoad,
+  postLoad,
   startListening,
-  throughput
+  throughput,
+  wrkInstalled
 } from "./support.ts"
 
 const parts = process.argv.slice(2).filter((a) => a === "http" || a === "inprocess")
@@ -126,7 +124,7 @@ const httpNames: Record<string, string> = {
   redis: "memory + Redis (shared through it)"
 }
 
-const hasWrk = spawnSync("wrk", ["--version"]).error === undefined
+const hasWrk = wrkInstalled()
 
 /** A started server and the body of its validate request. */
 interface Server {
@@ -171,43 +169,11 @@ const cpuMicrosOf = (pid: number): number => {
   }
 }
 
-const scriptFolder = fs.mkdtempSync(path.join(os.tmpdir(), "lm-bench-ratelimit-"))
-
 /** `seconds` of POST /validate against `server`: wrk when installed, else `load.ts` (autocannon). */
 const load = async (server: Server, seconds: number): Promise<LoadRun> => {
   const cpuBefore = cpuMicrosOf(server.listening.pid)
-  const run = await loadOnly(server, seconds)
+  const run = await postLoad({ url: server.url, body: server.body, seconds: seconds, connections })
   return { ...run, cpuMicros: (cpuMicrosOf(server.listening.pid) - cpuBefore) / run.responses }
-}
-
-const loadOnly = async (server: Server, seconds: number): Promise<{ rps: number; bad: number; responses: number }> => {
-  if (hasWrk) {
-    const script = path.join(scriptFolder, `${server.listening.pid}.lua`)
-    if (!fs.existsSync(script)) {
-      fs.writeFileSync(
-        script,
-        `wrk.method = "POST"\nwrk.body = '${server.body}'\nwrk.headers["Content-Type"] = "application/json"\n`
-      )
-    }
-    const { stdout: output } = await promisify(execFile)("wrk", ["-t1", `-c${connections}`, `-d${seconds}s`, "-s", script, server.url])
-    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? Number.NaN)
-    const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0)
-    const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
-    const socketErrors = errors === null ? 0 : errors.slice(1).reduce((n, e) => n + Number(e), 0)
-    const responses = Number(/(\d+) requests in/.exec(output)?.[1] ?? Number.NaN)
-    return { rps, bad: non2xx + socketErrors, responses }
-  }
-  const url = new URL(server.url)
-  const target: LoadTarget = { origin: url.origin, loops: [[{ path: url.pathname, body: server.body }]] }
-  let run = { rps: Number.NaN, bad: 0, responses: Number.NaN }
-  await runLoad({ targets: [target], connections, warmupSeconds: 0, durationSeconds: seconds, runs: 1 }, (event) => {
-    if (event.event === "run") {
-      const f = event.figures
-      const bad = Object.entries(f.statuses).filter(([s]) => !s.startsWith("2")).reduce((n, [, c]) => n + c, 0)
-      run = { rps: f.rps, bad: bad + f.errors + f.timeouts, responses: f.responses }
-    }
-  })
-  return run
 }
 
 /**
@@ -447,8 +413,7 @@ if (runHttp) {
     }
     results.push(await measureHttp(config))
   }
-  fs.rmSync(scriptFolder, { recursive: true, force: true })
-  console.log(
+    console.log(
     `Over HTTP, ${started.toISOString()} to ${new Date().toISOString()}; ${machineLine()}; ${
       hasWrk ? "wrk -t1" : "autocannon"
     } -c${connections} per server, warm-up ${warmupSeconds} s each, ${httpRounds} pairs of ${httpSeconds} s off + ${httpSeconds} s on, ${

@@ -3,18 +3,19 @@
  * from its start-up line, sampling a process's RSS, small HTTP calls for seeding, throw-away stores (a copy of
  * the PGlite template folder, a fresh database on the PostgreSQL server of `DATABASE_URL`) and statistics.
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
+import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process"
+import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerOnClient, layerPglite, layerPostgres, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
 import * as readline from "node:readline"
-import type { LoadEvent, LoadSpec } from "./load.ts"
+import type { LoadEvent, LoadSpec, LoadTarget } from "./load.ts"
 
 /** The repository's root folder. */
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
@@ -223,6 +224,54 @@ export const ready = async (base: string) => {
     await new Promise((r) => setTimeout(r, 100))
   }
   throw new Error(`${base}/health never answered 200`)
+}
+
+let wrkFound: boolean | undefined
+
+/** Whether `wrk` runs on this machine (looked up once). */
+export const wrkInstalled = (): boolean => (wrkFound ??= spawnSync("wrk", ["--version"]).error === undefined)
+
+let postScripts: string | undefined
+
+/**
+ * `seconds` of POST `body` to `url` on `connections` connections: wrk (`-t1`) when installed, else load.ts
+ * (autocannon). Responses per second, bad answers (non-2xx, errors, timeouts) and the responses counted.
+ */
+export const postLoad = async (options: {
+  readonly url: string
+  readonly body: string
+  readonly seconds: number
+  readonly connections: number
+}): Promise<{ rps: number; bad: number; responses: number }> => {
+  const { body, connections, seconds, url } = options
+  if (wrkInstalled()) {
+    if (postScripts === undefined) {
+      const folder = fs.mkdtempSync(path.join(os.tmpdir(), "lm-bench-post-"))
+      process.on("exit", () => fs.rmSync(folder, { recursive: true, force: true }))
+      postScripts = folder
+    }
+    const script = path.join(postScripts, `${createHash("sha256").update(body).digest("hex").slice(0, 16)}.lua`)
+    if (!fs.existsSync(script)) {
+      fs.writeFileSync(script, `wrk.method = "POST"\nwrk.body = '${body}'\nwrk.headers["Content-Type"] = "application/json"\n`)
+    }
+    const { stdout: output } = await promisify(execFile)("wrk", ["-t1", `-c${connections}`, `-d${seconds}s`, "-s", script, url])
+    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? Number.NaN)
+    const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0)
+    const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
+    const socketErrors = errors === null ? 0 : errors.slice(1).reduce((n, e) => n + Number(e), 0)
+    const responses = Number(/(\d+) requests in/.exec(output)?.[1] ?? Number.NaN)
+    return { rps, bad: non2xx + socketErrors, responses }
+  }
+  const target: LoadTarget = { origin: new URL(url).origin, loops: [[{ path: new URL(url).pathname, body }]] }
+  let run = { rps: Number.NaN, bad: 0, responses: Number.NaN }
+  await runLoad({ targets: [target], connections, warmupSeconds: 0, durationSeconds: seconds, runs: 1 }, (event) => {
+    if (event.event === "run") {
+      const f = event.figures
+      const bad = Object.entries(f.statuses).filter(([s]) => !s.startsWith("2")).reduce((n, [, c]) => n + c, 0)
+      run = { rps: f.rps, bad: bad + f.errors + f.timeouts, responses: f.responses }
+    }
+  })
+  return run
 }
 
 /**

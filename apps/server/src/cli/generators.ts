@@ -1,7 +1,8 @@
 /** `lm generators …`: key generators and their pools (CONTRACT §8) against a running server. */
 import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { given, json, paging, printList, printOne, table } from "./Output.js"
+import { given, json, paging, printList, table } from "./Output.js"
+import { namedRecordCommands } from "./Records.js"
 import { onServer } from "./Server.js"
 
 const id = Argument.Int("id").pipe(Argument.withDescription("The generator's id"))
@@ -22,34 +23,17 @@ const list = Command.make("list", { json, ...paging }, ({ json: asJson, ...flags
     Effect.flatMap((r) => printList(asJson, "generators", r.data.generators, r.meta, columns))
   )).pipe(Command.withDescription("List generators"), Command.withAlias("ls"))
 
-const create = Command.make("create", {
-  json,
-  name: Flag.String("name").pipe(Flag.withDescription("Its name")),
-  ...fields
-}, ({ json: asJson, name, ...flags }) =>
-  onServer((api) => api.generators.create({ payload: { name, ...given(flags) } })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
-    Command.withDescription("Create a generator")
-  )
-
-const show = Command.make("show", { json, id }, ({ json: asJson, id }) =>
-  onServer((api) => api.generators.get({ params: { id } })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
-    Command.withDescription("Show a generator")
-  )
-
-const update = Command.make("update", {
-  json,
+const { create, remove, show, update } = namedRecordCommands({
+  noun: "generator",
   id,
-  name: Flag.String("name").pipe(Flag.withDescription("Its name"), Flag.optional),
-  ...fields
-}, ({ json: asJson, id, ...flags }) =>
-  onServer((api) => api.generators.update({ params: { id }, payload: given(flags) })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
-    Command.withDescription("Change a generator (only the flags given)")
-  )
-
-const remove = Command.make("delete", { json, id }, ({ json: asJson, id }) =>
-  onServer((api) => api.generators.delete({ params: { id }, payload: {} })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
-    Command.withDescription("Delete a generator")
-  )
+  fields,
+  create: (api, payload) => api.generators.create({ payload }),
+  get: (api, id) => api.generators.get({ params: { id } }),
+  update: (api, id, payload) => api.generators.update({ params: { id }, payload }),
+  delete: (api, id) => api.generators.delete({ params: { id }, payload: {} }),
+  updateDescription: "Change a generator (only the flags given)",
+  deleteDescription: "Delete a generator"
+})
 
 const generate = Command.make("generate", {
   json,

@@ -1,7 +1,8 @@
 /** `lm policies …`: policies and their entitlements (CONTRACT §15) against a running server. */
 import { Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { given, json, paging, printList, printOne } from "./Output.js"
+import { given, json, paging, printList } from "./Output.js"
+import { namedRecordCommands, printAnswer } from "./Records.js"
 import { onServer } from "./Server.js"
 
 const id = Argument.Int("id").pipe(Argument.withDescription("The policy's id"))
@@ -29,37 +30,20 @@ const list = Command.make("list", {
     Effect.flatMap((r) => printList(asJson, "policies", r.data.policies, r.meta, columns))
   )).pipe(Command.withDescription("List policies"), Command.withAlias("ls"))
 
-const create = Command.make("create", {
-  json,
-  name: Flag.String("name").pipe(Flag.withDescription("Its name")),
-  ...fields
-}, ({ json: asJson, name, ...flags }) =>
-  onServer((api) => api.policies.create({ payload: { name, ...given(flags) } })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
-    Command.withDescription("Create a policy")
-  )
-
-const show = Command.make("show", { json, id }, ({ json: asJson, id }) =>
-  onServer((api) => api.policies.get({ params: { id } })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
-    Command.withDescription("Show a policy")
-  )
-
-const update = Command.make("update", {
-  json,
+const { create, remove, show, update } = namedRecordCommands({
+  noun: "policy",
   id,
-  name: Flag.String("name").pipe(Flag.withDescription("Its name"), Flag.optional),
-  ...fields
-}, ({ json: asJson, id, ...flags }) =>
-  onServer((api) => api.policies.update({ params: { id }, payload: given(flags) })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
-    Command.withDescription("Change a policy (only the flags given; entitlements hold for its licenses at once)")
-  )
-
-const remove = Command.make("delete", { json, id }, ({ json: asJson, id }) =>
-  onServer((api) => api.policies.delete({ params: { id }, payload: {} })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
-    Command.withDescription("Delete a policy (refused while a license refers to it)")
-  )
+  fields,
+  create: (api, payload) => api.policies.create({ payload }),
+  get: (api, id) => api.policies.get({ params: { id } }),
+  update: (api, id, payload) => api.policies.update({ params: { id }, payload }),
+  delete: (api, id) => api.policies.delete({ params: { id }, payload: {} }),
+  updateDescription: "Change a policy (only the flags given; entitlements hold for its licenses at once)",
+  deleteDescription: "Delete a policy (refused while a license refers to it)"
+})
 
 const apply = Command.make("apply", { json, id }, ({ json: asJson, id }) =>
-  onServer((api) => api.policies.apply({ params: { id }, payload: {} })).pipe(Effect.flatMap((r) => printOne(asJson, r.data)))).pipe(
+  printAnswer(asJson, (api) => api.policies.apply({ params: { id }, payload: {} }))).pipe(
     Command.withDescription("Copy a policy's settings into its licenses")
   )
 

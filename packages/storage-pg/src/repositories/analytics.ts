@@ -7,7 +7,7 @@
 import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Analytics, Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { date, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
 import { holdsSeat } from "./seats.js"
 
@@ -27,6 +27,7 @@ export const layer = Layer.effect(
   Ports.AnalyticsRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     const noLicense = Analytics.noLicense
 
     /** Moves the windows that differ from `windows` under the lock (see `moveTopWindows`). */

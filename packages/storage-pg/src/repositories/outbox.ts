@@ -6,7 +6,7 @@ import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { Statement } from "effect/sql"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { firstOf, Int8, iso, rowsOf, Timestamp } from "./rows.js"
 
 /** The column of each field of an event whose name differs (snake_case), for reading rows. */
@@ -79,6 +79,7 @@ export const layer = Layer.effect(
   Ports.EventOutbox,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     return Ports.EventOutbox.of({
       append: (events) =>
         events.length === 0
