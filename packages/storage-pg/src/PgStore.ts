@@ -28,6 +28,8 @@ export interface PostgresOptions {
   readonly connectTimeout?: Duration.Input | undefined
   /** Pool size; default 10. */
   readonly maxConnections?: number | undefined
+  /** How long one store call (or one transaction) may take before it answers unavailable; default 15 seconds. */
+  readonly storeCallTimeout?: Duration.Input | undefined
 }
 
 /**

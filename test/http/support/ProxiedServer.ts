@@ -5,7 +5,7 @@
  */
 import { Layer } from "effect"
 import type { Engine } from "@lm/domain"
-import { layerPostgresStore } from "@lm/storage-pg"
+import { layerPostgresStore, type PostgresOptions } from "@lm/storage-pg"
 import { adminKey } from "../../../packages/http/test/support/App.js"
 import { type RunningServer, startServer } from "../../../packages/http/test/support/TestServer.js"
 import { serverLayerOn } from "@lm/server"
@@ -25,20 +25,22 @@ export interface ProxiedServer {
 
 /**
  * Starts it on `url`'s server, in a new database named `database`; `logger` replaces the server's logger, `engine`
- * adds to its engine's options (the sweep is off).
+ * adds to its engine's options (the sweep is off), `store` sets the store's (a shorter `storeCallTimeout` than the
+ * 15 s default lets a test of a frozen link wait less).
  */
 export const startProxiedServer = async (
   url: string,
   database: string,
   logger: Layer.Layer<never> = Layer.empty,
-  engine: Engine.Options = {}
+  engine: Engine.Options = {},
+  store: Omit<PostgresOptions, "url"> = {}
 ): Promise<ProxiedServer> => {
-  const store = await startProxiedDatabase(url, database)
-  const { postgres, proxy } = store
+  const proxied = await startProxiedDatabase(url, database)
+  const { postgres, proxy } = proxied
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
   process.env.LM_BOOTSTRAP_CONSUMER_SECRET = adminKey.consumerSecret
   const layer = serverLayerOn(
-    layerPostgresStore({ url: store.url }),
+    layerPostgresStore({ ...store, url: proxied.url }),
     { storage: "postgres", description: "postgres (through a proxy)" },
     { host: "127.0.0.1", port: 0 },
     { ...engine, sweepIntervalSeconds: 0 }
@@ -47,7 +49,7 @@ export const startProxiedServer = async (
   const close = async () => {
     await proxy.restore()
     await server.close()
-    await store.close()
+    await proxied.close()
   }
-  return { server, proxy, postgres, directUrl: store.directUrl, close }
+  return { server, proxy, postgres, directUrl: proxied.directUrl, close }
 }

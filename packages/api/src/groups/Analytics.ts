@@ -8,7 +8,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "../middleware/Authentication.js"
 import { NotFound } from "../wire/ApiErrors.js"
 import { Success } from "../wire/Envelope.js"
-import { LicenseWire, positiveIntFromString, Time, timeInput } from "../wire/Wire.js"
+import { LicenseWire, positiveIntFromString, Time, timeInput, wireRecord } from "../wire/Wire.js"
 
 /** The most days GET /analytics/expiring looks ahead (100 years). */
 export const MAX_EXPIRING_DAYS = 36_500
@@ -44,7 +44,8 @@ export const SeriesWire = Schema.Struct({
 })
 export type SeriesWire = typeof SeriesWire.Type
 
-export const AnomalyWire = Schema.Struct({ license_key: Schema.String, type: Model.AnomalyType, detail: Schema.String, detected_at: Time })
+/** An anomaly on the wire. */
+export const AnomalyWire = wireRecord(Model.Anomaly)
 export type AnomalyWire = typeof AnomalyWire.Type
 
 /** The analytics routes. */

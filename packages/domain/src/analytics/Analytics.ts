@@ -18,7 +18,7 @@ import { EventOutbox, Store } from "../shared/ports.js"
 import { monthlyRecurring, mrrStatuses } from "../subscriptions/billing.js"
 import { subscriptionStatuses } from "../subscriptions/model.js"
 import { SubscriptionRepository, type SubscriptionTotal } from "../subscriptions/ports.js"
-import { type AnalyticsInterval, type AnalyticsPeriod, analyticsPeriods, type AnomalyType } from "./model.js"
+import { type AnalyticsInterval, type AnalyticsPeriod, analyticsPeriods, type Anomaly, type AnomalyType } from "./model.js"
 import { AnalyticsRepository } from "./ports.js"
 import {
   anomalyDetail,
@@ -109,12 +109,7 @@ export interface Series {
   readonly to: number
 }
 
-export interface Anomaly {
-  readonly licenseKey: string
-  readonly type: AnomalyType
-  readonly detail: string
-  readonly detectedAt: number
-}
+export type { Anomaly } from "./model.js"
 
 /** A series without `from` covers the 30 days before `to`. */
 export const defaultSeriesDays = 30

@@ -1,5 +1,9 @@
-/** The analytics feature's literal lists (periods, bucket widths, anomaly kinds) and the event announcing an anomaly. */
+/**
+ * The analytics feature's literal lists (periods, bucket widths, anomaly kinds), its anomaly records and the event
+ * announcing an anomaly.
+ */
 import { Schema } from "effect"
+import { Id, Millis } from "../shared/model.js"
 
 /** The periods of GET /analytics/overview (CONTRACT §11). */
 export const analyticsPeriods = ["7d", "30d", "90d"] as const
@@ -15,6 +19,14 @@ export type AnalyticsInterval = typeof AnalyticsInterval.Type
 export const anomalyTypes = ["fingerprint_churn", "ip_churn", "validation_spike", "failed_validation_burst"] as const
 export const AnomalyType = Schema.Literals(anomalyTypes)
 export type AnomalyType = typeof AnomalyType.Type
+
+/** An anomaly announced so far, as the store keeps it: once per license and kind, with when it was detected. */
+export const AnomalyRecord = Schema.Struct({ licenseId: Id, type: AnomalyType, detectedAt: Millis })
+export type AnomalyRecord = typeof AnomalyRecord.Type
+
+/** An anomaly as GET /analytics/anomalies reports it: on which license, of which kind, and what was seen. */
+export const Anomaly = Schema.Struct({ licenseKey: Schema.String, type: AnomalyType, detail: Schema.String, detectedAt: Millis })
+export type Anomaly = typeof Anomaly.Type
 
 /** Names of the analytics events of CONTRACT §11. */
 export const analyticsEventTypes = ["anomaly.detected"] as const

@@ -3,15 +3,11 @@ import { Context } from "effect"
 import type { ActivityKind } from "../activity/model.js"
 import type { LicenseState } from "../licensing/model.js"
 import type { Op } from "../shared/ports.js"
-import type { AnalyticsPeriod, AnomalyType } from "./model.js"
+import type { AnalyticsPeriod, AnomalyRecord } from "./model.js"
 import type { HourTotals, RollupScope } from "./rules.js"
 
 /** A row of the anomalies announced so far. */
-export interface AnomalyRecord {
-  readonly licenseId: number
-  readonly type: AnomalyType
-  readonly detectedAt: number
-}
+export type { AnomalyRecord } from "./model.js"
 
 /**
  * What the analytics read (CONTRACT §11). The event log's `record` also adds each entry's hourly counters, as

@@ -4,6 +4,9 @@
  * seconds, as on the wire.
  */
 
+import { Schema } from "effect"
+import { Id, Millis } from "./record.js"
+
 export * from "./record.js"
 
 // Each list of names in the feature models is written once, as a tuple; its Schema and type derive from it, and
@@ -19,13 +22,15 @@ export type SortDirection = (typeof sortDirections)[number]
  * the names of its events (`license.revoked` in licensing, `subscription.paused` in subscriptions, ...); the
  * whole list is `Model.eventTypes`.
  */
-export interface DomainEvent {
-  readonly type: string
-  readonly occurredAt: number
-  readonly licenseId: number | null
-  readonly machineId: number | null
-  readonly data: Record<string, unknown>
-}
+export const DomainEvent = Schema.Struct({
+  type: Schema.String,
+  occurredAt: Millis,
+  licenseId: Schema.NullOr(Id),
+  machineId: Schema.NullOr(Id),
+  data: Schema.Record(Schema.String, Schema.Unknown)
+})
+export type DomainEvent = typeof DomainEvent.Type
 
 /** An event as the outbox holds it, with its id. */
-export type StoredEvent = DomainEvent & { readonly id: number }
+export const StoredEvent = Schema.Struct({ id: Id, ...DomainEvent.fields })
+export type StoredEvent = typeof StoredEvent.Type

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { Services } from "@lm/domain"
-import { Api, ok } from "@lm/api"
+import { AnomalyWire, Api, ok } from "@lm/api"
 import { iso, licenseToWire } from "@lm/api/wire"
 import { group } from "./Group.js"
 
@@ -48,7 +48,7 @@ export const AnalyticsHandlers = group(Api, "analytics", (handlers) =>
       anomalies: () =>
         analytics.anomalies.pipe(
           Effect.map((list) =>
-            ok({ anomalies: list.map((a) => ({ license_key: a.licenseKey, type: a.type, detail: a.detail, detected_at: iso(a.detectedAt) })) })
+            ok({ anomalies: list.map((a) => AnomalyWire.from(a)) })
           )
         ),
       expiring: ({ query }) =>

@@ -6,7 +6,7 @@
 import { Context, Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Analytics, Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { chunk, Count, date, oneOf } from "./rows.js"
 
 /**
@@ -57,6 +57,7 @@ export const layer = Layer.effect(
   Ports.ActivityLog,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     const rowsPerInsert = Math.max(1, yield* EventLogRowsPerInsert)
 
     /**

@@ -7,8 +7,8 @@
 import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Analytics, Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
-import { date, Int8, oneOf, rowsOf, Timestamp } from "./rows.js"
+import { storeCalls } from "./failures.js"
+import { date, Int8, iso, oneOf, rowsOf, tableOf, Timestamp } from "./rows.js"
 import { holdsSeat } from "./seats.js"
 
 const HourRow = Schema.Struct({ hour: Timestamp, valid: Int8, invalid: Int8, refused: Int8, activations: Int8 })
@@ -19,14 +19,15 @@ const busyRows = rowsOf(Schema.Struct({ license_id: Int8, hour: Timestamp, count
 const distinctRows = rowsOf(Schema.Struct({ license_id: Int8, count: Int8 }), "lm_activity")
 const seatsRow = oneOf(Schema.Struct({ active_machines: Int8, total_seats: Int8 }), "lm_licenses")
 const versionRows = rowsOf(Schema.Struct({ app_version: Schema.NullOr(Schema.String), machines: Int8 }), "lm_machines")
-const AnomalyRow = Schema.Struct({ license_id: Int8, type: Model.AnomalyType, detected_at: Timestamp })
-const anomalyRows = rowsOf(AnomalyRow, "lm_anomalies")
-const toRecord = (r: typeof AnomalyRow.Type): Ports.AnomalyRecord => ({ licenseId: r.license_id, type: r.type, detectedAt: r.detected_at })
+/** A row of `lm_anomalies`. */
+const anomalies = tableOf(Model.AnomalyRecord)
+const anomalyRows = rowsOf(anomalies.Row, "lm_anomalies")
 
 export const layer = Layer.effect(
   Ports.AnalyticsRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     const noLicense = Analytics.noLicense
 
     /** Moves the windows that differ from `windows` under the lock (see `moveTopWindows`). */
@@ -140,17 +141,16 @@ export const layer = Layer.effect(
             INSERT INTO lm_anomalies (license_id, type, detected_at)
             SELECT license_id, type, detected_at
             FROM json_to_recordset(${
-            JSON.stringify(found.map((a) => ({ license_id: a.licenseId, type: a.type, detected_at: new Date(a.detectedAt).toISOString() })))
+            JSON.stringify(found.map((a) => anomalies.columns(a, iso)))
           }::json)
               AS a(license_id bigint, type text, detected_at timestamptz)
             ORDER BY license_id, type
             ON CONFLICT (license_id, type) DO UPDATE SET detected_at = EXCLUDED.detected_at
               WHERE lm_anomalies.detected_at < ${date(since)}
-            RETURNING license_id, type, detected_at`.pipe(Effect.flatMap(anomalyRows), Effect.map((rows) => rows.map(toRecord)), orUnavailable),
+            RETURNING license_id, type, detected_at`.pipe(Effect.flatMap(anomalyRows), orUnavailable),
       anomaliesSince: (since) =>
         sql`SELECT license_id, type, detected_at FROM lm_anomalies WHERE detected_at >= ${date(since)}`.pipe(
           Effect.flatMap(anomalyRows),
-          Effect.map((rows) => rows.map(toRecord)),
           orUnavailable
         )
     })

@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { Count, date, firstOf, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /** `lm_api_keys`. */
@@ -18,6 +18,7 @@ export const layer = Layer.effect(
   Ports.ApiKeyRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     const countAll = sql`SELECT count(*) AS n FROM lm_api_keys`.pipe(Effect.flatMap(count), Effect.map((r) => r.n))
     return Ports.ApiKeyRepository.of({
       insert: (k) =>

@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { Count, date, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /** A row of `lm_audit_log`: the actor and the target in columns of their own. */
@@ -20,6 +20,7 @@ export const layer = Layer.effect(
   Ports.AuditLogRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
 
     /** The filter as one condition (each given field must match; see `Model.auditMatches`). */
     const whereOf = (f: Model.AuditFilter) => {

@@ -7,7 +7,7 @@
 import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { Count, firstOf, oneOf, rowsOf, tableOf, Timestamp } from "./rows.js"
 
 /** A row of `lm_billing_events`. */
@@ -24,6 +24,7 @@ export const layer = Layer.effect(
   Ports.BillingEventRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     return Ports.BillingEventRepository.of({
       record: (e) =>
         sql`INSERT INTO lm_billing_events ${

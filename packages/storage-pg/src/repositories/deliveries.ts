@@ -7,7 +7,7 @@
 import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { eventRows } from "./outbox.js"
 import { Count, date, firstOf, iso, oneOf, rowsOf, tableOf } from "./rows.js"
 
@@ -36,6 +36,7 @@ export const layer = Layer.effect(
   Ports.WebhookDeliveryQueue,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
 
     const deliveryColumns = (d: Model.WebhookDeliveryDraft) => deliveries.columns(d)
 

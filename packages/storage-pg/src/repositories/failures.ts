@@ -6,7 +6,7 @@
  * while calls keep failing, and a line when a call succeeds again; the requests it fails answer 503 without a log
  * line each. The state is the process's: a process serves one store.
  */
-import { Duration, Effect, Metric } from "effect"
+import { Context, Duration, Effect, Metric } from "effect"
 import { Errors, Metrics, Ports } from "@lm/domain"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { classify, describe, sqlStateOf } from "./sqlState.js"
@@ -33,10 +33,18 @@ export const storeUnavailableAtStart = (error: SqlError): Errors.StorageUnavaila
   new Errors.StorageUnavailable({ message: `The store is unavailable: ${describe(error)}` })
 
 /**
- * How long one store call (or one whole transaction) may take before it is answered as unavailable. A server
- * that stops answering without closing its connections would otherwise hold the request forever.
+ * How long one store call (or one whole transaction) may take by default before it is answered as unavailable. A
+ * server that stops answering without closing its connections would otherwise hold the request forever.
  */
-export const STORE_CALL_TIMEOUT = "15 seconds"
+export const STORE_CALL_TIMEOUT: Duration.Input = "15 seconds"
+
+/**
+ * The store call bound of the store being built (the pg store layers' `storeCallTimeout` option), read once by each
+ * repository when its layer is built.
+ */
+export const StoreCallTimeout = Context.Reference<Duration.Input>("@lm/storage-pg/StoreCallTimeout", {
+  defaultValue: () => STORE_CALL_TIMEOUT
+})
 
 /** The bound of a call under `Ports.BulkWrite` (an import of 10,000 licenses with their machines, on a busy PGlite). */
 export const BULK_STORE_CALL_TIMEOUT = "5 minutes"
@@ -76,31 +84,50 @@ const noteAvailable: Effect.Effect<void> = Effect.suspend(() => {
   )
 })
 
-const timedOut = (bound: string) => () =>
-  Effect.flatMap(
-    noteOutage(new Errors.StorageUnavailable({ message: `The store did not answer within ${bound}.` })),
-    Effect.fail
-  )
-const timedOutCall = timedOut(STORE_CALL_TIMEOUT)
+const timedOut = (bound: Duration.Input) => {
+  const within = typeof bound === "string" ? bound : Duration.format(Duration.fromInputUnsafe(bound))
+  return () =>
+    Effect.flatMap(
+      noteOutage(new Errors.StorageUnavailable({ message: `The store did not answer within ${within}.` })),
+      Effect.fail
+    )
+}
 const timedOutBulk = timedOut(BULK_STORE_CALL_TIMEOUT)
 
-/** Turns the SQL failures of a store call into `StorageUnavailable` or a defect, and bounds it in time. */
-export const orUnavailable = <A, E, R>(
+/** What a repository wraps each store call in (see {@link storeCalls}). */
+export type OrUnavailable = <A, E, R>(
   effect: Effect.Effect<A, E | SqlError, R>
-): Effect.Effect<A, Exclude<E, SqlError> | Errors.StorageUnavailable, R> =>
-  Effect.catchIf(
-    effect,
-    isSqlError,
-    (error) =>
-      isUnavailable(error)
-        ? Effect.flatMap(noteOutage(storeUnavailable(error), `The store is unavailable: ${describe(error)}`), Effect.fail)
-        : Effect.die(error)
-  ).pipe(
-    Effect.tap(() => noteAvailable),
-    (call) =>
-      Effect.withFiber((fiber) =>
-        fiber.getRef(Ports.BulkWrite)
-          ? Effect.timeoutOrElse(call, { duration: BULK_STORE_CALL_TIMEOUT, orElse: timedOutBulk })
-          : Effect.timeoutOrElse(call, { duration: STORE_CALL_TIMEOUT, orElse: timedOutCall })
-      )
-  )
+) => Effect.Effect<A, Exclude<E, SqlError> | Errors.StorageUnavailable, R>
+
+/**
+ * Turns the SQL failures of a store call into `StorageUnavailable` or a defect, and bounds it in time: by `timeout`,
+ * or by {@link BULK_STORE_CALL_TIMEOUT} under `Ports.BulkWrite`.
+ */
+export const orUnavailableWithin = (timeout: Duration.Input): OrUnavailable => {
+  const timedOutCall = timedOut(timeout)
+  return <A, E, R>(
+    effect: Effect.Effect<A, E | SqlError, R>
+  ): Effect.Effect<A, Exclude<E, SqlError> | Errors.StorageUnavailable, R> =>
+    Effect.catchIf(
+      effect,
+      isSqlError,
+      (error) =>
+        isUnavailable(error)
+          ? Effect.flatMap(noteOutage(storeUnavailable(error), `The store is unavailable: ${describe(error)}`), Effect.fail)
+          : Effect.die(error)
+    ).pipe(
+      Effect.tap(() => noteAvailable),
+      (call) =>
+        Effect.withFiber((fiber) =>
+          fiber.getRef(Ports.BulkWrite)
+            ? Effect.timeoutOrElse(call, { duration: BULK_STORE_CALL_TIMEOUT, orElse: timedOutBulk })
+            : Effect.timeoutOrElse(call, { duration: timeout, orElse: timedOutCall })
+        )
+    )
+}
+
+/** {@link orUnavailableWithin} the bound of the store being built ({@link StoreCallTimeout}): `yield*` it in a repository's layer. */
+export const storeCalls: Effect.Effect<OrUnavailable> = Effect.map(Effect.service(StoreCallTimeout), orUnavailableWithin)
+
+/** {@link orUnavailableWithin} the default bound, {@link STORE_CALL_TIMEOUT}. */
+export const orUnavailable: OrUnavailable = orUnavailableWithin(STORE_CALL_TIMEOUT)

@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { Count, firstOf, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /** A row of `lm_generators`. */
@@ -21,6 +21,7 @@ export const layer = Layer.effect(
   Ports.GeneratorRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     return Ports.GeneratorRepository.of({
       insert: (draft) =>
         sql`INSERT INTO lm_generators ${sql.insert(generatorColumns(draft))} RETURNING *`.pipe(

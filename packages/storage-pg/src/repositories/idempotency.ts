@@ -7,7 +7,7 @@ import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { Model } from "@lm/domain"
 import { Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { Count, date, firstOf, Int8, oneOf, Timestamp } from "./rows.js"
 
 /** A row of `lm_idempotency_keys`. */
@@ -38,6 +38,7 @@ export const layer = Layer.effect(
   Ports.IdempotencyRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     return Ports.IdempotencyRepository.of({
       claim: (claim, now) =>
         Effect.gen(function*() {

@@ -8,7 +8,7 @@ import * as Arr from "effect/Array"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { Errors, License, Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { chunk, Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 import { holdsSeat } from "./seats.js"
 
@@ -29,6 +29,7 @@ export const layer = Layer.effect(
   Ports.LicenseRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
 
     /** A draft's columns as statement parameters (with the grace end the domain computes, for filtering). */
     const licenseColumns = (l: Model.LicenseDraft) => ({

@@ -6,7 +6,7 @@
 import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { appendEvents } from "./outbox.js"
 import { Count, date, firstOf, Id, Int8, Int8Text, iso, oneOf, rowsOf, tableOf } from "./rows.js"
 
@@ -37,6 +37,7 @@ export const layer = Layer.effect(
   Ports.MachineRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
 
     const machineSelect = sql`
       SELECT m.*, COALESCE((

@@ -6,21 +6,12 @@ import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { Statement } from "effect/sql"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
-import { firstOf, Int8, iso, rowsOf, Timestamp } from "./rows.js"
+import { storeCalls } from "./failures.js"
+import { firstOf, Int8, iso, rowsOf, tableOf } from "./rows.js"
 
-/** The column of each field of an event whose name differs (snake_case), for reading rows. */
-const eventColumnNames = { occurredAt: "occurred_at", licenseId: "license_id", machineId: "machine_id" } as const
-
-/** A row of `lm_events`. */
-export const EventRow = Schema.Struct({
-  id: Int8,
-  type: Model.EventType,
-  occurredAt: Timestamp,
-  licenseId: Schema.NullOr(Int8),
-  machineId: Schema.NullOr(Int8),
-  data: Schema.Record(Schema.String, Schema.Unknown)
-}).pipe(Schema.encodeKeys(eventColumnNames))
+/** A row of `lm_events` (its type read as one of the contract's event names). */
+const events = tableOf(Model.StoredEvent, { generated: ["id"], read: { type: Model.EventType } })
+export const EventRow = events.Row
 
 export const eventRows = rowsOf(EventRow, "lm_events")
 const firstEvent = firstOf(EventRow, "lm_events")
@@ -33,7 +24,7 @@ export interface EventToAppend {
 }
 
 /**
- * The one way events are written: the parts of a `WITH` (`ev`, `seq`) that append `events` to `lm_events` in
+ * The one way events are written: the parts of a `WITH` (`ev`, `seq`) that append `toAppend` to `lm_events` in
  * order, and advance the revocation sequence when one of them changes what the CRL lists
  * (`Model.affectsRevocationList`), in the same statement. `append` runs them alone; a batch of seat changes
  * (`MachineRepository.writeSeatChanges`) runs them with the machines it writes, naming the part that inserts
@@ -42,20 +33,17 @@ export interface EventToAppend {
  */
 export const appendEvents = (
   sql: PgClient,
-  events: ReadonlyArray<EventToAppend>,
+  toAppend: ReadonlyArray<EventToAppend>,
   insertedMachines?: string
 ): Statement.Fragment => {
-  const records = events.map(({ event, insertedMachine }, ord) => ({
+  const records = toAppend.map(({ event, insertedMachine }, ord) => ({
     ord,
-    type: event.type,
-    occurred_at: iso(event.occurredAt),
-    license_id: event.licenseId,
+    ...events.columns(event, iso),
     machine_id: insertedMachine === undefined ? event.machineId : null,
-    data: event.data,
     insert_license_id: insertedMachine?.licenseId ?? null,
     insert_fingerprint: insertedMachine?.fingerprint ?? null
   }))
-  const affects = Model.affectsRevocationList(events.map((e) => e.event))
+  const affects = Model.affectsRevocationList(toAppend.map((e) => e.event))
   return sql`ev AS (
       INSERT INTO lm_events (type, occurred_at, license_id, machine_id, data)
       SELECT e.type, e.occurred_at, e.license_id, ${insertedMachines === undefined ? sql`e.machine_id` : sql`COALESCE(i.id, e.machine_id)`}, e.data
@@ -79,6 +67,7 @@ export const layer = Layer.effect(
   Ports.EventOutbox,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     return Ports.EventOutbox.of({
       append: (events) =>
         events.length === 0

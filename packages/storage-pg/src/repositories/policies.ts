@@ -6,7 +6,7 @@
 import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Errors, Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { licenseRows } from "./licenses.js"
 import { Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 
@@ -24,6 +24,7 @@ export const layer = Layer.effect(
   Ports.PolicyRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
 
     /** A policy's columns but its id, as statement parameters. */
     const policyColumns = (p: Model.PolicyDraft) => policies.columns(p, date, (json) => sql.json(json))

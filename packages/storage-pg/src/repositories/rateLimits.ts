@@ -7,7 +7,7 @@
 import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 
 /** How often full buckets are deleted. */
 const cleanEveryMillis = 60_000
@@ -16,6 +16,7 @@ export const layer = Layer.effect(
   Ports.SharedRateLimits,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     let cleanedAt = 0
     const clean = (now: number) =>
       sql`

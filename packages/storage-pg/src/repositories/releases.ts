@@ -3,7 +3,7 @@ import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { Errors, Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /** `lm_releases` (an artifact's size is an `int8`). */
@@ -20,6 +20,7 @@ export const layer = Layer.effect(
   Ports.ReleaseRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
 
     const releaseColumns = (r: Model.ReleaseDraft) => releases.columns(r, date, (json) => sql.json(json))
 

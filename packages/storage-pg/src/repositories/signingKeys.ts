@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { rowsOf, tableOf } from "./rows.js"
 
 /** A row of `lm_signing_keys`. */
@@ -15,6 +15,7 @@ export const layer = Layer.effect(
   Ports.SigningKeyRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     return Ports.SigningKeyRepository.of({
       list: sql`SELECT * FROM lm_signing_keys ORDER BY created_at, kid`.pipe(Effect.flatMap(signingKeyRows), orUnavailable),
       insert: (key) =>

@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Ports } from "@lm/domain"
-import { isDeadlock, orUnavailable } from "./failures.js"
+import { isDeadlock, storeCalls } from "./failures.js"
 
 /** How often a transaction that lost a deadlock is retried before the failure is reported. */
 const DEADLOCK_RETRIES = 3
@@ -11,6 +11,7 @@ export const layer = Layer.effect(
   Ports.Store,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
     return Ports.Store.of({
       transaction: (effect) =>
         sql.withTransaction(effect).pipe(

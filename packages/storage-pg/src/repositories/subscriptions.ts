@@ -7,7 +7,7 @@ import { Effect, Layer, Schema } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Errors, Model, Ports } from "@lm/domain"
 import type { SqlError } from "effect/sql/SqlError"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { Count, date, firstOf, Int8, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /**
@@ -44,6 +44,7 @@ export const layer = Layer.effect(
   Ports.SubscriptionRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
 
     const columns = (s: Omit<Model.Subscription, "id">, dueAt: number | null) => ({
       ...subscriptions.columns(s, date, (json) => sql.json(json)),

@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import { PgClient } from "@effect/sql-pg/PgClient"
 import { Model, Ports } from "@lm/domain"
-import { orUnavailable } from "./failures.js"
+import { storeCalls } from "./failures.js"
 import { Count, date, firstOf, oneOf, rowsOf, tableOf } from "./rows.js"
 
 /** `lm_webhooks`: the sealed secret in `secret`, the events a JSON array. */
@@ -19,6 +19,7 @@ export const layer = Layer.effect(
   Ports.WebhookRepository,
   Effect.gen(function*() {
     const sql = yield* PgClient
+    const orUnavailable = yield* storeCalls
 
     const webhookColumns = (w: Model.WebhookDraft) => webhooks.columns(w, date, (events) => sql.json(events))
 
