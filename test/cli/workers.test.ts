@@ -9,8 +9,9 @@ import { afterAll, describe, expect, it } from "vitest"
 import { basic } from "../../packages/http/test/support/Management.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "../http/support/Child.js"
 import { freshDatabase } from "../storage-contract/pg-support.js"
+import { serviceUrl } from "../support/services.js"
 
-const url = process.env.DATABASE_URL ?? ""
+const url = serviceUrl("DATABASE_URL")
 
 /** A request on a connection of its own (`Connection: close`), so that the primary hands each to a worker in turn. */
 const call = async (base: string, method: string, route: string, body?: unknown, auth?: string) => {
@@ -32,7 +33,7 @@ const byWorker = (text: string, name: string) => {
   return totals
 }
 
-// Needs a real PostgreSQL server (several processes cannot share PGlite): runs only when DATABASE_URL is set.
+// Needs a real PostgreSQL server (several processes cannot share PGlite): runs only when DATABASE_URL is set (in CI it must be).
 describe.skipIf(url === "")("LM_WORKERS=2 on PostgreSQL", () => {
   const scope = Effect.runSync(Scope.make())
   let server: ServerProcess | undefined
