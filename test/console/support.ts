@@ -5,12 +5,10 @@
  * folder, port 0) and browser, so the files run alone or side by side. Every page is photographed at 1280 and 390 px
  * into test/console/screenshots/ (not committed; the README shows two copies from docs/console/).
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
-import { PgliteTemplate } from "@lm/storage-pg"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, expect } from "vitest"
 import { buildConsole, type ConsoleBuild } from "../../apps/console/build.ts"
@@ -58,8 +56,6 @@ export const useConsole = (options: { readonly signedIn?: boolean } = {}): Conso
     mkdirSync(screenshots, { recursive: true })
     run.built = await buildConsole(join(work, "console"))
     run.receiver = await startReceiver()
-    // The data folder starts as the migrated PGlite template: the child skips initdb and the migrations.
-    cpSync(await Effect.runPromise(PgliteTemplate.migratedDataDir), join(work, "data"), { recursive: true })
     run.server = spawnServer({
       LM_DATA_DIR: join(work, "data"),
       LM_CONSOLE_DIR: run.built.outdir,
