@@ -18,7 +18,7 @@ import { ActivityRecorder, Errors, Ports, type Services, type Validation } from 
 import { MemoryStore } from "@lm/storage-memory"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApiErrors, commonValidatePayload, ok, ValidatePayload } from "@lm/api"
-import { machineToWire } from "@lm/api/wire"
+import { isoNow, machineToWire } from "@lm/api/wire"
 import type { ClientGuard, ClientGuardRequest } from "../src/server/ClientPipeline.js"
 import { FastPath } from "../src/server/FastPath.js"
 import type { Settings } from "../src/server/Settings.js"
@@ -692,6 +692,16 @@ describe("the fast path's shortcuts give exactly what they stand for", () => {
       if (shortcut !== undefined) expect(shortcut).toStrictEqual(Result.getOrThrow(decode(input)))
     }
     expect(others.filter((input) => commonValidatePayload(input) !== undefined)).toEqual([])
+  })
+
+  it("writes the answer's server time as Date#toISOString does, within a second and across seconds", () => {
+    const times = [0, 1, 999, 1000, 1001, 59_999, 60_000, Date.UTC(2024, 1, 29, 23, 59, 59, 999), Date.UTC(2024, 2, 1),
+      Date.UTC(2026, 10, 28, 1, 2, 3, 4), Date.UTC(2026, 10, 28, 1, 2, 3, 45), Date.UTC(2026, 10, 28, 1, 2, 3, 456),
+      253_402_300_799_999, 253_402_300_800_000, -1, -1001, 1.5, Date.now()]
+    let t = Date.UTC(2026, 10, 28)
+    for (let i = 0; i < 2000; i++) times.push(t += (i * 7919) % 1500)
+    for (const millis of [...times, ...times.reverse()]) expect(isoNow(millis)).toBe(new Date(millis).toISOString())
+    expect(() => isoNow(Number.NaN)).toThrow(RangeError)
   })
 
   it("writes validate's answer as the JSON text of its object, byte for byte, as the license and its seats change", () => {
