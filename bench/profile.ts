@@ -1,7 +1,13 @@
 /**
  * Where the µs of a validate go (issue 32), and how long the server takes to start.
  *
- * `node bench/profile.ts [validate] [startup]` (after `npx tsc -b`; default both, in that order):
+ * `node bench/profile.ts [validate] [activate] [startup]` (after `npx tsc -b`; default validate and startup):
+ *
+ * - `activate`: as `validate`, with the quick bench's activate+deactivate cycles (wrk's `cycleScript`, one license
+ *   with one seat per connection) instead; every figure is per cycle (an answered deactivation and its
+ *   activation), the seats are checked after the warm-up and the run; on PostgreSQL the run's transactions and
+ *   rows per cycle (pg_stat_database) and what the backends were doing (pg_stat_activity every 50 ms: running, waiting
+ *   for a lock, idle in transaction). `PROFILE_STORES` defaults to `floor,pglite,postgres` here.
  *
  * - `validate`: for each target of `PROFILE_STORES` (default `floor,memory,pglite`; also `postgres` with
  *   `DATABASE_URL`), the floor (`floor.ts`) or `lm serve` (the built server, rate limits on with limits no load
@@ -48,12 +54,13 @@ import {
   loadAverage,
   machineLine,
   pgliteDataDir,
+  querySql,
   ready,
   repoRoot,
   seedValidateKeys,
   startListening
 } from "./support.ts"
-import { ensureWrk, runWrk, validateScript } from "./wrk.ts"
+import { cycleScript, ensureWrk, runWrk, validateScript, type WrkRun } from "./wrk.ts"
 
 const progress = (line: string) => process.stderr.write(`profile: ${line}\n`)
 const connections = envNumber("BENCH_CONNECTIONS", 64)
@@ -153,7 +160,11 @@ const steps: ReadonlyArray<Step> = [
     claims: (_, m) => file(m, "licensing/validation.js", "Blacklist.js", "licensing/keys.js", "licensing/license.js", "licensing/machine.js", "domain/core.js", "verify/licenseKey.js")
   },
   { name: "token build (payload, base64url; signing around the native call)", claims: (_, m) => file(m, "Token.js", "Tokens.js", "Signer.js", "SigningKey.js", "SigningKeys.js") },
-  { name: "domain service (Licensing.validate)", claims: (_, m) => file(m, "licensing/Licensing.js") },
+  {
+    name: "seat changes: group commit and pure plan (SeatBatches, seatChanges)",
+    claims: (_, m) => file(m, "licensing/SeatBatches.js", "licensing/seatChanges.js")
+  },
+  { name: "domain service (Licensing.validate / activate / deactivate)", claims: (_, m) => file(m, "licensing/Licensing.js") },
   { name: "answer build (license/machine to wire, envelope)", claims: (_, m) => file(m, "ClientAnswers.js", "Wire.js", "Envelope.js", "ApiErrors.js", "Responses.js") },
   { name: "payload decoding (endpoint schema)", claims: (_, m) => m.startsWith("effect/") && /\/(Schema|SchemaParser|SchemaAST|SchemaIssue|SchemaGetter|SchemaTransformation|Check|Result)\.js$/.test(m) },
   {
@@ -277,13 +288,13 @@ const share = (micros: number, busy: number) => `${fixed((100 * micros) / busy, 
 
 /**
  * The tables of a summary. Every figure is µs per request: profile time × `scale` ÷ `requests`, where `scale`
- * turns the profile's busy time into the thread's CPU time (see {@link profileValidate}; 1 leaves profile time).
+ * turns the profile's busy time into the thread's CPU time (see {@link profileRun}; 1 leaves profile time).
  */
 export const tables = (summary: Summary, requests: number, scale = 1): string => {
   const { busyMicros: busy } = summary
   const perRequest = (micros: number) => fixed((micros * scale) / requests, 1)
   const stepsTable = markdownTable(
-    ["step", "µs per request", "share of busy time", "its top functions (self µs/req)"],
+    ["step", `µs per ${unitLong()}`, "share of busy time", `its top functions (self µs/${unit})`],
     [
       ...summary.steps.map((s) => [
         s.name,
@@ -296,7 +307,7 @@ export const tables = (summary: Summary, requests: number, scale = 1): string =>
   )
   const functions = (map: Map<string, number>, other: Map<string, number>, selfFirst: boolean) =>
     markdownTable(
-      ["function (file:line)", selfFirst ? "self µs/req" : "total µs/req", selfFirst ? "total µs/req" : "self µs/req", "share (self)"],
+      ["function (file:line)", selfFirst ? `self µs/${unit}` : `total µs/${unit}`, selfFirst ? `total µs/${unit}` : `self µs/${unit}`, "share (self)"],
       sorted(map).slice(0, top).map(([name, micros]) => [
         `\`${name}\``,
         perRequest(micros),
@@ -305,7 +316,7 @@ export const tables = (summary: Summary, requests: number, scale = 1): string =>
       ])
     )
   const modules = markdownTable(
-    ["module (file)", "self µs/req", "total µs/req", "share (self)"],
+    ["module (file)", `self µs/${unit}`, `total µs/${unit}`, "share (self)"],
     sorted(summary.selfByModule).slice(0, top).map(([name, micros]) => [
       `\`${name}\``,
       perRequest(micros),
@@ -314,7 +325,7 @@ export const tables = (summary: Summary, requests: number, scale = 1): string =>
     ])
   )
   const packages = markdownTable(
-    ["package", "self µs/req", "share"],
+    ["package", `self µs/${unit}`, "share"],
     sorted(summary.selfByPackage).map(([name, micros]) => [name, perRequest(micros), share(micros, busy)])
   )
   return [
@@ -340,6 +351,10 @@ export const tables = (summary: Summary, requests: number, scale = 1): string =>
   ].join("\n")
 }
 
+/** What the figures are per: a request (validate) or a cycle (activate: an answered deactivation and its activation). */
+let unit: "req" | "cycle" = "req"
+const unitLong = () => (unit === "req" ? "request" : "cycle")
+
 const readProfile = (file: string) => JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -363,9 +378,33 @@ const cpuMicrosOf = (pid: number, tid?: number): number => {
   }
 }
 
+/** CPU µs so far of each thread of a process, summed by thread name (`/proc/<pid>/task/<tid>/comm`; the main thread as "main"). */
+const cpuByThreadName = (pid: number): Map<string, number> => {
+  const out = new Map<string, number>()
+  let tids: Array<string> = []
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return out
+  }
+  for (const tid of tids) {
+    try {
+      const name = Number(tid) === pid ? "main" : fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim().replace(/[0-9]+$/, "N")
+      const micros = cpuMicrosOf(pid, Number(tid))
+      if (Number.isFinite(micros)) out.set(name, (out.get(name) ?? 0) + micros)
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out
+}
+
 const auth = bootstrapCredentials()
 
-const storeEnvs: Record<string, () => Promise<{ readonly env: Record<string, string>; readonly cleanup: () => Promise<void> }>> = {
+const storeEnvs: Record<
+  string,
+  () => Promise<{ readonly env: Record<string, string>; readonly cleanup: () => Promise<void>; readonly database?: string }>
+> = {
   floor: async () => ({ env: {}, cleanup: async () => {} }),
   memory: async () => ({ env: { LM_STORAGE: "memory" }, cleanup: async () => {} }),
   pglite: async () => {
@@ -374,7 +413,7 @@ const storeEnvs: Record<string, () => Promise<{ readonly env: Record<string, str
   },
   postgres: async () => {
     const database = await freshPostgresDatabase(process.env.DATABASE_URL ?? "", "profile")
-    return { env: { DATABASE_URL: database.url }, cleanup: database.drop }
+    return { env: { DATABASE_URL: database.url }, cleanup: database.drop, database: database.name }
   }
 }
 
@@ -395,6 +434,12 @@ interface MeasuredRun {
   readonly cpu: number
   readonly mainCpu: number
   readonly load: string
+  /** `activate`: the run's figures are per cycle (`requests` holds the cycles). */
+  readonly scenario?: "validate" | "activate"
+  /** CPU µs per request or cycle of the process's threads over the run, by thread name (/proc). */
+  readonly threads?: string
+  /** PostgreSQL: transactions, rows and lock waits during the run (pg_stat_database, pg_stat_activity samples). */
+  readonly store_stats?: string
 }
 
 /** One profiled run: its summary, and its detailed tables. */
@@ -425,15 +470,15 @@ const analyseRun = (dir: string, run: MeasuredRun): Profiled => {
   const scale = Number.isFinite(run.mainCpu) ? run.mainCpu / summary.busyMicros : 1
   const perRequest = (micros: number) => fixed(micros / run.requests, 1)
   const parts = [
-    `### ${run.store}: validate, ${run.requests} requests in ${fixed((run.to - run.from) / 1e6, 1)} s (${fixed(run.rps)} req/s, p99 ${
+    `### ${run.store}: ${unit === "req" ? "validate" : "activate+deactivate"}, ${run.requests} ${unit === "req" ? "requests" : "cycles"} in ${fixed((run.to - run.from) / 1e6, 1)} s (${fixed(run.rps)} req/s, p99 ${
       fixed(run.p99, 1)
     } ms), load average ${run.load}`,
     "",
-    `Main thread: ${perRequest(run.mainCpu)} µs of CPU per request (/proc), ${perRequest(summary.busyMicros)} µs busy in the profile (idle ${
+    `Main thread: ${perRequest(run.mainCpu)} µs of CPU per ${unitLong()} (/proc), ${perRequest(summary.busyMicros)} µs busy in the profile (idle ${
       share(summary.windowMicros - summary.busyMicros, summary.windowMicros)
     } of the run); the figures below are the profile's, scaled by ${fixed(scale, 2)} to the main thread's CPU time. The process (every thread) used ${
       perRequest(run.cpu)
-    } µs of CPU per request.`,
+    } µs of CPU per ${unitLong()}${run.threads === undefined ? "" : ` (by thread: ${run.threads})`}.${run.store_stats === undefined ? "" : ` ${run.store_stats}`}`,
     "",
     tables(summary, run.requests, scale)
   ]
@@ -443,10 +488,10 @@ const analyseRun = (dir: string, run: MeasuredRun): Profiled => {
     workerBusy += worker.busyMicros
     parts.push(
       "",
-      `#### Worker thread \`${other}\`: busy ${perRequest(worker.busyMicros)} µs per request (profile time, not scaled)`,
+      `#### Worker thread \`${other}\`: busy ${perRequest(worker.busyMicros)} µs per ${unitLong()} (profile time, not scaled)`,
       "",
       markdownTable(
-        ["module (file)", "self µs/req", "share (self)"],
+        ["module (file)", `self µs/${unit}`, "share (self)"],
         sorted(worker.selfByModule).slice(0, 12).map(([name, micros]) => [`\`${name}\``, perRequest(micros), share(micros, worker.busyMicros)])
       )
     )
@@ -454,16 +499,56 @@ const analyseRun = (dir: string, run: MeasuredRun): Profiled => {
   return { run, summary, scale, workerPerRequest: workerBusy / run.requests, text: parts.join("\n") }
 }
 
+/** PostgreSQL's counters of the database `name` (pg_stat_database), read after its backends flushed them. */
+const databaseCounters = async (url: string, name: string) => {
+  const [row] = await querySql(
+    url,
+    `SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted, tup_fetched, tup_returned FROM pg_stat_database WHERE datname = '${name}'`
+  )
+  return Object.fromEntries(Object.entries(row ?? {}).map(([k, v]) => [k, Number(v)]))
+}
+
 /**
- * Profiles one target under validate load (see the module comment): the floor, or `lm serve` on `store`; the
- * profiles and `run.json` go to `<folder>/<store>`.
+ * Samples, every 50 ms until `stop`, what the backends of database `name` are doing (pg_stat_activity): how many
+ * run a statement, wait for a lock, wait for the client (idle in transaction) or are idle.
  */
-const profileValidate = async (store: string, folder: string): Promise<Profiled> => {
+const sampleActivity = (url: string, name: string) => {
+  const totals = new Map<string, number>()
+  let samples = 0
+  let running = true
+  const loop = (async () => {
+    while (running) {
+      const rows = await querySql(
+        url,
+        `SELECT CASE WHEN wait_event_type = 'Lock' THEN 'waiting for a lock' WHEN state = 'active' THEN 'running a statement (or waiting on I/O)'
+           WHEN state = 'idle in transaction' THEN 'idle in transaction (waiting for the server)' ELSE 'idle' END AS what, count(*) AS n
+         FROM pg_stat_activity WHERE datname = '${name}' AND pid <> pg_backend_pid() GROUP BY 1`
+      )
+      samples++
+      for (const row of rows) totals.set(String(row.what), (totals.get(String(row.what)) ?? 0) + Number(row.n))
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  })()
+  return async () => {
+    running = false
+    await loop
+    return [...totals.entries()].map(([what, n]) => `${what} ${fixed(n / samples, 1)}`).join(", ")
+  }
+}
+
+/**
+ * Profiles one target under load (see the module comment): the floor, or `lm serve` on `store`; the profiles and
+ * `run.json` go to `<folder>/<store>`. `validate`: POST /validate over 64 licenses, figures per request.
+ * `activate`: the quick bench's activate+deactivate cycles on one license (64 seats), figures per cycle (an
+ * answered deactivation), the seats checked after the run; on PostgreSQL also the transactions, rows and lock
+ * waits of the run.
+ */
+const profileRun = async (store: string, scenario: "validate" | "activate", folder: string): Promise<Profiled> => {
   const seconds = envNumber("PROFILE_SECONDS", 20)
   const warmup = envNumber("PROFILE_WARMUP", 5)
   const interval = envNumber("PROFILE_INTERVAL_US", 250)
   const isFloor = store === "floor"
-  const { env, cleanup } = await storeEnvs[store]!()
+  const { env, cleanup, database } = await storeEnvs[store]!()
   const dir = path.join(folder, store)
   fs.mkdirSync(dir, { recursive: true })
   try {
@@ -473,29 +558,89 @@ const profileValidate = async (store: string, folder: string): Promise<Profiled>
       : await startListening([...profiling, lmBin, "serve"], bundledServerEnv(auth, env, limitsOn))
     let run: MeasuredRun
     try {
-      const keys = isFloor ? floorKeys : await ready(listening.base).then(() => seedValidateKeys(listening.base, auth, 64))
-      const wrk = (s: number) =>
-        runWrk({ url: listening.base, script: validateScript, args: [new URL(listening.base).pathname, ...keys], seconds: s, connections })
+      const apiPath = new URL(listening.base).pathname
+      let wrk: (s: number) => Promise<WrkRun>
+      let cycleKey: string | undefined
+      if (scenario === "validate") {
+        const keys = isFloor ? floorKeys : await ready(listening.base).then(() => seedValidateKeys(listening.base, auth, 64))
+        wrk = (s) => runWrk({ url: listening.base, script: validateScript, args: [apiPath, ...keys], seconds: s, connections })
+      } else {
+        cycleKey = isFloor
+          ? "BNCH-FLOR-CYCL-0000"
+          : await ready(listening.base).then(async () =>
+            (await expectStatus(201, listening.base, "POST", "/licenses", { max_activations: connections }, auth)).body.data.license_key as string
+          )
+        wrk = (s) => runWrk({ url: listening.base, script: cycleScript, args: [apiPath, cycleKey!, String(2 * connections)], seconds: s, connections })
+      }
+      /** Cycles mode: every seat the run left is freed, and the count must be 0 (the quick bench checks more). */
+      const seatsAfter = async (measured: WrkRun) => {
+        if (scenario !== "activate" || isFloor) return ""
+        await new Promise((r) => setTimeout(r, 300))
+        const read = async () => (await expectStatus(200, listening.base, "GET", `/licenses/${encodeURIComponent(cycleKey!)}`, undefined, auth)).body.data
+        const before = await read()
+        const active = (before.machines as ReadonlyArray<{ status: string; fingerprint: string }>).filter((m) => m.status === "active")
+        const sure = Object.entries(measured.state ?? {}).filter(([, s]) => s === "active").map(([fp]) => fp)
+        const missing = sure.filter((fp) => !active.some((m) => m.fingerprint === fp))
+        for (const m of active) await expectStatus(200, listening.base, "POST", "/deactivate", { license_key: cycleKey, fingerprint: m.fingerprint })
+        const after = await read()
+        const exact = before.activation_count === active.length && active.length <= connections && missing.length === 0 && after.activation_count === 0
+        if (!exact) throw new Error(`seats WRONG: ${before.activation_count} held, ${active.length} listed active, missing ${missing.join(" ")}, after clean-up ${after.activation_count}`)
+        return `; seats exact (${active.length} held after the run, 0 after clean-up)`
+      }
       const warm = await wrk(warmup)
-      progress(`${store}: pid ${listening.pid}; warm-up ${fixed(warm.rps)} req/s`)
+      progress(`${store}: pid ${listening.pid}; warm-up ${fixed(warm.rps)} req/s${await seatsAfter(warm)}`)
+      const counters = database === undefined ? undefined : () => databaseCounters(process.env.DATABASE_URL!, database)
+      const countersBefore = await counters?.()
+      const activity = database === undefined ? undefined : sampleActivity(process.env.DATABASE_URL!, database)
+      // The server's PostgreSQL backends (its pool's connections live as long as it does): their CPU over the run.
+      const backends = database === undefined
+        ? []
+        : (await querySql(process.env.DATABASE_URL!, `SELECT pid FROM pg_stat_activity WHERE datname = '${database}' AND pid <> pg_backend_pid()`))
+          .map((row) => Number(row.pid))
+      const backendCpu = () => backends.reduce((sum, pid) => sum + (Number.isFinite(cpuMicrosOf(pid)) ? cpuMicrosOf(pid) : 0), 0)
+      const backendsBefore = backendCpu()
+      const threadsBefore = cpuByThreadName(listening.pid)
       const cpuBefore = cpuMicrosOf(listening.pid)
       const mainBefore = cpuMicrosOf(listening.pid, listening.pid)
       const from = monotonicMicros()
       const measured = await wrk(seconds)
       const to = monotonicMicros()
+      const cpu = cpuMicrosOf(listening.pid) - cpuBefore
+      const mainCpu = cpuMicrosOf(listening.pid, listening.pid) - mainBefore
+      const threads = [...cpuByThreadName(listening.pid)].map(([name, micros]) => [name, micros - (threadsBefore.get(name) ?? 0)] as const)
+        .filter(([, micros]) => micros > 0).sort((a, b) => b[1] - a[1])
+      const backendsUsed = backendCpu() - backendsBefore
+      const waits = await activity?.()
+      const count = scenario === "validate" ? measured.requests : measured.counts!.deactivated
+      let storeStats: string | undefined
+      if (counters !== undefined) {
+        // Backends flush their counters at most once a second.
+        await new Promise((r) => setTimeout(r, 1_500))
+        const after = await counters()
+        const per = (k: string) => fixed((after[k]! - countersBefore![k]!) / count, 2)
+        storeStats = `PostgreSQL per ${unitLong()} (pg_stat_database): ${per("xact_commit")} commits, ${per("xact_rollback")} rollbacks, ${
+          per("tup_inserted")
+        } rows inserted, ${per("tup_updated")} updated, ${per("tup_deleted")} deleted, ${per("tup_fetched")} fetched; its ${backends.length} backends used ${fixed(backendsUsed / count, 1)} µs of CPU per ${unitLong()} (/proc); backends on average (pg_stat_activity every 50 ms): ${waits}.`
+      }
       run = {
         store,
         pid: listening.pid,
         from,
         to,
-        requests: measured.requests,
+        requests: count,
         rps: measured.rps,
         p99: measured.p99,
-        cpu: cpuMicrosOf(listening.pid) - cpuBefore,
-        mainCpu: cpuMicrosOf(listening.pid, listening.pid) - mainBefore,
-        load: loadAverage()
+        cpu,
+        mainCpu,
+        load: loadAverage(),
+        scenario,
+        threads: threads.map(([name, micros]) => `${name} ${fixed(micros / count, 1)}`).join(", "),
+        ...(storeStats === undefined ? {} : { store_stats: storeStats })
       }
-      progress(`${store}: ${measured.requests} requests in ${fixed(measured.seconds, 1)} s (${fixed(measured.rps)} req/s, p99 ${fixed(measured.p99, 1)} ms, non-2xx ${measured.non2xx}, errors ${measured.errors}); stopping`)
+      progress(`${store}: ${measured.requests} requests${scenario === "validate" ? "" : `, ${count} cycles`} in ${fixed(measured.seconds, 1)} s (${fixed(measured.rps)} req/s, p99 ${
+        fixed(measured.p99, 1)
+      } ms, non-2xx ${measured.non2xx}, errors ${measured.errors})${await seatsAfter(measured)}; stopping`)
+      if (storeStats !== undefined) progress(`${store}: ${storeStats}`)
     } finally {
       // SIGTERM: the server drains and exits, and Node writes the profile.
       await listening.stop()
@@ -513,13 +658,14 @@ const stepsSideBySide = (runs: ReadonlyArray<Profiled>): string => {
   const micros = (r: Profiled, name: string) => r.summary.steps.find((s) => s.name === name)?.micros ?? 0
   const perRequest = (r: Profiled, profileMicros: number) => fixed((profileMicros * r.scale) / r.run.requests, 1)
   return markdownTable(
-    ["step", ...runs.map((r) => `${r.run.store} µs/req`)],
+    ["step", ...runs.map((r) => `${r.run.store} µs/${unit}`)],
     [
       ...names.map((name) => [name, ...runs.map((r) => perRequest(r, micros(r, name)))]),
       ["**main thread (CPU, /proc)**", ...runs.map((r) => `**${fixed(r.run.mainCpu / r.run.requests, 1)}**`)],
       ["other threads: PGlite's worker (profile time)", ...runs.map((r) => (r.workerPerRequest === 0 ? "–" : fixed(r.workerPerRequest, 1)))],
       ["process, every thread (CPU, /proc)", ...runs.map((r) => fixed(r.run.cpu / r.run.requests, 1))],
-      ["req/s during the profile (wrk)", ...runs.map((r) => fixed(r.run.rps))]
+      ["req/s during the profile (wrk)", ...runs.map((r) => fixed(r.run.rps))],
+      ...(unit === "cycle" ? [["cycles/s during the profile (answered deactivations)", ...runs.map((r) => fixed(r.run.requests / ((r.run.to - r.run.from) / 1e6)))]] : [])
     ]
   )
 }
@@ -641,8 +787,10 @@ if (args[0] === "analyze") {
   // Folders a profiled run left (their profiles and run.json), or a profile file and a request count.
   const targets = args.slice(1)
   if (targets.length > 0 && targets.every((t) => fs.existsSync(path.join(t, "run.json")))) {
-    const runs = targets.map((t) => analyseRun(t, JSON.parse(fs.readFileSync(path.join(t, "run.json"), "utf8")) as MeasuredRun))
-    console.log(["### Steps of a validate, µs per request", "", stepsSideBySide(runs), "", ...runs.flatMap((r) => [r.text, ""])].join("\n"))
+    const read = targets.map((t) => JSON.parse(fs.readFileSync(path.join(t, "run.json"), "utf8")) as MeasuredRun)
+    if (read[0]?.scenario === "activate") unit = "cycle"
+    const runs = targets.map((t, i) => analyseRun(t, read[i]!))
+    console.log([`### Steps of ${unit === "req" ? "a validate, µs per request" : "an activate+deactivate cycle, µs per cycle"}`, "", stepsSideBySide(runs), "", ...runs.flatMap((r) => [r.text, ""])].join("\n"))
   } else {
     const requests = Number(targets[1])
     if (targets.length !== 2 || !(requests > 0)) {
@@ -651,8 +799,9 @@ if (args[0] === "analyze") {
     console.log(tables(summarise(readProfile(targets[0]!)), requests))
   }
 } else {
-  const parts = args.filter((a) => a === "validate" || a === "startup")
+  const parts = args.filter((a) => a === "validate" || a === "activate" || a === "startup")
   const runValidate = parts.length === 0 || parts.includes("validate")
+  const runActivate = parts.includes("activate")
   const runStartup = parts.length === 0 || parts.includes("startup")
   const keep = process.env.PROFILE_DIR !== undefined && process.env.PROFILE_DIR !== ""
   const folder = keep ? path.resolve(process.env.PROFILE_DIR!) : fs.mkdtempSync(path.join(os.tmpdir(), "lm-bench-profile-"))
@@ -668,9 +817,20 @@ if (args[0] === "analyze") {
       const runs: Array<Profiled> = []
       for (const store of (process.env.PROFILE_STORES ?? "floor,memory,pglite").split(",").map((s) => s.trim())) {
         if (storeEnvs[store] === undefined) throw new Error(`PROFILE_STORES: unknown store ${store}`)
-        runs.push(await profileValidate(store, folder))
+        runs.push(await profileRun(store, "validate", folder))
       }
       out.push("### Steps of a validate, µs per request", "", stepsSideBySide(runs), "", ...runs.flatMap((r) => [r.text, ""]))
+    }
+    if (runActivate) {
+      ensureWrk(progress)
+      unit = "cycle"
+      const runs: Array<Profiled> = []
+      for (const store of (process.env.PROFILE_STORES ?? "floor,pglite,postgres").split(",").map((s) => s.trim())) {
+        if (storeEnvs[store] === undefined) throw new Error(`PROFILE_STORES: unknown store ${store}`)
+        runs.push(await profileRun(store, "activate", path.join(folder, "activate")))
+      }
+      out.push("### Steps of an activate+deactivate cycle, µs per cycle", "", stepsSideBySide(runs), "", ...runs.flatMap((r) => [r.text, ""]))
+      unit = "req"
     }
     if (runStartup) out.push("### Start-up and commands", "", await startup(), "")
   } finally {

@@ -334,6 +334,15 @@ export const runSql = (url: string, statements: ReadonlyArray<string>) =>
     }).pipe(Effect.provide(url.startsWith("pglite:") ? layerPglite({ dataDir: url.slice(7), thread: "main" }) : layerPostgres({ url, maxConnections: 1 })), Effect.scoped)
   )
 
+/** The rows of one query on the PostgreSQL server of `url`. */
+export const querySql = (url: string, statement: string): Promise<ReadonlyArray<Record<string, unknown>>> =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      return (yield* sql.unsafe(statement)) as ReadonlyArray<Record<string, unknown>>
+    }).pipe(Effect.provide(layerPostgres({ url, maxConnections: 1 })), Effect.scoped)
+  )
+
 /** A new, empty database on the PostgreSQL server of `url`; `drop` removes it (closing its connections). */
 export const freshPostgresDatabase = async (
   url: string,

@@ -4,8 +4,8 @@
  * (default `/api`), so `/lm/v1/health` is served at `/api/lm/v1/health`.
  *
  * To add a group: `.add(MyGroup)` before `.prefix(...)` and `.middleware(ErrorEnvelope)` (both apply to the
- * groups present when they are called), then provide `HttpApiBuilder.group(Api, "my-group", ...)` to the
- * server (see `server/Http.ts`).
+ * groups present when they are called); `@lm/http` then fails to compile until its `ApiHandlers`
+ * (`handlers/ApiHandlers.ts`) holds the group's handlers (`"my-group": MyGroupHandlers`).
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { version } from "./version.js"

@@ -4,7 +4,9 @@
  * the fast path) on Node's HTTP server.
  */
 export { AnalyticsHandlers } from "./handlers/Analytics.js"
+export { ApiHandlers, type HandlersOf, mergeEntries } from "./handlers/ApiHandlers.js"
 export { ApiKeysHandlers } from "./handlers/ApiKeys.js"
+export { AuditLogHandlers } from "./handlers/AuditLog.js"
 export { ClientHandlers } from "./handlers/Client.js"
 export { GeneratorsHandlers } from "./handlers/Generators.js"
 export { PoliciesHandlers } from "./handlers/Policies.js"

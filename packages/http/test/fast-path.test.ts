@@ -12,14 +12,18 @@
  * serve the hot routes (and the other server's, that it was off).
  */
 import { Agent, request as httpRequest } from "node:http"
-import { Effect, Layer, Redacted } from "effect"
-import { ActivityRecorder, Errors, Ports } from "@lm/domain"
+import { Effect, Layer, Redacted, Result, Schema } from "effect"
+import { identity } from "effect/Function"
+import { ActivityRecorder, Errors, Ports, type Services, type Validation } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ApiErrors } from "@lm/api"
+import { ApiErrors, commonValidatePayload, ok, ValidatePayload } from "@lm/api"
+import { isoNow, machineToWire } from "@lm/api/wire"
 import type { ClientGuard, ClientGuardRequest } from "../src/server/ClientPipeline.js"
 import { FastPath } from "../src/server/FastPath.js"
 import type { Settings } from "../src/server/Settings.js"
+import { validateAnswer, validateText } from "../src/handlers/ClientAnswers.js"
+import { makeLicense, makeMachine } from "../../domain/test/fixtures.js"
 import { adminAuth, startApp, type TestApp } from "./support/App.js"
 
 /** base64 of a fixed 32-byte Ed25519 seed, so that both servers sign with the same key (same `kid`). */
@@ -191,6 +195,14 @@ const corpus = (trustProxy: boolean): ReadonlyArray<Case> => {
   post("validate with nonce int", "/validate", { license_key: key, nonce: 42 })
   post("validate with nulls", "/validate", { license_key: key, fingerprint: null, nonce: null })
   post("validate unknown fields", "/validate", { license_key: key, ip_address: "1.2.3.4", extra: { a: [1] } })
+  // The common bodies the fast path decodes without the schema (`commonValidatePayload`), and near misses.
+  post("validate fingerprint first", "/validate", { fingerprint: "nobody", license_key: key })
+  post("validate fingerprint null only", "/validate", { license_key: key, fingerprint: null })
+  post("validate fingerprint a number", "/validate", { license_key: key, fingerprint: 7 })
+  post("validate fingerprint of 255", "/validate", { license_key: key, fingerprint: "f".repeat(255) })
+  post("validate fingerprint with DEL", "/validate", { license_key: key, fingerprint: "a\u007fb" })
+  post("validate key an array", "/validate", { license_key: [key] })
+  post("validate __proto__ key", "/validate", `{"__proto__":{"fingerprint":"x"},"license_key":"${key}"}`)
   post("validate suspended", "/validate", { license_key: "SUSP-0000-0000-0001" })
   post("validate revoked", "/validate", { license_key: "REVK-0000-0000-0001" })
   post("validate terminated", "/validate", { license_key: "TERM-0000-0000-0001" })
@@ -641,6 +653,94 @@ describe("a client that goes away on the fast path", () => {
     } finally {
       storeMode = "up"
       await app.close()
+    }
+  })
+})
+
+describe("the fast path's shortcuts give exactly what they stand for", () => {
+  const decode = Schema.decodeUnknownResult(ValidatePayload)
+
+  it("decodes the two common validate bodies as the payload schema does, and leaves every other body to it", () => {
+    const common: ReadonlyArray<unknown> = [
+      { license_key: key },
+      { license_key: "  any text  " },
+      { license_key: "" },
+      { license_key: key, fingerprint: null },
+      { license_key: key, fingerprint: "fp" },
+      { fingerprint: "fp", license_key: key },
+      { license_key: key, fingerprint: "f".repeat(255) },
+      { license_key: key, fingerprint: "\u00a0é 漢字 \ud83d\ude00" }
+    ]
+    const others: ReadonlyArray<unknown> = [
+      null, 1, "text", [], [key], {}, { license_key: 1 }, { license_key: null }, { license_key: [key] },
+      { license_key: key, fingerprint: "" }, { license_key: key, fingerprint: "f".repeat(256) },
+      { license_key: key, fingerprint: "a\u0000b" }, { license_key: key, fingerprint: "a\u007fb" },
+      { license_key: key, fingerprint: "a\u009fb" }, { license_key: key, fingerprint: 3 },
+      { license_key: key, nonce: "n" }, { license_key: key, fingerprint: "fp", nonce: 1 }, { license_key: key, extra: 1 },
+      { license_key: key, entitlements: null }, { fingerprint: "fp" },
+      JSON.parse(`{"__proto__":{"fingerprint":"x"},"license_key":"${key}"}`),
+      JSON.parse(`{"license_key":"${key}","__proto__":null}`)
+    ]
+    for (const input of common) {
+      const schema = decode(input)
+      expect(Result.isSuccess(schema), JSON.stringify(input)).toBe(true)
+      expect(commonValidatePayload(input), JSON.stringify(input)).toStrictEqual(Result.getOrThrow(schema))
+    }
+    for (const input of others) {
+      const shortcut = commonValidatePayload(input)
+      // Not a common body: the schema decodes it (or refuses it); a shortcut's answer would have to be the same.
+      if (shortcut !== undefined) expect(shortcut).toStrictEqual(Result.getOrThrow(decode(input)))
+    }
+    expect(others.filter((input) => commonValidatePayload(input) !== undefined)).toEqual([])
+  })
+
+  it("writes the answer's server time as Date#toISOString does, within a second and across seconds", () => {
+    const times = [0, 1, 999, 1000, 1001, 59_999, 60_000, Date.UTC(2024, 1, 29, 23, 59, 59, 999), Date.UTC(2024, 2, 1),
+      Date.UTC(2026, 10, 28, 1, 2, 3, 4), Date.UTC(2026, 10, 28, 1, 2, 3, 45), Date.UTC(2026, 10, 28, 1, 2, 3, 456),
+      253_402_300_799_999, 253_402_300_800_000, -1, -1001, 1.5, Date.now()]
+    let t = Date.UTC(2026, 10, 28)
+    for (let i = 0; i < 2000; i++) times.push(t += (i * 7919) % 1500)
+    for (const millis of [...times, ...times.reverse()]) expect(isoNow(millis)).toBe(new Date(millis).toISOString())
+    expect(() => isoNow(Number.NaN)).toThrow(RangeError)
+  })
+
+  it("writes validate's answer as the JSON text of its object, byte for byte, as the license and its seats change", () => {
+    const license = makeLicense({ key, maxActivations: 3, meta: { note: "a \"quoted\" \u2028 ünïcode 😀" }, entitlements: ["beta"] })
+    const machine = makeMachine({ fingerprint: "fp \"1\"", name: "Büro", meta: { n: 1 } })
+    const validation = (patch: Partial<Validation.Validation>): Validation.Validation => ({
+      valid: true,
+      code: "valid",
+      status: "active",
+      machine: null,
+      needsActivation: false,
+      seatsHeld: 1,
+      ceiling: 3,
+      entitlements: ["beta"],
+      missing: [],
+      ...patch
+    })
+    const result = (v: Validation.Validation, l = license): Services.ValidateResult => ({
+      license: l,
+      validation: v,
+      now: Date.UTC(2026, 10, 28, 1, 2, 3, 456),
+      signedPayload: v.valid ? "eyJ2IjoxfQ.c2ln" : null,
+      signedRefusal: v.valid ? null : "eyJ2IjoyfQ.cmVm"
+    })
+    const cases: ReadonlyArray<[Services.ValidateResult, string | number | null]> = [
+      [result(validation({})), null],
+      [result(validation({})), "n-1"],
+      [result(validation({})), 42],
+      [result(validation({ seatsHeld: 2 })), null],
+      [result(validation({ machine, needsActivation: false })), "x\"y"],
+      [result(validation({ needsActivation: true })), null],
+      [result(validation({ status: "expired", valid: false, code: "license_expired" })), null],
+      [result(validation({ valid: false, code: "entitlements_missing", missing: ["sso", "team"] })), 0],
+      [result(validation({ entitlements: ["beta", "export"] })), null],
+      [result(validation({}), makeLicense({ key, maxActivations: 5 })), null],
+      [result(validation({})), null]
+    ]
+    for (const [r, nonce] of cases) {
+      expect(validateText(r, nonce)).toBe(JSON.stringify(ok(validateAnswer(r, nonce, identity, machineToWire))))
     }
   })
 })

@@ -5,7 +5,11 @@
  * PGlite is one backend session in this process (on this thread or on a worker thread: `PgliteSession`). The
  * bridge frames the bytes the client writes into protocol messages and hands the complete messages of each
  * write, in order, to the session; its replies are pushed back as they come. Use it with a pool of exactly one
- * connection: two sockets open at once would share the one session (and its transaction).
+ * connection: the session (and its transaction) is held by one socket at a time. A socket that starts a session
+ * takes it over: the previous holder is cut off and destroyed, and its clean-up (`PgliteSession.reset`) runs before
+ * the new socket's first message. A pool replaces a retired connection (after a cancelled statement) while the old
+ * socket may still have writes queued; run later, the old socket's clean-up (DISCARD ALL, ROLLBACK) would hit the
+ * new connection's prepared statements and transaction.
  */
 import type { PGlite } from "@electric-sql/pglite"
 import { Duplex } from "node:stream"
@@ -42,11 +46,25 @@ export const make = (db: PGlite): PgliteBridge => onSession(inThread(db))
 /** Makes a bridge onto a PGlite session (see `PgliteSession`: on this thread or on a worker thread). */
 export const onSession = (session: PgliteSession): PgliteBridge => {
   const sockets = new Set<PgliteSocket>()
+  /** The socket whose session it is (the last one that started one). */
+  let holder: PgliteSocket | undefined
+  const claim = (socket: PgliteSocket): Promise<void> => {
+    const previous = holder
+    holder = socket
+    if (previous === undefined || previous === socket) return Promise.resolve()
+    // Nothing more of the previous socket reaches PGlite; its client sees the connection closed.
+    const cleanup = previous.finish()
+    previous.destroy()
+    return cleanup
+  }
   return {
     connect: () => {
-      const socket = new PgliteSocket(session)
+      const socket = new PgliteSocket(session, claim)
       sockets.add(socket)
-      socket.once("close", () => sockets.delete(socket))
+      socket.once("close", () => {
+        sockets.delete(socket)
+        if (holder === socket) holder = undefined
+      })
       return socket
     },
     close: () => Promise.all(Array.from(sockets, (socket) => socket.finish())).then(() => undefined)
@@ -59,6 +77,8 @@ export const onSession = (session: PgliteSession): PgliteBridge => {
  */
 class PgliteSocket extends Duplex {
   private readonly session: PgliteSession
+  /** Takes the session for this socket; resolves once the previous holder's clean-up has run. */
+  private readonly claim: (socket: PgliteSocket) => Promise<void>
   /** Bytes of an incomplete message carried over from earlier chunks. */
   private pending: Buffer = Buffer.alloc(0)
   /** Before the startup packet is accepted, messages carry no type byte. */
@@ -69,9 +89,10 @@ class PgliteSocket extends Duplex {
   private finished = false
   private cleanup: Promise<void> | undefined
 
-  constructor(session: PgliteSession) {
+  constructor(session: PgliteSession, claim: (socket: PgliteSocket) => Promise<void>) {
     super({ allowHalfOpen: false })
     this.session = session
+    this.claim = claim
   }
 
   override _read(): void {}
@@ -154,7 +175,8 @@ class PgliteSocket extends Duplex {
       return
     }
     this.startup = false
-    await this.exec([message])
+    await this.claim(this)
+    if (!this.finished) await this.exec([message])
   }
 
   private exec(messages: ReadonlyArray<Uint8Array>): Promise<void> {

@@ -152,3 +152,26 @@ export const layerTemporaryMigrated: Layer.Layer<PgClient.PgClient | SqlClient, 
     (loadDataDir) => makePglite({ loadDataDir })
   )
 )
+
+/** Unpacks the migrated template into a data folder next to its tarball (renamed into place), once per process. */
+const buildMigratedDir = async (): Promise<string> => {
+  const dir = path.join(os.tmpdir(), `lm-pglite-migrated-${pgliteVersion()}-${await migrationsHash()}`)
+  if (await exists(path.join(dir, "PG_VERSION"))) return dir
+  const building = `${dir}.${process.pid}.${Date.now()}`
+  const db = await PGlite.create(building, { loadDataDir: await loadMigratedTarball() })
+  await db.close()
+  // Another process may have won the race; its folder is as good as ours.
+  await fs.rename(building, dir).catch(() => fs.rm(building, { recursive: true, force: true }))
+  return dir
+}
+
+const loadMigratedDir = memo(buildMigratedDir)
+
+/**
+ * The migrated template as a data folder (made on first use), for a test that starts `lm serve` on PGlite: copied
+ * into its `LM_DATA_DIR`, the server's start finds every migration applied. Never open it directly: copy it.
+ */
+export const migratedDataDir: Effect.Effect<string, StoreUnavailable> = Effect.tryPromise({
+  try: loadMigratedDir,
+  catch: (cause) => new StoreUnavailable({ message: `Could not make the migrated PGlite folder: ${String(cause)}` })
+})

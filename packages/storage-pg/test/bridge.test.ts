@@ -184,6 +184,40 @@ describe("PgliteBridge clean-up", () => {
     )
   })
 
+  it("gives the session to a new connection only after the previous one is cut off and cleaned up", async () => {
+    // A pool replaces a retired connection while the old socket may still have writes queued: its clean-up
+    // (ROLLBACK, DISCARD ALL) must not land in the new connection's session.
+    const before = await count()
+    const old = bridge.connect()
+    const oldOpen = readReady(old, 2)
+    old.write(msg.startup())
+    old.write(msg.query("BEGIN; INSERT INTO items VALUES (6)"))
+    await oldOpen
+    const oldClosed = closed(old)
+
+    const fresh = bridge.connect()
+    const started = readReady(fresh, 3)
+    fresh.write(msg.startup())
+    fresh.write(msg.query("PREPARE kept AS SELECT 7 AS seven"))
+    fresh.write(msg.query("BEGIN; INSERT INTO items VALUES (8)"))
+    await started
+    // The old connection's client closes it late (it was destroyed when the new one started).
+    if (!old.destroyed) old.end(msg.terminate())
+    await oldClosed
+
+    const answered = readReady(fresh, 2)
+    fresh.write(msg.query("EXECUTE kept"))
+    fresh.write(msg.query("COMMIT"))
+    const messages = await answered
+    assert.deepStrictEqual(messages.filter((m) => m._tag === "ErrorResponse"), [])
+    assert.deepStrictEqual(rows(messages), [["7"]])
+    assert.strictEqual(status(messages), "I")
+    fresh.end(msg.terminate())
+    await closed(fresh)
+    // The old connection's uncommitted insert is gone; the new one's committed insert is kept.
+    assert.strictEqual(await count(), before + 1)
+  })
+
   it("keeps committed work of a connection that is closed afterwards", async () => {
     const before = await count()
     await queryOnce(bridge.connect, "BEGIN; INSERT INTO items VALUES (5); COMMIT")

@@ -1,10 +1,6 @@
 /**
  * The console's pages and where they live. A page is one file here and one line below: `nav` puts it in the menu,
  * `needs: "read_write"` hides it from other keys (the API refuses them anyway).
- *
- * Not here yet, for routes the server does not serve yet: policies and entitlements (CONTRACT §15), one page file
- * and one line when its routes land; deleting a release
- * (`DELETE /releases/{id}`, §9) is one `Action` in Releases.tsx.
  */
 import type { FunctionComponent } from "preact"
 import { ApiKeys } from "./ApiKeys.js"

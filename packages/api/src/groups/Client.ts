@@ -48,6 +48,27 @@ export const ValidatePayload = Schema.Struct({
   }))
 })
 
+/**
+ * What {@link ValidatePayload} decodes the two common validate bodies to, `{license_key}` and `{license_key,
+ * fingerprint}` (a string key; a null or valid fingerprint), without running the schema; undefined for any
+ * other input, which the schema decodes (or refuses) as always. The fast path (`FastPath.ts`) tries it first;
+ * its test compares both for odd bodies.
+ */
+export const commonValidatePayload = (input: unknown): typeof ValidatePayload.Type | undefined => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined
+  const body = input as Record<string, unknown>
+  const licenseKey = body.license_key
+  if (typeof licenseKey !== "string") return undefined
+  const keys = Object.keys(body)
+  if (keys.length === 1 && keys[0] === "license_key") return { license_key: licenseKey }
+  if (keys.length !== 2 || !(keys[0] === "fingerprint" ? keys[1] === "license_key" : keys[0] === "license_key" && keys[1] === "fingerprint")) {
+    return undefined
+  }
+  const fingerprint = body.fingerprint
+  if (fingerprint === null) return { license_key: licenseKey, fingerprint: null }
+  return typeof fingerprint === "string" && Model.isFingerprint(fingerprint) ? { license_key: licenseKey, fingerprint } : undefined
+}
+
 /** The answer of `POST /validate` (always 200 for an existing key). */
 export const ValidateResponse = Schema.Struct({
   valid: Schema.Boolean,

@@ -8,19 +8,8 @@ import { Effect, Layer } from "effect"
 // `Services` names the engine's services in the declarations of the layers below.
 import { ApiKeys, Ports, type Services } from "@lm/domain"
 import { Api } from "@lm/api"
-import { AnalyticsHandlers } from "../handlers/Analytics.js"
-import { ApiKeysHandlers } from "../handlers/ApiKeys.js"
-import { BillingHandlers, BillingProvidersHandlers } from "../handlers/Billing.js"
-import { ClientHandlers } from "../handlers/Client.js"
-import { GeneratorsHandlers } from "../handlers/Generators.js"
-import { PoliciesHandlers } from "../handlers/Policies.js"
-import { LicensesHandlers } from "../handlers/Licenses.js"
-import { MachinesHandlers } from "../handlers/Machines.js"
-import { ReleasesHandlers, UpdatesHandlers } from "../handlers/Releases.js"
-import { SubscriptionsHandlers } from "../handlers/Subscriptions.js"
-import { StorageHealth, SystemHandlers } from "../handlers/System.js"
-import { WebhooksHandlers } from "../handlers/Webhooks.js"
-import { AuditLogHandlers } from "../handlers/AuditLog.js"
+import { ApiHandlers, mergeEntries } from "../handlers/ApiHandlers.js"
+import { StorageHealth } from "../handlers/System.js"
 import { ApiKeyAuthenticator } from "./Authentication.js"
 import { FastPath } from "./FastPath.js"
 import { layerMiddlewares, layerRoutes, layerServer, type RequestCounter } from "./Http.js"
@@ -54,23 +43,7 @@ const storageHealthLayer = (storage: string) =>
 
 /** The routes of the whole API with their handlers, middlewares and health check (naming the store `storage`), on an engine. */
 export const layerApiRoutes = (storage: string) => {
-  const handlers = Layer.mergeAll(
-    SystemHandlers,
-    ClientHandlers,
-    LicensesHandlers,
-    MachinesHandlers,
-    GeneratorsHandlers,
-    PoliciesHandlers,
-    ApiKeysHandlers,
-    WebhooksHandlers,
-    SubscriptionsHandlers,
-    BillingHandlers,
-    BillingProvidersHandlers,
-    AnalyticsHandlers,
-    ReleasesHandlers,
-    UpdatesHandlers,
-    AuditLogHandlers
-  ).pipe(
+  const handlers = mergeEntries(ApiHandlers).pipe(
     Layer.provide(ReleaseRoutes.layer),
     Layer.provide(layerMiddlewares),
     Layer.provide(authenticatorLayer),

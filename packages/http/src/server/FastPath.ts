@@ -36,7 +36,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Option, Result, Schema, Tracer } from "effect"
 import { type Headers, HttpTraceContext, type HttpServerResponse } from "effect/http"
 import { HttpApi } from "effect/http-api"
-import { Api, ErrorEnvelope } from "@lm/api"
+import { Api, commonValidatePayload, ErrorEnvelope } from "@lm/api"
 import {
   type ClientEndpoint,
   type ClientInput,
@@ -155,6 +155,9 @@ export const decodeBody = (route: Route, text: string): Result.Result<unknown, H
   } catch {
     return Result.fail(invalidJson())
   }
+  // The two common validate bodies skip the schema (same output); anything else is the schema's to decode.
+  const common = route.name === "validate" ? commonValidatePayload(input) : undefined
+  if (common !== undefined) return Result.succeed(common)
   const payload = route.decode(input)
   return Result.isFailure(payload) ? Result.fail(invalidParams(payload.failure, "body")) : Result.succeed(payload.success)
 }

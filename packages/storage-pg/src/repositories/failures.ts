@@ -93,6 +93,8 @@ const timedOut = (bound: Duration.Input) => {
     )
 }
 const timedOutBulk = timedOut(BULK_STORE_CALL_TIMEOUT)
+/** Decoded once: a text duration would be parsed again by every call's timer (bench/README.md, activate profile). */
+const bulkBound = Duration.fromInputUnsafe(BULK_STORE_CALL_TIMEOUT)
 
 /** What a repository wraps each store call in (see {@link storeCalls}). */
 export type OrUnavailable = <A, E, R>(
@@ -105,6 +107,7 @@ export type OrUnavailable = <A, E, R>(
  */
 export const orUnavailableWithin = (timeout: Duration.Input): OrUnavailable => {
   const timedOutCall = timedOut(timeout)
+  const bound = Duration.fromInputUnsafe(timeout)
   return <A, E, R>(
     effect: Effect.Effect<A, E | SqlError, R>
   ): Effect.Effect<A, Exclude<E, SqlError> | Errors.StorageUnavailable, R> =>
@@ -120,8 +123,8 @@ export const orUnavailableWithin = (timeout: Duration.Input): OrUnavailable => {
       (call) =>
         Effect.withFiber((fiber) =>
           fiber.getRef(Ports.BulkWrite)
-            ? Effect.timeoutOrElse(call, { duration: BULK_STORE_CALL_TIMEOUT, orElse: timedOutBulk })
-            : Effect.timeoutOrElse(call, { duration: timeout, orElse: timedOutCall })
+            ? Effect.timeoutOrElse(call, { duration: bulkBound, orElse: timedOutBulk })
+            : Effect.timeoutOrElse(call, { duration: bound, orElse: timedOutCall })
         )
     )
 }
