@@ -7,9 +7,10 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { basic } from "../../packages/http/test/support/Management.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "../http/support/Child.js"
+import { migratedPgliteFolder } from "../http/support/PgliteFolder.js"
 import { type PgServers, startPgServers } from "../http/support/PgServers.js"
 import { serviceUrl } from "../support/services.js"
 
@@ -22,6 +23,8 @@ const notRestored = /bootstrap key not restored: (\S+) was deleted/g
 const auth = (k: typeof keyA) => basic(k.key, k.secret)
 
 let server: ServerProcess | undefined
+// The folder starts migrated: the first start skips initdb and the migrations.
+beforeAll(() => migratedPgliteFolder(dataDir), 120_000)
 
 /** Starts `lm serve` on the folder; resolves with the API base. */
 const start = async (extra: Readonly<Record<string, string>> = {}) => {

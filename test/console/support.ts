@@ -17,6 +17,7 @@ import { stripeKit } from "../../packages/http/test/support/BillingProviders.js"
 import { basic } from "../../packages/http/test/support/Management.js"
 import { launchChromium } from "../client/support/browser.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "../http/support/Child.js"
+import { migratedPgliteFolder } from "../http/support/PgliteFolder.js"
 import { type Receiver, startReceiver } from "../support/receiver.js"
 
 const screenshots = fileURLToPath(new URL("./screenshots/", import.meta.url))
@@ -57,7 +58,8 @@ export const useConsole = (options: { readonly signedIn?: boolean } = {}): Conso
     run.built = await buildConsole(join(work, "console"))
     run.receiver = await startReceiver()
     run.server = spawnServer({
-      LM_DATA_DIR: join(work, "data"),
+      // Starts migrated: the child skips initdb and the migrations.
+      LM_DATA_DIR: await migratedPgliteFolder(join(work, "data")),
       LM_CONSOLE_DIR: run.built.outdir,
       LM_MASTER_KEY: Buffer.alloc(32, 7).toString("base64"),
       PORT: "0",

@@ -5,25 +5,27 @@
  * answer: the process exits 0, and the data folder, opened again with @lm/storage-pg, holds exactly one event
  * per call, each against that license, next to the license and its machines.
  */
-import { Effect, Exit, Scope } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
 import { Ports } from "@lm/domain"
-import { layerPgliteStore, PgliteTemplate } from "@lm/storage-pg"
+import { layerPgliteStore } from "@lm/storage-pg"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { adminKey } from "../../packages/http/test/support/App.js"
 import { basic } from "../../packages/http/test/support/Management.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
+import { migratedPgliteFolder } from "./support/PgliteFolder.js"
 
-let scope: Scope.Closeable
 let dataDir: string
 let server: ServerProcess | undefined
 
 beforeAll(async () => {
-  scope = Effect.runSync(Scope.make())
-  dataDir = await Effect.runPromise(Scope.provide(PgliteTemplate.temporaryDataDir, scope))
+  dataDir = await migratedPgliteFolder(mkdtempSync(join(tmpdir(), "lm-shutdown-flush-")))
 })
 afterAll(async () => {
   if (server !== undefined && server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGKILL")
-  await Effect.runPromise(Scope.close(scope, Exit.void))
+  if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true })
 })
 
 const admin = basic(adminKey.consumerKey, adminKey.consumerSecret)

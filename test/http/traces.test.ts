@@ -17,6 +17,7 @@ import { adminAuth, adminKey } from "../../packages/http/test/support/App.js"
 import { admin, databaseUrl } from "../storage-contract/pg-support.js"
 import { eventually } from "../support/eventually.js"
 import { exitWithin, type ServerProcess, spawnServer, waitForOutput } from "./support/Child.js"
+import { migratedPgliteFolder } from "./support/PgliteFolder.js"
 import { serviceUrl } from "../support/services.js"
 
 interface Span {
@@ -81,7 +82,7 @@ const storeEnv = async (): Promise<Record<string, string>> => {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lm-traces-"))
   cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }))
-  return { LM_DATA_DIR: dir }
+  return { LM_DATA_DIR: await migratedPgliteFolder(dir) }
 }
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex")

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { RateLimit } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
 import { layerRedisRateLimits } from "@lm/server"
-import { adminAuth, startApp, type TestApp } from "./support/App.js"
+import { adminAuth, manualClock, startApp, type TestApp } from "./support/App.js"
 import { basic } from "./support/Management.js"
 
 const limits = (overrides: Partial<RateLimit.RateLimitSettings>): RateLimit.RateLimitSettings => ({
@@ -25,8 +25,12 @@ afterAll(async () => {
   await Promise.all(apps.map((app) => app.close()))
 })
 
-const start = async (...args: Parameters<typeof startApp>) => {
-  const app = await startApp(...args)
+/**
+ * Starts an app on a clock that stands still unless the test moves it: the waits asserted below are exact however
+ * long the machine takes between two requests (a bucket refills with the clock).
+ */
+const start = async (store: Parameters<typeof startApp>[0], options: NonNullable<Parameters<typeof startApp>[1]>, clock = manualClock()) => {
+  const app = await startApp(store, { clock: clock.clock, ...options })
   apps.push(app)
   return app
 }
@@ -51,10 +55,11 @@ const expectLimited = (answer: Awaited<ReturnType<TestApp["call"]>>): number => 
 
 describe.each([true, false])("rate limits (fast path %s)", (fastPath) => {
   it("per (IP, license key) and per IP; a refused request takes nothing; a spoofed X-Forwarded-For changes nothing", async () => {
+    const clock = manualClock()
     const app = await start("memory", {
       settings: { fastPath },
       rateLimits: { settings: limits({ perIp: { perMinute: 10 }, perKey: { perMinute: 4 } }) }
-    })
+    }, clock)
     const a = await newLicense(app)
     const b = await newLicense(app)
     for (let i = 0; i < 4; i++) expect((await validate(app, a)).status).toBe(200)
@@ -75,6 +80,12 @@ describe.each([true, false])("rate limits (fast path %s)", (fastPath) => {
     expectLimited(await validate(app, a, { "x-forwarded-for": "203.0.113.7" }))
     // Not limited: /health.
     expect((await app.call("GET", "/health", { auth: null })).status).toBe(200)
+    // 6 s later the IP has one token again (its keys' buckets stay spent: 15 s a token).
+    clock.advance(5_999)
+    expect(expectLimited(await app.call("GET", "/public-key", { auth: null }))).toBe(1)
+    clock.advance(1)
+    expect((await app.call("GET", "/public-key", { auth: null })).status).toBe(200)
+    expectLimited(await app.call("GET", "/crl", { auth: null }))
   })
 
   it("behind a trusted proxy, each client address of X-Forwarded-For has its own buckets", async () => {

@@ -220,6 +220,13 @@ export class Licensing extends Context.Service<Licensing, {
       // the hot path makes none.
       const tracing = (yield* Tracer.Tracer) !== Tracer.nativeTracer
 
+      /** The clock and blacklist of the last context `validateNow` was given (the fast path gives the same one). */
+      let servicesOf: { readonly context: Context.Context<never>; readonly clock: Clock.Clock; readonly blacklist: Context.Service.Shape<typeof Blacklist> } | undefined
+      const servicesIn = (context: Context.Context<never>) =>
+        servicesOf?.context === context
+          ? servicesOf
+          : servicesOf = { context, clock: Context.get(context, Clock.Clock), blacklist: Context.get(context, Blacklist) }
+
       /** `validate` from the cache, on the caller's stack (see the service's `validateNow`). */
       const validateNow = (input: ValidateInput, context: Context.Context<never>): ValidateResult | undefined => {
         if (tracing) return undefined
@@ -227,7 +234,7 @@ export class Licensing extends Context.Service<Licensing, {
         if (Result.isFailure(parsed)) return undefined
         const key = parsed.success
         const fingerprint = input.fingerprint ?? null
-        const clock = Context.get(context, Clock.Clock)
+        const { blacklist, clock } = servicesIn(context)
         const reads = cachedReads.peek(key, fingerprint, clock)
         if (reads === undefined) return undefined
         const { license } = reads
@@ -237,7 +244,7 @@ export class Licensing extends Context.Service<Licensing, {
           machines: reads.machines,
           fingerprint,
           now,
-          blacklisted: Context.get(context, Blacklist).isBlacklisted({ licenseKey: key, fingerprint, ipAddress: input.ipAddress }),
+          blacklisted: blacklist.isBlacklisted({ licenseKey: key, fingerprint, ipAddress: input.ipAddress }),
           entitlements: effectiveEntitlements(license.entitlements, reads.policy?.entitlements),
           required: input.entitlements
         })

@@ -41,20 +41,44 @@ export interface TestApp extends RunningServer {
   readonly runJobs: (options?: { readonly aheadMillis?: number }) => Promise<void>
 }
 
+/** `clock` with its wall time mapped through `time` (monotonic time and sleeps stay `clock`'s). */
+const mappedClock = (clock: Clock.Clock, time: (millis: number) => number): Clock.Clock => {
+  const nanos = () => {
+    const now = clock.currentTimeNanosUnsafe()
+    return now + BigInt(time(Number(now / 1_000_000n))) * 1_000_000n - (now / 1_000_000n) * 1_000_000n
+  }
+  return {
+    currentTimeMillisUnsafe: () => time(clock.currentTimeMillisUnsafe()),
+    currentTimeMillis: Effect.sync(() => time(clock.currentTimeMillisUnsafe())),
+    currentTimeNanosUnsafe: nanos,
+    currentTimeNanos: Effect.sync(nanos),
+    monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+    monotonicTimeNanos: clock.monotonicTimeNanos,
+    sleep: (duration) => clock.sleep(duration)
+  }
+}
+
+/** A wall clock the test moves: it stands still at the time it was made until `advance`d. Sleeps are real. */
+export interface ManualClock {
+  readonly clock: Clock.Clock
+  readonly advance: (millis: number) => void
+}
+
+export const manualClock = (): ManualClock => {
+  const start = Date.now()
+  let offset = 0
+  return {
+    clock: mappedClock(Clock.Clock.defaultValue(), () => start + offset),
+    advance: (millis) => {
+      offset += millis
+    }
+  }
+}
+
 /** The jobs `runJobs` runs, in order; webhook delivery last, so it sends what the others caused. */
 const jobs = (aheadMillis: number) =>
   Effect.gen(function*() {
-    const clock = yield* Clock.Clock
-    const shift = (millis: number) => millis + aheadMillis
-    const ahead: Clock.Clock = {
-      currentTimeMillisUnsafe: () => shift(clock.currentTimeMillisUnsafe()),
-      currentTimeMillis: Effect.sync(() => shift(clock.currentTimeMillisUnsafe())),
-      currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(aheadMillis) * 1_000_000n,
-      currentTimeNanos: Effect.sync(() => clock.currentTimeNanosUnsafe() + BigInt(aheadMillis) * 1_000_000n),
-      monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
-      monotonicTimeNanos: clock.monotonicTimeNanos,
-      sleep: (duration) => clock.sleep(duration)
-    }
+    const ahead = mappedClock(yield* Clock.Clock, (millis) => millis + aheadMillis)
     const sweeper = yield* Services.Sweeper
     const subscriptions = yield* Services.Subscriptions
     const analytics = yield* Services.Analytics
@@ -97,6 +121,8 @@ export const startApp = async (
     readonly requestObserver?: (request: AnsweredRequest) => void
     /** Environment variables the server reads as it starts, over the process's (e.g. `LM_CONSOLE`). */
     readonly env?: Readonly<Record<string, string>>
+    /** The server's clock (e.g. a {@link manualClock}, so that a rate's refill does not depend on the machine's speed). */
+    readonly clock?: Clock.Clock
   } = {}
 ): Promise<TestApp> => {
   process.env.LM_BOOTSTRAP_CONSUMER_KEY = adminKey.consumerKey
@@ -112,6 +138,7 @@ export const startApp = async (
     Layer.provide(Layer.succeed(ArtifactSettings, { dir: undefined, s3: undefined, ...options.artifacts })),
     Layer.provide(layerClientGuards(options.clientGuards ?? [])),
     Layer.provide(Layer.succeed(RequestObserver, options.requestObserver)),
+    Layer.provide(options.clock === undefined ? Layer.empty : Layer.succeed(Clock.Clock, options.clock)),
     Layer.provide(options.env === undefined ? Layer.empty : ConfigProvider.layer(ConfigProvider.fromEnv({ env: { ...process.env as Record<string, string>, ...options.env } }))),
     // Start-up and shutdown lines would drown the test output; warnings and errors still show.
     Layer.provide(Layer.succeed(References.MinimumLogLevel, process.env.LM_TEST_LOG_LEVEL === "debug" ? "Debug" : "Warn"))
