@@ -1,16 +1,20 @@
 /**
  * What the metrics cost validate (issue 30: metrics on ≥ 0.97 × metrics off, same run, on memory and
- * PostgreSQL). Per store, two bundled servers are started once: one without `LM_METRICS_PORT` ("off"), one with it
- * ("on": both transports count every request, `/metrics` is scraped every second during its runs, as Prometheus
- * would, more often than its usual 15 s). Then `BENCH_METRICS_ROUNDS` (12) pairs of short runs
- * (`BENCH_METRICS_SECONDS`, 3 s) of POST /validate, one against each server, the order alternating pair by pair so
- * that a drift of the machine's load favours neither; the figure is the median of the pairs' on ÷ off, with the
- * servers' CPU time per response (/proc), which depends less on what else runs than throughput does.
+ * PostgreSQL). Per store, three bundled servers: "off" without `LM_METRICS_PORT`, "on" with it (both transports
+ * count every request, `/metrics` is scraped every second during its runs, as Prometheus would, more often than
+ * its usual 15 s), and "control", a second "off": control ÷ off is the noise floor of on ÷ off (two identical
+ * servers, measured the same way). Two processes of one build differ by several % in throughput (JIT decisions,
+ * memory layout), so `BENCH_METRICS_SERVERS` (3) sets of fresh servers are started in turn, each measured over
+ * `BENCH_METRICS_ROUNDS` (4) rounds of one short run (`BENCH_METRICS_SECONDS`, 2 s) of POST /validate against
+ * each server, the order rotating round by round so that a drift of the machine's load favours none. The figures
+ * are the medians over all rounds of the ratios to "off", by throughput and by the servers' CPU time per response
+ * (/proc), which depends less on what else runs than throughput does.
  *
- * Run: `nice -n 10 node bench/metrics.ts` (after `npx tsc -b`). Load: wrk `-t1 -c32` when installed, else
- * `load.ts` (autocannon). Settings: BENCH_METRICS_ROUNDS, BENCH_METRICS_SECONDS, BENCH_CONNECTIONS (32),
- * BENCH_WARMUP (5 s per server), BENCH_METRICS_CONFIGS (comma list of memory, postgres; default both; postgres
- * needs DATABASE_URL).
+ * Run: `nice -n 10 node bench/metrics.ts` (after `npx tsc -b`; about 3.5 min for both stores). Load: wrk `-t1 -c32`
+ * when installed, else `load.ts` (autocannon). Settings: BENCH_METRICS_SERVERS, BENCH_METRICS_ROUNDS,
+ * BENCH_METRICS_SECONDS, BENCH_CONNECTIONS (32), BENCH_WARMUP (1 s per server), BENCH_METRICS_CONFIGS (comma list
+ * of memory, postgres; default both; postgres needs DATABASE_URL), BENCH_METRICS_CONTROL (0: no control server),
+ * BENCH_METRICS_SCRAPE (0: the "on" server is not scraped during its runs).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -31,9 +35,22 @@ import {
 } from "./support.ts"
 
 const connections = envNumber("BENCH_CONNECTIONS", 32)
-const rounds = envNumber("BENCH_METRICS_ROUNDS", 12)
-const seconds = envNumber("BENCH_METRICS_SECONDS", 3)
-const warmupSeconds = envNumber("BENCH_WARMUP", 5)
+/** Fresh servers each set of rounds: two processes of the same build differ by several % (JIT, memory layout). */
+const generations = envNumber("BENCH_METRICS_SERVERS", 3)
+const rounds = envNumber("BENCH_METRICS_ROUNDS", 4)
+const seconds = envNumber("BENCH_METRICS_SECONDS", 2)
+const warmupSeconds = envNumber("BENCH_WARMUP", 1)
+/** A third server, "off" like the first: its ratio to "off" is the noise floor of the on ÷ off figure. */
+const control = envNumber("BENCH_METRICS_CONTROL", 1) !== 0
+/** Whether the "on" server's `/metrics` is scraped every second during its runs. */
+const scrape = envNumber("BENCH_METRICS_SCRAPE", 1) !== 0
+/**
+ * Whether every server's `GET /health` is asked every second during its runs, as a load balancer does. A server
+ * that answers nothing but one request shape has V8 specialise Node's HTTP code to it; any other request (a
+ * health check, a scrape on the second listener, another client) makes that code polymorphic, which costs
+ * validate several % on its own (see bench/README.md): with it, "off" is not served more narrowly than "on".
+ */
+const health = envNumber("BENCH_METRICS_HEALTH", 1) !== 0
 const databaseUrl = process.env.DATABASE_URL ?? ""
 const configs = (process.env.BENCH_METRICS_CONFIGS ?? "memory,postgres").split(",").map((c) => c.trim())
 const progress = (line: string) => process.stderr.write(`metrics: ${line}\n`)
@@ -80,12 +97,16 @@ interface LoadRun {
   readonly cpuMicros: number
 }
 
-/** `seconds` of POST /validate against `server` (scraping its `/metrics` every second when it has one). */
+/**
+ * `seconds` of POST /validate against `server`; every second its `/health` is asked (with `health`) and its
+ * `/metrics` scraped (when it has one, with `scrape`).
+ */
 const load = async (server: Server, runSeconds: number): Promise<LoadRun> => {
   const cpuBefore = cpuMicrosOf(server.listening.pid)
-  const scraper = server.metrics === undefined
-    ? undefined
-    : setInterval(() => void fetch(`${server.metrics}/metrics`).then((r) => r.text()).catch(() => {}), 1000)
+  const scraper = setInterval(() => {
+    if (health) void fetch(`${server.listening.base}/health`).then((r) => r.text()).catch(() => {})
+    if (server.metrics !== undefined && scrape) void fetch(`${server.metrics}/metrics`).then((r) => r.text()).catch(() => {})
+  }, 1000)
   try {
     const run = await postLoad({ url: server.url, body: server.body, seconds: runSeconds, connections })
     return { rps: run.rps, bad: run.bad, cpuMicros: (cpuMicrosOf(server.listening.pid) - cpuBefore) / run.responses }
@@ -94,60 +115,76 @@ const load = async (server: Server, runSeconds: number): Promise<LoadRun> => {
   }
 }
 
-/** The store settings of a configuration's two servers, and what to remove after. */
+/** The store settings of a configuration's servers, and what to remove after. */
 const openStore = async (name: string) => {
   if (name === "memory") return { store: { LM_STORAGE: "memory" }, cleanup: async () => {} }
   const database = await freshPostgresDatabase(databaseUrl, "metrics")
   return { store: { DATABASE_URL: database.url }, cleanup: database.drop }
 }
 
+/** The servers of a configuration: "off", "on", and with the control a second "off" (`control`). */
+type Role = "off" | "on" | "control"
+
 const measure = async (name: string) => {
   const { cleanup, store } = await openStore(name)
-  const servers: Array<Server> = []
+  const roles: Array<Role> = control ? ["off", "on", "control"] : ["off", "on"]
+  const runs: Array<Record<Role, LoadRun>> = []
+  const loads: Array<number> = []
+  let counted = 0
   try {
-    // One after the other: on PostgreSQL the first one migrates the shared database.
-    const off = await startServer(bundledServerEnv(auth, store))
-    servers.push(off)
-    const on = await startServer(bundledServerEnv(auth, store, { LM_METRICS_PORT: "0" }))
-    servers.push(on)
-    if (on.metrics === undefined) throw new Error(`the metrics server printed no "Metrics on" line:\n${on.listening.output()}`)
-    progress(`${name}: off pid ${off.listening.pid}, on pid ${on.listening.pid}; warming up`)
-    await load(off, warmupSeconds)
-    await load(on, warmupSeconds)
-    const pairs: Array<{ off: LoadRun; on: LoadRun }> = []
-    const loads: Array<number> = []
-    for (let i = 0; i < rounds; i++) {
-      const first = i % 2 === 0 ? off : on
-      const a = await load(first, seconds)
-      const b = await load(first === off ? on : off, seconds)
-      const pair = first === off ? { off: a, on: b } : { off: b, on: a }
-      pairs.push(pair)
-      loads.push(os.loadavg()[0]!)
-      progress(
-        `${name} pair ${i + 1}: off ${fixed(pair.off.rps)} req/s, on ${fixed(pair.on.rps)} req/s, on ÷ off ${
-          fixed(pair.on.rps / pair.off.rps, 3)
-        }; CPU µs per response off ${fixed(pair.off.cpuMicros)}, on ${fixed(pair.on.cpuMicros)} (load ${loads.at(-1)!.toFixed(2)})`
-      )
+    for (let g = 0; g < generations; g++) {
+      const servers = new Map<Role, Server>()
+      try {
+        const start = async (role: Role) =>
+          void servers.set(role, await startServer(bundledServerEnv(auth, store, role === "on" ? { LM_METRICS_PORT: "0" } : {})))
+        // On PostgreSQL the very first one migrates the shared database, alone; then the others start together.
+        if (g === 0) await start(roles[0]!)
+        const started = await Promise.allSettled(roles.filter((role) => !servers.has(role)).map(start))
+        for (const result of started) if (result.status === "rejected") throw result.reason
+        const on = servers.get("on")!
+        if (on.metrics === undefined) throw new Error(`the metrics server printed no "Metrics on" line:\n${on.listening.output()}`)
+        progress(`${name} servers ${g + 1}: ${roles.map((role) => `${role} pid ${servers.get(role)!.listening.pid}`).join(", ")}; warming up`)
+        for (const role of roles) await load(servers.get(role)!, warmupSeconds)
+        for (let i = 0; i < rounds; i++) {
+          // Each server goes first, second, … in turn, so that a drift of the machine's load favours none.
+          const order = roles.map((_, k) => roles[(runs.length + k) % roles.length]!)
+          const run = {} as Record<Role, LoadRun>
+          for (const role of order) run[role] = await load(servers.get(role)!, seconds)
+          runs.push(run)
+          loads.push(os.loadavg()[0]!)
+          progress(
+            `${name} round ${runs.length}: ${roles.map((role) => `${role} ${fixed(run[role].rps)} req/s ${fixed(run[role].cpuMicros)} µs CPU`).join(", ")}; on ÷ off ${
+              fixed(run.on.rps / run.off.rps, 3)
+            }${control ? `, control ÷ off ${fixed(run.control.rps / run.off.rps, 3)}` : ""} (load ${loads.at(-1)!.toFixed(2)})`
+          )
+        }
+        const scraped = await (await fetch(`${on.metrics}/metrics`)).text()
+        counted += [...scraped.matchAll(/^lm_http_requests_total\{route="[^"]*\/validate",method="POST",status="200"\} (\d+)/gm)]
+          .reduce((n, m) => n + Number(m[1]), 0)
+      } finally {
+        for (const server of servers.values()) await server.listening.stop()
+      }
     }
-    const scraped = await (await fetch(`${on.metrics}/metrics`)).text()
-    const counted = [...scraped.matchAll(/^lm_http_requests_total\{route="[^"]*\/validate",method="POST",status="200"\} (\d+)/gm)]
-      .reduce((n, m) => n + Number(m[1]), 0)
-    progress(`${name}: the on server counted ${counted} validations answered 200`)
-    const ratios = pairs.map((p) => p.on.rps / p.off.rps).sort((a, b) => a - b)
-    return [
-      name === "memory" ? "memory" : "PostgreSQL",
-      fixed(median(pairs.map((p) => p.off.rps))),
-      fixed(median(pairs.map((p) => p.on.rps))),
-      `**${fixed(median(ratios), 3)}**`,
-      `${fixed(percentile(ratios, 25), 2)}–${fixed(percentile(ratios, 75), 2)}`,
-      `${ratios.filter((r) => r >= 0.97).length} of ${ratios.length}`,
-      `${fixed(median(pairs.map((p) => p.off.cpuMicros)))} / ${fixed(median(pairs.map((p) => p.on.cpuMicros)))}`,
-      `**${fixed(median(pairs.map((p) => p.off.cpuMicros / p.on.cpuMicros)), 3)}**`,
-      String(pairs.reduce((n, p) => n + p.off.bad + p.on.bad, 0)),
-      `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`
-    ]
+    progress(`${name}: the on servers counted ${counted} validations answered 200`)
+    const storeName = name === "memory" ? "memory" : "PostgreSQL"
+    /** A row of the table: `role` against "off", by throughput and by the server's CPU per response. */
+    const row = (role: Role) => {
+      const ratios = runs.map((r) => r[role].rps / r.off.rps).sort((a, b) => a - b)
+      return [
+        `${storeName}: ${role === "on" ? "on ÷ off" : "control: off ÷ off"}`,
+        fixed(median(runs.map((r) => r.off.rps))),
+        fixed(median(runs.map((r) => r[role].rps))),
+        `**${fixed(median(ratios), 3)}**`,
+        `${fixed(percentile(ratios, 25), 2)}–${fixed(percentile(ratios, 75), 2)}`,
+        `${ratios.filter((r) => r >= 0.97).length} of ${ratios.length}`,
+        `${fixed(median(runs.map((r) => r.off.cpuMicros)), 1)} / ${fixed(median(runs.map((r) => r[role].cpuMicros)), 1)}`,
+        `**${fixed(median(runs.map((r) => r.off.cpuMicros / r[role].cpuMicros)), 3)}**`,
+        String(runs.reduce((n, r) => n + r.off.bad + r[role].bad, 0)),
+        `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`
+      ]
+    }
+    return control ? [row("on"), row("control")] : [row("on")]
   } finally {
-    for (const server of servers) await server.listening.stop()
     await cleanup()
   }
 }
@@ -158,12 +195,26 @@ for (const name of configs) {
     progress("postgres: skipped (no DATABASE_URL)")
     continue
   }
-  rows.push(await measure(name))
+  rows.push(...await measure(name))
 }
-process.stdout.write(`${machineLine()}\nwrk -t1 -c${connections} (${hasWrk ? "wrk" : "autocannon"}), ${rounds} pairs of ${seconds} s, POST /validate\n\n`)
+process.stdout.write(
+  `${machineLine()}\nwrk -t1 -c${connections} (${hasWrk ? "wrk" : "autocannon"}), ${generations} sets of servers × ${rounds} rounds of ${seconds} s per server, POST /validate; ` +
+    `/metrics ${scrape ? "scraped every second" : "not scraped"}; /health ${health ? "asked every second on every server" : "not asked"}\n\n`
+)
 process.stdout.write(
   markdownTable(
-    ["store", "off (req/s, median)", "on (req/s, median)", "on ÷ off (median of pairs)", "middle half of pairs", "pairs ≥ 0.97", "server CPU µs per response off / on", "CPU off ÷ on (median of pairs)", "non-2xx / errors", "load average (1 min)"],
+    [
+      "store: ratio",
+      "off (req/s, median)",
+      "on / control (req/s, median)",
+      "÷ off (median of rounds)",
+      "middle half of rounds",
+      "rounds ≥ 0.97",
+      "server CPU µs per response off / on or control",
+      "CPU off ÷ on or control (median of rounds)",
+      "non-2xx / errors",
+      "load average (1 min)"
+    ],
     rows
   ) + "\n"
 )

@@ -32,11 +32,12 @@ export const storeCases = (name: string, store: Layer.Layer<PgClient.PgClient | 
         const entries: Array<Model.ActivityEntry> = Array.from({ length: 5 }, (_, i) => ({
           kind: i % 2 === 0 ? "validate" : "activate",
           licenseId: i === 4 ? null : 1000 + i,
-          licenseKey: `KEY-${i}-É✓'"\\`,
+          licenseKey: `KEY-${i}-É✓'"\\{a,"b"} \\N NULL`,
           machineId: i === 1 ? 77 : null,
           fingerprint: i === 2 ? null : `fp-${i} "quoted" \\ ünï`,
           ipAddress: i === 3 ? null : "2001:db8::1",
-          appVersion: i === 0 ? "1.2.3" : null,
+          // Texts an array literal treats specially when unquoted: empty, NULL, braces and commas (above).
+          appVersion: i === 0 ? "1.2.3" : i === 1 ? "" : i === 3 ? "NULL" : null,
           result: i === 4 ? "license_not_found" : "valid",
           at: base + i
         }))
