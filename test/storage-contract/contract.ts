@@ -3,7 +3,8 @@
  * ports' behaviour only through the ports, so it holds for the memory store, PGlite and PostgreSQL alike. The cases
  * of each port are in a file of their own (`licenses.ts`, `machines.ts`, ...); this file registers them all.
  *
- * Each case gets a fresh, empty store from `makeLayer`. Cases never keep a transaction open while another
+ * Each case gets a fresh, empty store from `makeLayer` (on PGlite and PostgreSQL one database per file, put
+ * back to its freshly migrated state before each case and checked to be so: `pg-support.ts`). Cases never keep a transaction open while another
  * store operation has to finish (a single-session store such as PGlite queues transactions).
  *
  * The event log: every store holds each entry until `prune` removes it, within a window of at least the newest

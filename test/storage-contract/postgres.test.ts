@@ -4,7 +4,7 @@ import { Cause, Effect, Exit, Layer } from "effect"
 import { ActivityRecorder, License, Licenses, Licensing, Ports, Random, Subscriptions } from "@lm/domain"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { freshTokens } from "../../packages/domain/test/fixtures.js"
-import { freshDatabase, freshPostgresStore } from "./pg-support.js"
+import { freshDatabase, reusedPostgresStores } from "./pg-support.js"
 import { storageContract } from "./contract.js"
 import { serviceUrl } from "../support/services.js"
 
@@ -28,7 +28,7 @@ const twoProcesses = (name: string) =>
 // Needs a real PostgreSQL server, so it runs only when DATABASE_URL is set (CI sets it; e.g.
 // DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm test).
 describe.skipIf(url === "")("on PostgreSQL (DATABASE_URL)", () => {
-  storageContract("postgres", () => freshPostgresStore(url))
+  storageContract("postgres", reusedPostgresStores(url))
 
   describe("postgres: two connection pools on one database (two server processes)", () => {
     it.live("two period-end jobs running at once never make a subscription's move twice", () =>

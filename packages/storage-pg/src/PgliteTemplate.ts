@@ -71,6 +71,12 @@ export const templateDataDir: Effect.Effect<string, StoreUnavailable> = Effect.t
   catch: (cause) => new StoreUnavailable({ message: `Could not make the PGlite template: ${String(cause)}` })
 })
 
+/** The template's tarball file (made on first use), for another process to load. Never write to it. */
+export const templateTarballFile: Effect.Effect<string, StoreUnavailable> = Effect.tryPromise({
+  try: () => loadTemplate().then((template) => template.tar),
+  catch: (cause) => new StoreUnavailable({ message: `Could not make the PGlite template: ${String(cause)}` })
+})
+
 /** The template as a tarball for `loadDataDir`, read once per process. */
 export const templateTarball: Effect.Effect<Blob, StoreUnavailable> = Effect.tryPromise({
   try: loadTarball,
@@ -139,18 +145,18 @@ const buildMigratedTarball = async (): Promise<Blob> => {
 
 const loadMigratedTarball = memo(buildMigratedTarball)
 
+/** The migrated template as a tarball for `loadDataDir` (made on first use), read once per process. */
+export const migratedTarball: Effect.Effect<Blob, StoreUnavailable> = Effect.tryPromise({
+  try: loadMigratedTarball,
+  catch: (cause) => new StoreUnavailable({ message: `Could not make the migrated PGlite template: ${String(cause)}` })
+})
+
 /**
  * Like {@link layerTemporary}, with every migration already applied (loaded from the migrated template), so the
  * store's own migration run finds nothing to do: what a test of the store, not of its migrations, wants.
  */
 export const layerTemporaryMigrated: Layer.Layer<PgClient.PgClient | SqlClient, StoreUnavailable> = PgClient.layerFrom(
-  Effect.flatMap(
-    Effect.tryPromise({
-      try: loadMigratedTarball,
-      catch: (cause) => new StoreUnavailable({ message: `Could not make the migrated PGlite template: ${String(cause)}` })
-    }),
-    (loadDataDir) => makePglite({ loadDataDir })
-  )
+  Effect.flatMap(migratedTarball, (loadDataDir) => makePglite({ loadDataDir }))
 )
 
 /** Unpacks the migrated template into a data folder next to its tarball (renamed into place), once per process. */

@@ -78,8 +78,8 @@ export const layer = Layer.effect(
      * Many rows in one statement with one parameter per column: an array literal each, zipped into rows by
      * `unnest`. The statement text stays the same whatever the number of rows, so neither the client nor the
      * server builds or parses a statement with thousands of placeholders. (Arrays rather than one JSON array of
-     * row objects, `json_to_recordset`: 20–40 % less of the database's CPU per row for 500 rows on PGlite, which
-     * parses JSON slowly in its WASM build; bench/README.md, issue 32.)
+     * row objects, `json_to_recordset`: the rows' insert takes 15–30 % less of the database's CPU per row for 500
+     * rows on PGlite, the whole statement about 10 %; bench/README.md, issue 32.)
      */
     const insertActivity = (batch: ReadonlyArray<Model.ActivityEntry>) => {
       // The entries and their counters in one statement: both are written or neither.
