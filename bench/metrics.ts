@@ -10,7 +10,7 @@
  * are the medians over all rounds of the ratios to "off", by throughput and by the servers' CPU time per response
  * (/proc), which depends less on what else runs than throughput does.
  *
- * Run: `nice -n 10 node bench/metrics.ts` (after `npx tsc -b`; about 3.5 min for both stores). Load: wrk `-t1 -c32`
+ * Run: `nice -n 10 node bench/metrics.ts` (after `npx tsc -b`; about 3 min for both stores). Load: wrk `-t1 -c32`
  * when installed, else `load.ts` (autocannon). Settings: BENCH_METRICS_SERVERS, BENCH_METRICS_ROUNDS,
  * BENCH_METRICS_SECONDS, BENCH_CONNECTIONS (32), BENCH_WARMUP (1 s per server), BENCH_METRICS_CONFIGS (comma list
  * of memory, postgres; default both; postgres needs DATABASE_URL), BENCH_METRICS_CONTROL (0: no control server),
@@ -162,7 +162,8 @@ const measure = async (name: string) => {
         counted += [...scraped.matchAll(/^lm_http_requests_total\{route="[^"]*\/validate",method="POST",status="200"\} (\d+)/gm)]
           .reduce((n, m) => n + Number(m[1]), 0)
       } finally {
-        for (const server of servers.values()) await server.listening.stop()
+        // Together: each waits out its drain grace.
+        await Promise.all([...servers.values()].map((server) => server.listening.stop()))
       }
     }
     progress(`${name}: the on servers counted ${counted} validations answered 200`)
