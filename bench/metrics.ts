@@ -4,8 +4,8 @@
  * count every request, `/metrics` is scraped every second during its runs, as Prometheus would, more often than
  * its usual 15 s), and "control", a second "off": control ÷ off is the noise floor of on ÷ off (two identical
  * servers, measured the same way). Two processes of one build differ by several % in throughput (JIT decisions,
- * memory layout), so `BENCH_METRICS_SERVERS` (3) sets of fresh servers are started in turn, each measured over
- * `BENCH_METRICS_ROUNDS` (4) rounds of one short run (`BENCH_METRICS_SECONDS`, 2 s) of POST /validate against
+ * memory layout), so `BENCH_METRICS_SERVERS` (4) sets of fresh servers are started in turn, each measured over
+ * `BENCH_METRICS_ROUNDS` (3) rounds of one short run (`BENCH_METRICS_SECONDS`, 2 s) of POST /validate against
  * each server, the order rotating round by round so that a drift of the machine's load favours none. The figures
  * are the medians over all rounds of the ratios to "off", by throughput and by the servers' CPU time per response
  * (/proc), which depends less on what else runs than throughput does.
@@ -36,8 +36,8 @@ import {
 
 const connections = envNumber("BENCH_CONNECTIONS", 32)
 /** Fresh servers each set of rounds: two processes of the same build differ by several % (JIT, memory layout). */
-const generations = envNumber("BENCH_METRICS_SERVERS", 3)
-const rounds = envNumber("BENCH_METRICS_ROUNDS", 4)
+const generations = envNumber("BENCH_METRICS_SERVERS", 4)
+const rounds = envNumber("BENCH_METRICS_ROUNDS", 3)
 const seconds = envNumber("BENCH_METRICS_SECONDS", 2)
 const warmupSeconds = envNumber("BENCH_WARMUP", 1)
 /** A third server, "off" like the first: its ratio to "off" is the noise floor of the on ÷ off figure. */
