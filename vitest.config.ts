@@ -33,11 +33,11 @@ const multiProcessFiles = [
 
 /**
  * The multi-process files that time something (an answer within a bound while a link is cut or the store is down,
- * a change seen by another server within 1 s, a burst against a rate, a drain's exit) or, like the fuzz, load both
- * cores for a fixed time: they run last, one at a time, so that no other file's processes compete with them.
+ * a change seen by another server within 1 s, a burst against a rate, a drain's exit): they run last, one at a
+ * time, so that no other file's processes compete with them. (The fuzz is not one: it sends a fixed number of
+ * requests to a server in its own process, one core's work, with a 10 s hang bound.)
  */
 const aloneFiles = [
-  "test/http/fuzz.test.ts",
   "test/http/partition.test.ts",
   "test/http/store-down.test.ts",
   "test/http/store-refuses.test.ts",

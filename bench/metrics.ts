@@ -4,13 +4,13 @@
  * count every request, `/metrics` is scraped every second during its runs, as Prometheus would, more often than
  * its usual 15 s), and "control", a second "off": control ÷ off is the noise floor of on ÷ off (two identical
  * servers, measured the same way). Two processes of one build differ by several % in throughput (JIT decisions,
- * memory layout), so `BENCH_METRICS_SERVERS` (3) sets of fresh servers are started in turn, each measured over
- * `BENCH_METRICS_ROUNDS` (4) rounds of one short run (`BENCH_METRICS_SECONDS`, 2 s) of POST /validate against
+ * memory layout), so `BENCH_METRICS_SERVERS` (4) sets of fresh servers are started in turn, each measured over
+ * `BENCH_METRICS_ROUNDS` (3) rounds of one short run (`BENCH_METRICS_SECONDS`, 2 s) of POST /validate against
  * each server, the order rotating round by round so that a drift of the machine's load favours none. The figures
  * are the medians over all rounds of the ratios to "off", by throughput and by the servers' CPU time per response
  * (/proc), which depends less on what else runs than throughput does.
  *
- * Run: `nice -n 10 node bench/metrics.ts` (after `npx tsc -b`; about 3.5 min for both stores). Load: wrk `-t1 -c32`
+ * Run: `nice -n 10 node bench/metrics.ts` (after `npx tsc -b`; about 3 min for both stores). Load: wrk `-t1 -c32`
  * when installed, else `load.ts` (autocannon). Settings: BENCH_METRICS_SERVERS, BENCH_METRICS_ROUNDS,
  * BENCH_METRICS_SECONDS, BENCH_CONNECTIONS (32), BENCH_WARMUP (1 s per server), BENCH_METRICS_CONFIGS (comma list
  * of memory, postgres; default both; postgres needs DATABASE_URL), BENCH_METRICS_CONTROL (0: no control server),
@@ -36,8 +36,8 @@ import {
 
 const connections = envNumber("BENCH_CONNECTIONS", 32)
 /** Fresh servers each set of rounds: two processes of the same build differ by several % (JIT, memory layout). */
-const generations = envNumber("BENCH_METRICS_SERVERS", 3)
-const rounds = envNumber("BENCH_METRICS_ROUNDS", 4)
+const generations = envNumber("BENCH_METRICS_SERVERS", 4)
+const rounds = envNumber("BENCH_METRICS_ROUNDS", 3)
 const seconds = envNumber("BENCH_METRICS_SECONDS", 2)
 const warmupSeconds = envNumber("BENCH_WARMUP", 1)
 /** A third server, "off" like the first: its ratio to "off" is the noise floor of the on ÷ off figure. */
@@ -162,7 +162,8 @@ const measure = async (name: string) => {
         counted += [...scraped.matchAll(/^lm_http_requests_total\{route="[^"]*\/validate",method="POST",status="200"\} (\d+)/gm)]
           .reduce((n, m) => n + Number(m[1]), 0)
       } finally {
-        for (const server of servers.values()) await server.listening.stop()
+        // Together: each waits out its drain grace.
+        await Promise.all([...servers.values()].map((server) => server.listening.stop()))
       }
     }
     progress(`${name}: the on servers counted ${counted} validations answered 200`)

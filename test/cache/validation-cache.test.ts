@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { Engine, Licenses, Licensing, Machines, Ports, RevocationList, Services } from "@lm/domain"
 import { MemoryStore } from "@lm/storage-memory"
-import { freshDatabase, freshPgliteStore, freshPostgresStore } from "../storage-contract/pg-support.js"
+import { freshDatabase, reusedPgliteStores, reusedPostgresStores } from "../storage-contract/pg-support.js"
 import { layerPostgresStore } from "@lm/storage-pg"
 import { eventuallyEffect } from "../support/eventually.js"
 import { serviceUrl } from "../support/services.js"
@@ -109,11 +109,11 @@ const sameProcessCases = (name: string, store: () => Layer.Layer<any, any, any>)
   })
 
 sameProcessCases("memory", () => MemoryStore.layer)
-sameProcessCases("pglite", freshPgliteStore)
+sameProcessCases("pglite", reusedPgliteStores())
 
 const url = serviceUrl("DATABASE_URL")
 if (url !== "") {
-  sameProcessCases("postgres", () => freshPostgresStore(url))
+  sameProcessCases("postgres", reusedPostgresStores(url))
 
   describe("validation cache across two processes on one PostgreSQL", () => {
     it.live("a change committed by one process is seen by the other within 1 s", () =>

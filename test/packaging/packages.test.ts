@@ -55,13 +55,14 @@ const node = async (dir: string, args: ReadonlyArray<string>, env: Record<string
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "lm-packages-"))
   mkdirSync(join(work, "tarballs"))
-  for (const library of libraries) {
-    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", join(work, "tarballs")], {
-      cwd: join(root, "packages", library),
-      timeout: 240_000
-    })
-    packed.set(library, (JSON.parse(stdout) as ReadonlyArray<Packed>)[0]!)
-  }
+  // One npm for the six (each workspace's `prepack` still builds it): one npm start instead of six.
+  const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", join(work, "tarballs"), ...libraries.flatMap((library) => ["-w", `packages/${library}`])], {
+    cwd: root,
+    timeout: 240_000
+  })
+  const tarballs = JSON.parse(stdout) as ReadonlyArray<Packed & { readonly name: string }>
+  for (const library of libraries) packed.set(library, tarballs.find((tarball) => tarball.name === `@lm/${library}`)!)
+  expect([...packed.values()].every((tarball) => tarball !== undefined)).toBe(true)
 }, 600_000)
 
 afterAll(() => {

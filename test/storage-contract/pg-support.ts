@@ -154,12 +154,12 @@ const restore = (fresh: FreshState) =>
   })
 
 /**
- * Fresh PGlite stores for the storage contract, cheaply: one PGlite (loaded from the migrated template) per test
- * file, put back to its freshly migrated state before each case (see {@link restore}), instead of a new PGlite
- * per case (a worker thread, the WASM module and the template's load each time). Each case still gets its own
- * connection (the session is reset when it takes it over) and its own store layer. Closed after the file.
+ * Fresh, migrated PGlite clients, cheaply: one PGlite (loaded from the migrated template) per test file, put back
+ * to its freshly migrated state each time the returned layer is built (see {@link restore}), instead of a new
+ * PGlite per case (a worker thread, the WASM module and the template's load each time). Each build gets its own
+ * connection (the session is reset when it takes it over). Closed after the file. Build one at a time.
  */
-export const reusedPgliteStores = (): (() => Layer.Layer<StorePorts, unknown>) => {
+export const reusedPgliteClients = (): (() => Layer.Layer<PgClient.PgClient | SqlClient, unknown>) => {
   let opened: Promise<{ readonly bridge: PgliteBridge.PgliteBridge; readonly close: () => Promise<void>; readonly fresh: FreshState }> | undefined
   const client = (bridge: PgliteBridge.PgliteBridge) =>
     PgClient.make({ stream: bridge.connect, username: "postgres", database: "postgres", minConnections: 1, maxConnections: 1 })
@@ -180,10 +180,14 @@ export const reusedPgliteStores = (): (() => Layer.Layer<StorePorts, unknown>) =
   return () =>
     Layer.unwrap(Effect.gen(function*() {
       const { bridge, fresh } = yield* Effect.promise(() => (opened ??= open()))
-      return layerOnClient.pipe(
-        Layer.provide(PgClient.layerFrom(Effect.tap(client(bridge), (sql) => Effect.provideService(restore(fresh), SqlClient, sql))))
-      )
+      return PgClient.layerFrom(Effect.tap(client(bridge), (sql) => Effect.provideService(restore(fresh), SqlClient, sql)))
     }))
+}
+
+/** Fresh PGlite stores for the storage contract, cheaply: {@link reusedPgliteClients}, each with its own store layer. */
+export const reusedPgliteStores = (): (() => Layer.Layer<StorePorts, unknown>) => {
+  const clients = reusedPgliteClients()
+  return () => layerOnClient.pipe(Layer.provide(clients()))
 }
 
 /**

@@ -7,10 +7,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { Ports } from "@lm/domain"
 import { SharedRateLimits } from "@lm/storage-memory"
-import { layerOnClient, layerSharedRateLimits, PgliteTemplate } from "@lm/storage-pg"
+import { layerOnClient, layerSharedRateLimits } from "@lm/storage-pg"
 import { layerRedisRateLimits } from "@lm/server"
 import { T0 } from "./fixtures.js"
-import { freshPostgresStore } from "./pg-support.js"
+import { reusedPgliteClients, reusedPostgresStores } from "./pg-support.js"
 import { serviceUrl } from "../support/services.js"
 
 const databaseUrl = serviceUrl("DATABASE_URL")
@@ -59,10 +59,13 @@ const sharedRateLimitsContract = (name: string, makeLayer: () => Layer.Layer<nev
 sharedRateLimitsContract("memory", () => SharedRateLimits.layer)
 sharedRateLimitsContract(
   "pglite",
-  () => Layer.merge(layerOnClient, layerSharedRateLimits).pipe(Layer.provide(PgliteTemplate.layerTemporaryMigrated))
+  (() => {
+    const clients = reusedPgliteClients()
+    return () => Layer.merge(layerOnClient, layerSharedRateLimits).pipe(Layer.provide(clients()))
+  })()
 )
 describe.skipIf(databaseUrl === "")("on PostgreSQL (DATABASE_URL)", () => {
-  sharedRateLimitsContract("postgres", () => freshPostgresStore(databaseUrl))
+  sharedRateLimitsContract("postgres", reusedPostgresStores(databaseUrl))
 })
 describe.skipIf(redisUrl === "")("on Redis (REDIS_URL)", () => {
   sharedRateLimitsContract("redis", () => layerRedisRateLimits(Redacted.make(redisUrl)))

@@ -86,7 +86,7 @@ for (const store of stores) {
         storeLayer: store === "postgres"
           ? freshPostgresStore(postgresUrl)
           : store === "pglite"
-          ? layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporary))
+          ? layerOnClient.pipe(Layer.provide(PgliteTemplate.layerTemporaryMigrated))
           : MemoryStore.layer
       })
     }, 120_000)

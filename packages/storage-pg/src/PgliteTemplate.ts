@@ -71,6 +71,12 @@ export const templateDataDir: Effect.Effect<string, StoreUnavailable> = Effect.t
   catch: (cause) => new StoreUnavailable({ message: `Could not make the PGlite template: ${String(cause)}` })
 })
 
+/** The template's tarball file (made on first use), for another process to load. Never write to it. */
+export const templateTarballFile: Effect.Effect<string, StoreUnavailable> = Effect.tryPromise({
+  try: () => loadTemplate().then((template) => template.tar),
+  catch: (cause) => new StoreUnavailable({ message: `Could not make the PGlite template: ${String(cause)}` })
+})
+
 /** The template as a tarball for `loadDataDir`, read once per process. */
 export const templateTarball: Effect.Effect<Blob, StoreUnavailable> = Effect.tryPromise({
   try: loadTarball,

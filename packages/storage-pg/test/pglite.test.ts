@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { layerPglite, PgliteBridge, PgliteSession, PgliteTemplate, StoreUnavailable } from "@lm/storage-pg"
 import { PGlite } from "@electric-sql/pglite"
-import { Deferred, Effect, Fiber } from "effect"
+import { Deferred, Effect, Fiber, Layer } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient } from "effect/sql/SqlClient"
 import { spawn, spawnSync } from "node:child_process"
@@ -140,6 +140,10 @@ describe.each(["main", "worker"] as const)("PGlite store connection (PGlite on t
 })
 
 describe("PGlite on a worker thread", () => {
+  /** PGlite on `thread`, loaded from the template instead of running initdb (seconds) for each case. */
+  const withTemplate = (thread: "main" | "worker") =>
+    Layer.unwrap(Effect.map(PgliteTemplate.templateTarball, (loadDataDir) => layerPglite({ thread, loadDataDir })))
+
   /** Counts the ticks of a 10 ms timer on this thread while `SELECT pg_sleep(0.3)` runs on a store. */
   const ticksDuringSleep = (thread: "main" | "worker") =>
     Effect.gen(function*() {
@@ -148,7 +152,7 @@ describe("PGlite on a worker thread", () => {
       const timer = setInterval(() => ticks++, 10)
       yield* sql`SELECT pg_sleep(0.3)`.pipe(Effect.ensuring(Effect.sync(() => clearInterval(timer))))
       return ticks
-    }).pipe(Effect.provide(layerPglite({ thread })))
+    }).pipe(Effect.provide(withTemplate(thread)))
 
   it.live("runs a statement while this thread goes on; on this thread the same statement stalls it", () =>
     Effect.gen(function*() {
@@ -176,7 +180,7 @@ describe("PGlite on a worker thread", () => {
       yield* Effect.all(Array.from({ length: 20 }, () => Effect.ignore(move(1))), { concurrency: "unbounded" })
       const rows = yield* sql<{ readonly id: number; readonly balance: number }>`SELECT id, balance FROM accounts ORDER BY id`
       assert.deepStrictEqual(rows, [{ id: 1, balance: 0 }, { id: 2, balance: 10 }])
-    }).pipe(Effect.provide(layerPglite({ thread: "worker" }))))
+    }).pipe(Effect.provide(withTemplate("worker"))))
 
   it.live("a database that cannot be opened fails with StoreUnavailable, and the thread ends", () =>
     Effect.gen(function*() {
@@ -192,7 +196,9 @@ describe("PGlite on a worker thread", () => {
   it("a process that opened and closed the store exits by itself", async () => {
     const script = fileURLToPath(new URL("./fixtures/open-query-close.mjs", import.meta.url))
     const node = path.resolve(fileURLToPath(new URL("../../../node_modules/.bin/node", import.meta.url)))
-    const child = spawn(node, [script], { stdio: ["ignore", "pipe", "inherit"] })
+    // The template's tarball, so that the child loads it instead of running initdb.
+    const tarball = await Effect.runPromise(PgliteTemplate.templateTarballFile)
+    const child = spawn(node, [script, tarball], { stdio: ["ignore", "pipe", "inherit"] })
     let output = ""
     child.stdout.on("data", (chunk) => (output += String(chunk)))
     const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
