@@ -2,7 +2,8 @@
  * Issue 19, SIGTERM drain (CONTRACT §13): the real server (`lm serve`) as a child process, real sockets. On SIGTERM
  * it stops listening; every answer from then on carries `Connection: close`, the requests in flight (on the fast
  * path and on the HttpApi path) included; a kept-alive connection used right after the signal is answered, not
- * reset; idle keep-alive connections are closed; the process exits 0 once the slow requests have finished. With
+ * reset; idle keep-alive connections are closed; the process exits 0 once the slow requests have finished; a
+ * connection still in the kernel's queue when the signal is handled (a busy process) is accepted and answered. With
  * a store that stops answering, SIGTERM still exits within its bound and says how many events were not written.
  */
 import { afterEach, describe, expect, it } from "vitest"
@@ -98,6 +99,30 @@ it("on SIGTERM: Connection: close on every answer, in-flight requests finish, id
     expect(answer.status, answer.body).toBe(200)
     expect(JSON.parse(answer.body)).toMatchObject({ success: true, data: { valid: true } })
     expect(answer.headers.connection).toBe("close")
+    expect((await connection.closed).error).toBeUndefined()
+  }
+  expect(await exitWithin(server!, 10_000)).toBe(0)
+}, 60_000)
+
+it("on SIGTERM: requests on connections the busy server had not yet accepted are answered, not reset", async () => {
+  const { apiBase, port } = await start({ LM_STORAGE: "memory" })
+  const path = new URL(apiBase).pathname
+  const body = JSON.stringify({ license_key: await newLicense(apiBase) })
+  // The process cannot run (as on a loaded machine) while the clients connect, send their requests and the signal
+  // comes: the connections wait in the kernel's queue, not yet accepted, when the server handles SIGTERM.
+  server!.child.kill("SIGSTOP")
+  const queued = [await connect(port), await connect(port)]
+  for (const connection of queued) {
+    connection.write(requestText("POST", `${path}/validate`, { ...json, "content-length": String(Buffer.byteLength(body)) }) + body)
+  }
+  server!.child.kill("SIGTERM")
+  server!.child.kill("SIGCONT")
+  for (const connection of queued) {
+    const answer = await connection.next()
+    expect(answer.status, answer.body).toBe(200)
+    expect(JSON.parse(answer.body)).toMatchObject({ success: true, data: { valid: true } })
+    // No `Connection` header check: once resumed, the process may serve a request before it handles the signal
+    // (then keep-alive, and the idle connection is closed after the grace). Either way it is closed, not reset.
     expect((await connection.closed).error).toBeUndefined()
   }
   expect(await exitWithin(server!, 10_000)).toBe(0)

@@ -310,9 +310,13 @@ const layerNodeServer = (
                 resume(Effect.void)
               }
               // Stops listening without `http.Server#close`'s immediate closing of idle connections; called back
-              // once every connection has closed.
-              if (server.listening) NetServer.prototype.close.call(server, finish)
-              else finish()
+              // once every connection has closed. Not at once: closing the listener resets the connections still
+              // queued in the kernel, which their clients believe open (a busy process may not have accepted them
+              // yet when the signal comes). The second `setImmediate` runs after the next poll phase, which accepts
+              // every connection queued before the signal.
+              setImmediate(() =>
+                setImmediate(() => server.listening ? NetServer.prototype.close.call(server, finish) : finish())
+              )
             })
             // Runs before NodeHttpServer's own shutdown (finalizers run last in, first out), which then finds the
             // server closed and removes its handler; the fast path's layer closes after.
