@@ -20,25 +20,27 @@ export const EventLogRowsPerInsert = Context.Reference<number>("@lm/storage-pg/E
 
 const count = oneOf(Count, "a count")
 
-/** One event-log row, as the single-row insert writes it. */
-const activityRow = (e: Model.ActivityEntry) => ({
-  kind: e.kind,
-  license_id: e.licenseId,
-  license_key: e.licenseKey,
-  machine_id: e.machineId,
-  fingerprint: e.fingerprint,
-  ip_address: e.ipAddress,
-  app_version: e.appVersion,
-  result: e.result,
-  at: date(e.at),
-  product_id: e.productId ?? null
-})
+/** The event log's columns, each with its array type and its value in an entry: the one list of the insert. */
+const activityColumns: ReadonlyArray<readonly [column: string, type: string, value: (e: Model.ActivityEntry) => string | number | null]> = [
+  ["kind", "text", (e) => e.kind],
+  ["license_id", "bigint", (e) => e.licenseId],
+  ["license_key", "text", (e) => e.licenseKey],
+  ["machine_id", "bigint", (e) => e.machineId],
+  ["fingerprint", "text", (e) => e.fingerprint],
+  ["ip_address", "text", (e) => e.ipAddress],
+  ["app_version", "text", (e) => e.appVersion],
+  ["result", "text", (e) => e.result],
+  ["at", "timestamptz", (e) => new Date(e.at).toISOString()],
+  ["product_id", "bigint", (e) => e.productId ?? null]
+]
+
+const activityColumnNames = activityColumns.map(([column]) => column).join(", ")
 
 /**
  * A PostgreSQL array literal of `values` (`{"a","b",NULL}`): each text double-quoted with `"` and `\` escaped,
  * a null as `NULL`, a number as written. Sent as one text parameter and cast to the column's array type.
  */
-const arrayLiteral = <A>(batch: ReadonlyArray<Model.ActivityEntry>, value: (e: Model.ActivityEntry) => A | null): string => {
+const arrayLiteral = (batch: ReadonlyArray<Model.ActivityEntry>, value: (e: Model.ActivityEntry) => string | number | null): string => {
   let text = "{"
   for (let i = 0; i < batch.length; i++) {
     const v = value(batch[i]!)
@@ -83,17 +85,10 @@ export const layer = Layer.effect(
      */
     const insertActivity = (batch: ReadonlyArray<Model.ActivityEntry>) => {
       // The entries and their counters in one statement: both are written or neither.
-      const entries = batch.length === 1
-        ? sql`INSERT INTO lm_activity ${sql.insert(activityRow(batch[0]!))}`
-        : sql`
-          INSERT INTO lm_activity (kind, license_id, license_key, machine_id, fingerprint, ip_address, app_version, result, at, product_id)
-          SELECT * FROM unnest(
-            ${arrayLiteral(batch, (e) => e.kind)}::text[], ${arrayLiteral(batch, (e) => e.licenseId)}::bigint[],
-            ${arrayLiteral(batch, (e) => e.licenseKey)}::text[], ${arrayLiteral(batch, (e) => e.machineId)}::bigint[],
-            ${arrayLiteral(batch, (e) => e.fingerprint)}::text[], ${arrayLiteral(batch, (e) => e.ipAddress)}::text[],
-            ${arrayLiteral(batch, (e) => e.appVersion)}::text[], ${arrayLiteral(batch, (e) => e.result)}::text[],
-            ${arrayLiteral(batch, (e) => new Date(e.at).toISOString())}::timestamptz[], ${arrayLiteral(batch, (e) => e.productId ?? null)}::bigint[]
-          )`
+      const arrays = activityColumns.map(([, type, value]) => sql`${arrayLiteral(batch, value)}::${sql.literal(type)}[]`)
+      const entries = sql`
+          INSERT INTO lm_activity (${sql.literal(activityColumnNames)})
+          SELECT * FROM unnest(${sql.csv(arrays)})`
       // The per-period top-license totals (migration 0012) get the validations of the hours inside each window:
       // the windows are locked FOR SHARE until commit, so the mover (FOR UPDATE) never takes an hour out while
       // a batch that added to it is in flight, and a batch never adds an hour the mover has already taken out.
