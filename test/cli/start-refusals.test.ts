@@ -53,15 +53,21 @@ it.each([
   expect(output).not.toMatch(/Listening on/)
 }, 90_000)
 
-it("a port in use refuses the start in one line naming PORT, without a stack", async () => {
+it.each([
+  ["PORT", "PORT, HOST"],
+  // The metrics listener of a lone server listens on a thread of its own (MetricsListener.ts): its refusal too.
+  ["LM_METRICS_PORT", "LM_METRICS_PORT, HOST"]
+])("a port in use for %s refuses the start in one line naming it, without a stack", async (setting, named) => {
   const taken = net.createServer()
   await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
   try {
-    const { code, stderr, output } = await refused({ PORT: String((taken.address() as net.AddressInfo).port) })
+    const { code, stderr, output } = await refused({ [setting]: String((taken.address() as net.AddressInfo).port) })
     expect(code, output).toBe(1)
     expect(stderr.trimEnd().split("\n"), output).toHaveLength(1)
-    expect(stderr).toMatch(/^PORT, HOST: cannot listen on 127\.0\.0\.1:\d+ \(EADDRINUSE\)/)
+    expect(stderr.startsWith(`${named}: cannot listen on 127.0.0.1:`), stderr).toBe(true)
+    expect(stderr).toMatch(/:\d+ \(EADDRINUSE\)/)
     expect(output).not.toMatch(/^\s+at /m)
+    expect(output).not.toMatch(/Listening on/)
   } finally {
     await new Promise((resolve) => taken.close(resolve))
   }

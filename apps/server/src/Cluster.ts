@@ -18,7 +18,8 @@
 import cluster, { type Worker } from "node:cluster"
 import { Effect, Layer } from "effect"
 import { StartRefused } from "./Main.js"
-import { layerListener, type ProbeAnswer, type ProbeRequest, type Probes } from "./MetricsListener.js"
+import { layerListener } from "./MetricsListener.js"
+import { alive, ask, type ProbeChannel, type Probes } from "./ProbeListener.js"
 import type { MetricsListen } from "./settings/Metrics.js"
 
 /** How long the primary waits for a worker's answer to a probe. */
@@ -63,28 +64,12 @@ const stopAll = (state: State) =>
     return Effect.forEach(live, exited, { concurrency: "unbounded", discard: true })
   })
 
-let nextProbe = 0
-
-/** Asks `worker` one probe over the IPC channel; undefined when it does not answer in time. */
-const ask = (worker: Worker, probe: ProbeRequest["probe"]) =>
-  Effect.callback<ProbeAnswer | undefined>((resume) => {
-    const id = ++nextProbe
-    const done = (answer: ProbeAnswer | undefined) => {
-      clearTimeout(timer)
-      worker.off("message", onMessage)
-      resume(Effect.succeed(answer))
-    }
-    const onMessage = (message: ProbeAnswer) => {
-      if (message?.lm === "probe" && message.id === id) done(message)
-    }
-    const timer = setTimeout(() => done(undefined), probeTimeoutMillis)
-    worker.on("message", onMessage)
-    try {
-      worker.send({ lm: "probe", id, probe } satisfies ProbeRequest)
-    } catch {
-      done(undefined)
-    }
-  })
+/** The primary's side of the IPC channel with `worker`. */
+const channelOf = (worker: Worker): ProbeChannel => ({
+  send: (message) => worker.send(message),
+  on: (listener) => worker.on("message", listener),
+  off: (listener) => worker.off("message", listener)
+})
 
 /**
  * The Prometheus text of several processes as one exposition: each family's `# HELP` and `# TYPE` once, then its
@@ -121,24 +106,26 @@ export const mergeExpositions = (texts: ReadonlyArray<{ readonly slot: number; r
 
 /** The primary's probes: each worker's, asked over IPC. */
 const clusterProbes = (state: State): Probes => {
-  const live = () =>
+  const running = () =>
     state.slots.flatMap((worker, i) => worker === undefined || worker.isDead() ? [] : [{ slot: i + 1, worker }])
   return {
     metrics: Effect.suspend(() =>
-      Effect.forEach(live(), ({ slot, worker }) => Effect.map(ask(worker, "metrics"), (answer) => ({ slot, answer })), {
+      Effect.forEach(running(), ({ slot, worker }) => Effect.map(ask(channelOf(worker), "metrics", probeTimeoutMillis), (answer) => ({ slot, answer })), {
         concurrency: "unbounded"
       })
     ).pipe(Effect.map((answers) =>
       mergeExpositions(answers.flatMap(({ answer, slot }) => answer !== undefined && "metrics" in answer ? [{ slot, text: answer.metrics }] : []))
     )),
+    // The primary answers while it runs: a worker that stops answering is replaced (or makes `ready` 503).
+    live: Effect.succeed(alive),
     ready: Effect.suspend(() => {
       if (state.stopping) return Effect.succeed({ status: 503 as const, body: { status: "draining" } })
-      const workers = live()
+      const workers = running()
       if (workers.length < state.slots.length) return Effect.succeed({ status: 503 as const, body: { status: "worker_unavailable" } })
-      return Effect.map(Effect.forEach(workers, ({ worker }) => ask(worker, "ready"), { concurrency: "unbounded" }), (answers) => {
+      return Effect.map(Effect.forEach(workers, ({ worker }) => ask(channelOf(worker), "ready", probeTimeoutMillis), { concurrency: "unbounded" }), (answers) => {
         for (const answer of answers) {
-          if (answer === undefined || !("ready" in answer)) return { status: 503 as const, body: { status: "worker_unavailable" } }
-          if (answer.ready.status !== 200) return answer.ready
+          if (answer === undefined || !("status" in answer)) return { status: 503 as const, body: { status: "worker_unavailable" } }
+          if (answer.status.status !== 200) return answer.status
         }
         return { status: 200 as const, body: { status: "ready" } }
       })

@@ -1,22 +1,25 @@
 /**
  * The second listener of CONTRACT §18 (`LM_METRICS_PORT`): `GET /metrics` in Prometheus text (effect's
  * `PrometheusMetrics` exporter over the metric registry; the series are the domain's `Metrics`), `GET /health/live`
- * (200 while the process runs) and `GET /health/ready` (200 when the store answers and the server is not draining,
- * else 503). Each scrape refreshes the process gauges: resident memory, heap in use, and the event-loop delay since
- * the previous scrape.
+ * (200 while the process answers) and `GET /health/ready` (200 when the store answers and the server is not
+ * draining, else 503). Each scrape refreshes the process gauges: resident memory, heap in use, and the event-loop
+ * delay since the previous scrape. The routes and the probe messages are `ProbeListener.ts`.
+ *
+ * A lone server holds the listener on a thread of its own (`MetricsThread.ts`), which asks this thread for each
+ * probe; the primary of `LM_WORKERS` holds it on its own main thread and asks each worker (`Cluster.ts`).
  *
  * It opens before the API's listener and closes after it (it answers `ready: false` while the API drains); the
  * drain is marked by {@link layerDrainingMark}, which the composition root builds after the API's listener.
  */
-import { createServer } from "node:http"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-// The module itself, not the package index: that loads every module, NodeRedis (and node-redis) among them.
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Worker } from "node:worker_threads"
 import { Effect, Layer, Metric } from "effect"
-import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { HttpServer } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { Metrics, Ports } from "@lm/domain"
 import { InvalidSetting } from "@lm/http"
+import type { ThreadReport } from "./MetricsThread.js"
+import { alive, answerProbes, layerProbeServer, type ProbeChannel, type Probes } from "./ProbeListener.js"
 import type { MetricsListen } from "./settings/Metrics.js"
 
 /** Whether the server is draining (SIGTERM): shared by the drain mark and the readiness route. */
@@ -32,8 +35,6 @@ export const layerDrainingMark = (state: Draining) =>
 
 /** How long the store may take to answer the readiness check. */
 export const readinessTimeoutMillis = 2000
-
-const json = (status: number, body: object) => HttpServerResponse.jsonUnsafe(body, { status })
 
 /**
  * How often the event-loop delay is sampled, in milliseconds. Node's default, 10, cost a validate ~6 % of the
@@ -57,12 +58,6 @@ const processGauges = (delay: ReturnType<typeof monitorEventLoopDelay>) =>
     delay.reset()
   })
 
-/** What the metrics listener answers, as effects: the Prometheus text, and readiness (status and body). */
-export interface Probes {
-  readonly metrics: Effect.Effect<string>
-  readonly ready: Effect.Effect<{ readonly status: 200 | 503; readonly body: { readonly status: string } }>
-}
-
 /**
  * The probes of this process (scoped: the event-loop delay monitor runs until the scope closes). Needs the
  * engine's store (readiness pings it).
@@ -78,6 +73,7 @@ export const makeProbes = (state: Draining) =>
     yield* Effect.addFinalizer(() => Effect.sync(() => delay.disable()))
     const probes: Probes = {
       metrics: Effect.andThen(processGauges(delay), PrometheusMetrics.format()),
+      live: Effect.succeed(alive),
       ready: Effect.suspend(() => {
         if (state.draining) return Effect.succeed({ status: 503 as const, body: { status: "draining" } })
         return store.ping.pipe(
@@ -92,70 +88,87 @@ export const makeProbes = (state: Draining) =>
     return probes
   })
 
-/** The Prometheus text format's content type. */
-export const prometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-/** The routes of a metrics listener on `probes`: `/metrics`, `/health/live`, `/health/ready`. */
-export const layerProbeRoutes = <E, R>(probes: Effect.Effect<Probes, E, R>) =>
-  Layer.effectDiscard(Effect.gen(function*() {
-    const router = yield* HttpRouter.HttpRouter
-    const { metrics, ready } = yield* probes
-    yield* router.add("GET", "/metrics", Effect.map(metrics, (text) => HttpServerResponse.text(text, { contentType: prometheusContentType })))
-    yield* router.add("GET", "/health/live", Effect.succeed(json(200, { status: "live" })))
-    yield* router.add("GET", "/health/ready", Effect.map(ready, ({ body, status }) => json(status, body)))
-  }))
+/** The start refused: the metrics listener cannot listen on `listen` (`code`, e.g. EADDRINUSE). */
+const cannotListen = (listen: MetricsListen, code: string) =>
+  new InvalidSetting({
+    name: "LM_METRICS_PORT",
+    message: `LM_METRICS_PORT, HOST: cannot listen on ${listen.host}:${listen.port} (${code})`
+  })
 
-/** A metrics listener on `listen` answering with `probes`; logs its address once listening. */
+const listeningLine = (address: string) => Effect.logInfo(`Metrics on ${address}/metrics`)
+
+/**
+ * A metrics listener on `listen` answering with `probes`, on this thread (the primary of `LM_WORKERS`, which
+ * serves no API request); logs its address once listening.
+ */
 export const layerListener = <R>(listen: MetricsListen, probes: Effect.Effect<Probes, never, R>) =>
   Layer.effectDiscard(Effect.gen(function*() {
     const server = yield* HttpServer.HttpServer
-    yield* Effect.logInfo(`Metrics on ${HttpServer.formatAddress(server.address)}/metrics`)
+    yield* listeningLine(HttpServer.formatAddress(server.address))
   })).pipe(
-    Layer.provideMerge(HttpRouter.serve(layerProbeRoutes(probes), { disableLogger: true, disableListenLog: true })),
-    Layer.provide(NodeHttpServer.layer(() => createServer(), { host: listen.host, port: listen.port })),
+    Layer.provide(layerProbeServer(listen, probes)),
     Layer.catchTag("ServeError", (error) =>
-      Layer.effectDiscard(Effect.fail(
-        new InvalidSetting({
-          name: "LM_METRICS_PORT",
-          message: `LM_METRICS_PORT, HOST: cannot listen on ${listen.host}:${listen.port} (${
-            (error.cause as NodeJS.ErrnoException | undefined)?.code ?? String(error.cause)
-          })`
-        })
-      ))
+      Layer.effectDiscard(Effect.fail(cannotListen(listen, (error.cause as NodeJS.ErrnoException | undefined)?.code ?? String(error.cause))))
     )
   )
 
-/** The metrics listener of a lone server process on `listen`, with the engine's store. */
-export const layerMetricsListener = (listen: MetricsListen, state: Draining) => layerListener(listen, makeProbes(state))
+/** The thread's side of the messages with the main thread. */
+const threadChannel = (worker: Worker): ProbeChannel => ({
+  send: (message) => worker.postMessage(message),
+  on: (listener) => worker.on("message", listener),
+  off: (listener) => worker.off("message", listener)
+})
 
 /**
- * A question of the cluster's primary (`Cluster.ts`) to a worker over the IPC channel, and the worker's answer:
- * under `LM_WORKERS` the primary holds the one metrics listener and asks every worker for its probes.
+ * The metrics listener of a lone server process on `listen`, with the engine's store: held by a thread of its own
+ * (`MetricsThread.ts`), whose probes this thread answers. Opens once the thread listens; stops the thread when
+ * the scope closes.
  */
-export type ProbeRequest = { readonly lm: "probe"; readonly id: number; readonly probe: "metrics" | "ready" }
-export type ProbeAnswer =
-  | { readonly lm: "probe"; readonly id: number; readonly metrics: string }
-  | { readonly lm: "probe"; readonly id: number; readonly ready: Effect.Success<Probes["ready"]> }
-
-const isProbeRequest = (message: unknown): message is ProbeRequest =>
-  typeof message === "object" && message !== null && (message as ProbeRequest).lm === "probe" &&
-  typeof (message as ProbeRequest).id === "number"
+export const layerMetricsListener = (listen: MetricsListen, state: Draining) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const probes = yield* makeProbes(state)
+    const run = Effect.runPromiseWith(yield* Effect.context<never>())
+    const worker = yield* Effect.acquireRelease(
+      Effect.sync(() => new Worker(new URL("./MetricsThread.js", import.meta.url), { workerData: listen })),
+      (worker) => Effect.promise(() => worker.terminate())
+    )
+    const stopAnswering = answerProbes(threadChannel(worker), probes, run)
+    yield* Effect.addFinalizer(() => Effect.sync(stopAnswering))
+    const started = yield* Effect.callback<ThreadReport | Error>((resume) => {
+      const done = (report: ThreadReport | Error) => {
+        worker.off("message", onMessage)
+        worker.off("error", done)
+        worker.off("exit", onExit)
+        resume(Effect.succeed(report))
+      }
+      const onMessage = (message: ThreadReport) => {
+        if (message?.lm === "listening" || message?.lm === "refused") done(message)
+      }
+      const onExit = (code: number) => done(new Error(`the metrics thread exited (${code}) before listening`))
+      worker.on("message", onMessage)
+      worker.once("error", done)
+      worker.once("exit", onExit)
+    })
+    if (started instanceof Error) return yield* Effect.die(started)
+    if (started.lm === "refused") return yield* cannotListen(listen, started.code)
+    yield* listeningLine(started.address)
+  }))
 
 /** A cluster worker's probes, answered over the IPC channel to the primary instead of a listener of its own. */
 export const layerProbesOverIpc = (state: Draining) =>
   Layer.effectDiscard(Effect.gen(function*() {
     const probes = yield* makeProbes(state)
-    const context = yield* Effect.context<never>()
-    const run = Effect.runPromiseWith(context)
-    const onMessage = (message: unknown) => {
-      if (!isProbeRequest(message)) return
-      const answer: Promise<ProbeAnswer> = message.probe === "metrics"
-        ? run(probes.metrics).then((metrics) => ({ lm: "probe", id: message.id, metrics }))
-        : run(probes.ready).then((ready) => ({ lm: "probe", id: message.id, ready }))
-      void answer.then((reply) => {
-        if (process.connected) process.send?.(reply)
-      })
-    }
-    process.on("message", onMessage)
-    yield* Effect.addFinalizer(() => Effect.sync(() => process.off("message", onMessage)))
+    const run = Effect.runPromiseWith(yield* Effect.context<never>())
+    const stopAnswering = answerProbes(processChannel, probes, run)
+    yield* Effect.addFinalizer(() => Effect.sync(stopAnswering))
   }))
+
+/** A cluster worker's IPC channel to its primary. */
+const processChannel: ProbeChannel = {
+  send: (message) => {
+    if (process.connected) process.send?.(message)
+  },
+  on: (listener) => process.on("message", listener),
+  off: (listener) => process.off("message", listener)
+}
