@@ -41,6 +41,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { fixed, markdownTable, median } from "./stats.ts"
 import {
   bootstrapCredentials,
@@ -355,7 +356,7 @@ export const tables = (summary: Summary, requests: number, scale = 1): string =>
 let unit: "req" | "cycle" = "req"
 const unitLong = () => (unit === "req" ? "request" : "cycle")
 
-const readProfile = (file: string) => JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile
+export const readProfile = (file: string) => JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile
 
 // ---------------------------------------------------------------------------------------------------------------
 // Profiling the server under validate load
@@ -783,7 +784,10 @@ const startup = async (): Promise<string> => {
 // ---------------------------------------------------------------------------------------------------------------
 
 const args = process.argv.slice(2)
-if (args[0] === "analyze") {
+// Other benches import this file for its profile readers (`summarise`, `readProfile`): then it runs nothing.
+if (process.argv[1] !== fileURLToPath(import.meta.url)) {
+  // Imported.
+} else if (args[0] === "analyze") {
   // Folders a profiled run left (their profiles and run.json), or a profile file and a request count.
   const targets = args.slice(1)
   if (targets.length > 0 && targets.every((t) => fs.existsSync(path.join(t, "run.json")))) {
