@@ -19,7 +19,7 @@ import cluster, { type Worker } from "node:cluster"
 import { Effect, Layer } from "effect"
 import { StartRefused } from "./Main.js"
 import { layerListener } from "./MetricsListener.js"
-import { alive, ask, type ProbeChannel, type Probes } from "./ProbeListener.js"
+import { alive, ask, channelOver, type Probes } from "./ProbeListener.js"
 import type { MetricsListen } from "./settings/Metrics.js"
 
 /** How long the primary waits for a worker's answer to a probe. */
@@ -65,11 +65,7 @@ const stopAll = (state: State) =>
   })
 
 /** The primary's side of the IPC channel with `worker`. */
-const channelOf = (worker: Worker): ProbeChannel => ({
-  send: (message) => worker.send(message),
-  on: (listener) => worker.on("message", listener),
-  off: (listener) => worker.off("message", listener)
-})
+const channelOf = (worker: Worker) => channelOver(worker, (message) => worker.send(message))
 
 /**
  * The Prometheus text of several processes as one exposition: each family's `# HELP` and `# TYPE` once, then its

@@ -19,7 +19,7 @@ import { PrometheusMetrics } from "effect/observability"
 import { Metrics, Ports } from "@lm/domain"
 import { InvalidSetting } from "@lm/http"
 import type { ThreadReport } from "./MetricsThread.js"
-import { alive, answerProbes, layerProbeServer, type ProbeChannel, type Probes } from "./ProbeListener.js"
+import { alive, answerProbes, channelOver, layerProbeServer, type Probes } from "./ProbeListener.js"
 import type { MetricsListen } from "./settings/Metrics.js"
 
 /** Whether the server is draining (SIGTERM): shared by the drain mark and the readiness route. */
@@ -88,7 +88,6 @@ export const makeProbes = (state: Draining) =>
     return probes
   })
 
-
 /** The start refused: the metrics listener cannot listen on `listen` (`code`, e.g. EADDRINUSE). */
 const cannotListen = (listen: MetricsListen, code: string) =>
   new InvalidSetting({
@@ -113,13 +112,6 @@ export const layerListener = <R>(listen: MetricsListen, probes: Effect.Effect<Pr
     )
   )
 
-/** The thread's side of the messages with the main thread. */
-const threadChannel = (worker: Worker): ProbeChannel => ({
-  send: (message) => worker.postMessage(message),
-  on: (listener) => worker.on("message", listener),
-  off: (listener) => worker.off("message", listener)
-})
-
 /**
  * The metrics listener of a lone server process on `listen`, with the engine's store: held by a thread of its own
  * (`MetricsThread.ts`), whose probes this thread answers. Opens once the thread listens; stops the thread when
@@ -133,7 +125,7 @@ export const layerMetricsListener = (listen: MetricsListen, state: Draining) =>
       Effect.sync(() => new Worker(new URL("./MetricsThread.js", import.meta.url), { workerData: listen })),
       (worker) => Effect.promise(() => worker.terminate())
     )
-    const stopAnswering = answerProbes(threadChannel(worker), probes, run)
+    const stopAnswering = answerProbes(channelOver(worker, (message) => worker.postMessage(message)), probes, run)
     yield* Effect.addFinalizer(() => Effect.sync(stopAnswering))
     const started = yield* Effect.callback<ThreadReport | Error>((resume) => {
       const done = (report: ThreadReport | Error) => {
@@ -165,10 +157,6 @@ export const layerProbesOverIpc = (state: Draining) =>
   }))
 
 /** A cluster worker's IPC channel to its primary. */
-const processChannel: ProbeChannel = {
-  send: (message) => {
-    if (process.connected) process.send?.(message)
-  },
-  on: (listener) => process.on("message", listener),
-  off: (listener) => process.off("message", listener)
-}
+const processChannel = channelOver(process, (message) => {
+  if (process.connected) process.send?.(message)
+})

@@ -11,7 +11,7 @@
 import { parentPort, workerData } from "node:worker_threads"
 import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import { ask, layerProbeServer, type ProbeChannel, type Probes, statusOf, unresponsive } from "./ProbeListener.js"
+import { ask, channelOver, layerProbeServer, type Probes, statusOf, unresponsive } from "./ProbeListener.js"
 import type { MetricsListen } from "./settings/Metrics.js"
 
 /** How long a probe waits for the main thread's answer: longer, and the main thread is not live. */
@@ -22,11 +22,7 @@ export type ThreadReport =
   | { readonly lm: "refused"; readonly code: string }
 
 const port = parentPort!
-const channel: ProbeChannel = {
-  send: (message) => port.postMessage(message),
-  on: (listener) => port.on("message", listener),
-  off: (listener) => port.off("message", listener)
-}
+const channel = channelOver(port, (message) => port.postMessage(message))
 const report = (message: ThreadReport) => port.postMessage(message)
 
 const probes: Probes = {

@@ -73,6 +73,16 @@ export interface ProbeChannel {
   readonly off: (listener: (message: unknown) => void) => void
 }
 
+/** The channel of `emitter`'s `message` events, sending with `send`. */
+export const channelOver = (
+  emitter: { on(event: "message", listener: (message: unknown) => void): unknown; off(event: "message", listener: (message: unknown) => void): unknown },
+  send: ProbeChannel["send"]
+): ProbeChannel => ({
+  send,
+  on: (listener) => emitter.on("message", listener),
+  off: (listener) => emitter.off("message", listener)
+})
+
 const isProbeMessage = (message: unknown): message is { readonly lm: "probe"; readonly id: number } =>
   typeof message === "object" && message !== null && (message as ProbeRequest).lm === "probe" &&
   typeof (message as ProbeRequest).id === "number"

@@ -5,18 +5,14 @@
 import { MessageChannel, type MessagePort } from "node:worker_threads"
 import { Effect } from "effect"
 import { afterEach, expect, it } from "vitest"
-import { alive, answerProbes, ask, type ProbeChannel, type Probes, statusOf, unresponsive } from "../src/ProbeListener.js"
+import { alive, answerProbes, ask, channelOver, type Probes, statusOf, unresponsive } from "../src/ProbeListener.js"
 
 const open: Array<MessagePort> = []
 afterEach(() => {
   for (const port of open.splice(0)) port.close()
 })
 
-const channelOf = (port: MessagePort): ProbeChannel => ({
-  send: (message) => port.postMessage(message),
-  on: (listener) => port.on("message", listener),
-  off: (listener) => port.off("message", listener)
-})
+const channelOf = (port: MessagePort) => channelOver(port, (message) => port.postMessage(message))
 
 const pair = () => {
   const { port1, port2 } = new MessageChannel()
