@@ -22,9 +22,6 @@ import { layerListener } from "./MetricsListener.js"
 import { alive, ask, channelOver, type Probes } from "./ProbeListener.js"
 import type { MetricsListen } from "./settings/Metrics.js"
 
-/** How long the primary waits for a worker's answer to a probe. */
-const probeTimeoutMillis = 3000
-
 /** The cluster as the primary sees it: each slot's current worker, and whether it is stopping. */
 interface State {
   readonly slots: Array<Worker | undefined>
@@ -106,7 +103,7 @@ const clusterProbes = (state: State): Probes => {
     state.slots.flatMap((worker, i) => worker === undefined || worker.isDead() ? [] : [{ slot: i + 1, worker }])
   return {
     metrics: Effect.suspend(() =>
-      Effect.forEach(running(), ({ slot, worker }) => Effect.map(ask(channelOf(worker), "metrics", probeTimeoutMillis), (answer) => ({ slot, answer })), {
+      Effect.forEach(running(), ({ slot, worker }) => Effect.map(ask(channelOf(worker), "metrics"), (answer) => ({ slot, answer })), {
         concurrency: "unbounded"
       })
     ).pipe(Effect.map((answers) =>
@@ -118,7 +115,7 @@ const clusterProbes = (state: State): Probes => {
       if (state.stopping) return Effect.succeed({ status: 503 as const, body: { status: "draining" } })
       const workers = running()
       if (workers.length < state.slots.length) return Effect.succeed({ status: 503 as const, body: { status: "worker_unavailable" } })
-      return Effect.map(Effect.forEach(workers, ({ worker }) => ask(channelOf(worker), "ready", probeTimeoutMillis), { concurrency: "unbounded" }), (answers) => {
+      return Effect.map(Effect.forEach(workers, ({ worker }) => ask(channelOf(worker), "ready"), { concurrency: "unbounded" }), (answers) => {
         for (const answer of answers) {
           if (answer === undefined || !("status" in answer)) return { status: 503 as const, body: { status: "worker_unavailable" } }
           if (answer.status.status !== 200) return answer.status

@@ -14,9 +14,6 @@ import { HttpServer } from "effect/http"
 import { ask, channelOver, layerProbeServer, type Probes, statusOf, unresponsive } from "./ProbeListener.js"
 import type { MetricsListen } from "./settings/Metrics.js"
 
-/** How long a probe waits for the main thread's answer: longer, and the main thread is not live. */
-export const mainThreadTimeoutMillis = 3000
-
 export type ThreadReport =
   | { readonly lm: "listening"; readonly address: string }
   | { readonly lm: "refused"; readonly code: string }
@@ -26,10 +23,10 @@ const channel = channelOver(port, (message) => port.postMessage(message))
 const report = (message: ThreadReport) => port.postMessage(message)
 
 const probes: Probes = {
-  metrics: Effect.map(ask(channel, "metrics", mainThreadTimeoutMillis), (answer) =>
+  metrics: Effect.map(ask(channel, "metrics"), (answer) =>
     answer !== undefined && "metrics" in answer ? answer.metrics : undefined),
-  live: Effect.map(ask(channel, "live", mainThreadTimeoutMillis), (answer) => statusOf(answer, unresponsive)),
-  ready: Effect.map(ask(channel, "ready", mainThreadTimeoutMillis), (answer) => statusOf(answer, unresponsive))
+  live: Effect.map(ask(channel, "live"), (answer) => statusOf(answer, unresponsive)),
+  ready: Effect.map(ask(channel, "ready"), (answer) => statusOf(answer, unresponsive))
 }
 
 const listen = workerData as MetricsListen

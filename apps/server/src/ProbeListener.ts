@@ -89,8 +89,14 @@ const isProbeMessage = (message: unknown): message is { readonly lm: "probe"; re
 
 let nextProbe = 0
 
+/**
+ * How long the listener's holder waits for a probe's answer (the main thread's, or a worker's): longer, and the
+ * owner is not answering.
+ */
+export const probeAnswerMillis = 3000
+
 /** Asks one probe over `channel`; undefined when no answer comes within `timeoutMillis`. */
-export const ask = (channel: ProbeChannel, probe: ProbeRequest["probe"], timeoutMillis: number) =>
+export const ask = (channel: ProbeChannel, probe: ProbeRequest["probe"], timeoutMillis = probeAnswerMillis) =>
   Effect.callback<ProbeAnswer | undefined>((resume) => {
     const id = ++nextProbe
     const done = (answer: ProbeAnswer | undefined) => {
