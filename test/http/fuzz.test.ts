@@ -4,7 +4,7 @@
  * unknown targets, bad credentials, bad query parameters, bodies that are not JSON objects, fields of the wrong
  * type or out of range, missing and unknown fields, nulls, 900 KB strings, 1e308, 2^53+1, 10 000 levels of
  * nesting, NUL and unpaired surrogates. Each answer must be a 4xx in the error envelope with `data.status` equal
- * to the HTTP status and an `X-Request-Id`, within 1 s (a hang detector, not a benchmark). Afterwards the server
+ * to the HTTP status and an `X-Request-Id`, within `ANSWER_WITHIN_MS` (a hang detector, not a benchmark). Afterwards the server
  * is up, every object stored before reads back byte for byte as before, and the event log is still written.
  * On the memory store and on PGlite.
  */
@@ -43,6 +43,9 @@ const fuzzRuns = {
 }
 /** A hang fails the request within 15 s; the whole property is bounded by its count (1 s a request under load). */
 const fuzzTimeout = Math.max(120_000, fuzzRuns.numRuns * 1_000)
+
+/** How many of the fixed requests are in flight at once. */
+const FIXED_IN_FLIGHT = 4
 
 /** What came back for one request. */
 interface Answer {
@@ -416,18 +419,23 @@ for (const store of ["memory", "pglite"] as const) {
       ) expect(routes, route).toContain(route)
     })
 
-    it("refuses every fixed nasty request with a 4xx envelope and a request id, within 1 s", async () => {
+    it("refuses every fixed nasty request with a 4xx envelope and a request id, within the hang bound", async () => {
       const problems: Array<string> = []
       let sent = 0
-      for (const request of fixedRequests(context)) {
-        sent++
-        const problem = await tryRefused(app.origin, request, refusals)
-        if (problem !== undefined) problems.push(`${problem}\n    ${describeRequest(request)}`)
-      }
+      // A few requests in flight at once, drawn from one list: the store's own thread (PGlite's) works while the
+      // server's thread answers the next one.
+      const requests = fixedRequests(context)
+      await Promise.all(Array.from({ length: FIXED_IN_FLIGHT }, async () => {
+        for (const request of requests) {
+          sent++
+          const problem = await tryRefused(app.origin, request, refusals)
+          if (problem !== undefined) problems.push(`${problem}\n    ${describeRequest(request)}`)
+        }
+      }))
       expect(problems.length, `${problems.length} of ${sent} requests:\n${problems.slice(0, 40).join("\n")}`).toBe(0)
     }, 600_000)
 
-    it("refuses random spoiled requests (fast-check) with a 4xx envelope and a request id, within 1 s", async () => {
+    it("refuses random spoiled requests (fast-check) with a 4xx envelope and a request id, within the hang bound", async () => {
       await fc.assert(
         fc.asyncProperty(refusedRequest(context), async (request) => {
           const problem = await tryRefused(app.origin, request, refusals)

@@ -186,7 +186,22 @@ const refusedValues = (schema: JsonSchema): Array<unknown> => {
     }
     if (member.anyOf !== undefined) edges.push(...refusedValues(member))
   }
-  return [...nastyValues, ...edges].filter((value) => !accepts(schema, parsed(value)))
+  return [...nastyValues, ...edges].filter((value) => !accepts(schema, parsedOf(value)))
+}
+
+/**
+ * `parsed` of each nasty value, worked out once: the 900 KB string and the 10 000-level documents would otherwise be
+ * written and parsed again for every field of every request (most of the fuzz's own CPU before).
+ */
+const parsedNasty = new Map(nastyValues.map((value) => [value, parsed(value)]))
+const parsedOf = (value: unknown): unknown => parsedNasty.has(value) ? parsedNasty.get(value) : parsed(value)
+
+/** {@link refusedValues} of each schema object of the OpenAPI document, worked out once. */
+const refusedBySchema = new WeakMap<JsonSchema, Array<unknown>>()
+const refusedValuesOf = (schema: JsonSchema): Array<unknown> => {
+  let values = refusedBySchema.get(schema)
+  if (values === undefined) refusedBySchema.set(schema, values = refusedValues(schema))
+  return values
 }
 
 // ---- values a schema accepts ----------------------------------------------------------------------------------
@@ -653,12 +668,12 @@ const bodySpoilers = (context: FuzzContext, op: Operation, schema: JsonSchema): 
     send("body over 1 MiB", fc.constant(toJson({ big: "x".repeat(1024 * 1024 + 1) })))
   ]
   // Only fields some value of which is certainly refused (a field that takes any JSON value has none).
-  const properties = Object.entries(schema.properties ?? {}).filter(([, field]) => refusedValues(field).length > 0)
+  const properties = Object.entries(schema.properties ?? {}).filter(([, field]) => refusedValuesOf(field).length > 0)
   if (properties.length > 0) {
     out.push(send(
       "a field its schema refuses",
       fc.tuple(bodyAround(context, op), fc.constantFrom(...properties).chain(([name, field]) =>
-        fc.constantFrom(...refusedValues(field)).map((v) => [name, v] as const)
+        fc.constantFrom(...refusedValuesOf(field)).map((v) => [name, v] as const)
       )).map(([body, [name, value]]) => jsonBody({ ...body, [name]: value }))
     ))
   }
@@ -710,8 +725,12 @@ const isJsonObject = (bytes: Uint8Array): boolean => {
 }
 
 /** Any request the server must refuse, over every operation and every spoiler that applies to it. */
-export const refusedRequest = (context: FuzzContext): fc.Arbitrary<FuzzRequest> =>
-  fc.constantFrom(...context.operations).chain((op) => fc.oneof(...spoilers(context, op)))
+export const refusedRequest = (context: FuzzContext): fc.Arbitrary<FuzzRequest> => {
+  // Each operation's spoilers are built once, not for every request drawn (they are descriptions; drawing from them
+  // takes the same random values either way).
+  const byOperation = new Map(context.operations.map((op) => [op, fc.oneof(...spoilers(context, op))]))
+  return fc.constantFrom(...context.operations).chain((op) => byOperation.get(op)!)
+}
 
 // ---- the fixed list -------------------------------------------------------------------------------------------
 
@@ -835,11 +854,11 @@ export function* fixedRequests(context: FuzzContext): Generator<FuzzRequest> {
       return { why: "an unknown field", path: pathWith(op), body: { ...body, zz_unknown: true } }
     }
     for (const [name, field] of properties) {
-      const values = new Set<unknown>([...nastyValues, ...refusedValues(field)])
+      const values = new Set<unknown>([...nastyValues, ...refusedValuesOf(field)])
       for (const value of values) {
         const spoiled = spoil({ ...baseBody(op), [name]: value })
         if (name === "license_key" && spoiled.why === "unknown license_key") spoiled.body.license_key = value
-        const why = accepts(field, parsed(value)) ? `${spoiled.why}; ${name}=${toJson(value).slice(0, 30)}` : `${name} refused by its schema`
+        const why = accepts(field, parsedOf(value)) ? `${spoiled.why}; ${name}=${toJson(value).slice(0, 30)}` : `${name} refused by its schema`
         yield request(why, op.method, spoiled.path, json(op), toJson(spoiled.body))
       }
     }
