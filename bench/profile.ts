@@ -23,7 +23,7 @@
  *   steps with their top functions, the packages, the top functions by self and by total time and the modules
  *   by self time; for PGlite also its worker thread's profile (not scaled).
  * - `startup`: `npm start` on an existing PGlite folder (migrated by a first start) to the "Listening on" line,
- *   its `tsc -b` of an unchanged tree and `lm serve` alone; then `npm run lm -- api-keys list` on the same folder
+ *   its `tsc -b` of an unchanged tree and `lm serve` alone (from its bundle, and with the bundle set aside); then `npm run lm -- api-keys list` on the same folder
  *   (with the server stopped: PGlite takes one process) and on PostgreSQL (`DATABASE_URL`, while a server runs
  *   on it). Each `PROFILE_STARTS` times (default 3): median and spread.
  *
@@ -715,7 +715,21 @@ const groupGone = async (pgid: number) => {
 /** npm as the user runs it (its scripts run the project's Node 24 from node_modules/.bin). */
 const npm = "npm"
 
+/** The bundle's stamp (`apps/server/bundle.ts`); set aside, `lm` runs `dist/` module by module. */
+const bundleStamp = path.join(repoRoot, "apps/server/dist/bundle/stamp.json")
+
+/** Runs `measure` with `lm`'s bundle set aside (`lm` as after a `tsc -b` without bundling), then puts it back. */
+const withoutBundle = async <A>(measure: () => Promise<A>): Promise<A> => {
+  fs.renameSync(bundleStamp, `${bundleStamp}.aside`)
+  try {
+    return await measure()
+  } finally {
+    fs.renameSync(`${bundleStamp}.aside`, bundleStamp)
+  }
+}
+
 const startup = async (): Promise<string> => {
+  if (!fs.existsSync(bundleStamp)) throw new Error("lm is not bundled: run `node apps/server/bundle.ts` (npm run bench bundles)")
   const starts = envNumber("PROFILE_STARTS", 3)
   const data = await pgliteDataDir()
   const env = childEnv({ LM_DATA_DIR: data.dir, PORT: "0", HOST: "127.0.0.1", PATH: process.env.PATH ?? "" })
@@ -739,6 +753,8 @@ const startup = async (): Promise<string> => {
       (await timed(process.execPath, [path.join(repoRoot, "node_modules/typescript/bin/tsc"), "-b"], env)).millis)
     await series("`node apps/server/dist/bin/lm.js serve` to \"Listening on\" (existing PGlite folder)", () =>
       untilListening(process.execPath, [lmBin, "serve"]))
+    await series("the same, not bundled (`dist/` module by module)", () =>
+      withoutBundle(() => untilListening(process.execPath, [lmBin, "serve"])))
     await series("`npm run lm -- api-keys list` (PGlite folder, server stopped)", async () =>
       (await timed(npm, ["run", "lm", "--", "api-keys", "list"], env)).millis)
     await series("`node apps/server/dist/bin/lm.js api-keys list` (PGlite folder, server stopped)", async () =>
@@ -758,7 +774,11 @@ const startup = async (): Promise<string> => {
         (await timed(npm, ["run", "lm", "--", "licenses", "list"], urlEnv)).millis)
       await series("`node apps/server/dist/bin/lm.js licenses list` against a running server (`LM_URL`)", async () =>
         (await timed(process.execPath, [lmBin, "licenses", "list"], urlEnv)).millis)
+      await series("the same, not bundled (`dist/` module by module)", () =>
+        withoutBundle(async () => (await timed(process.execPath, [lmBin, "licenses", "list"], urlEnv)).millis))
       await series("`node apps/server/dist/bin/lm.js --version`", async () => (await timed(process.execPath, [lmBin, "--version"], urlEnv)).millis)
+      await series("the same, not bundled (`dist/` module by module)", () =>
+        withoutBundle(async () => (await timed(process.execPath, [lmBin, "--version"], urlEnv)).millis))
     } finally {
       await running.stop()
     }

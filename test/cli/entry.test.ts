@@ -2,7 +2,7 @@
  * Running `lm` (issue 27): on a Node.js older than the project's `engines.node` the built entry stops at once with
  * one line naming the Node.js needed and how to run it (`npm start`, `npm run lm --`), instead of crashing inside a
  * dependency; `lm --version` prints the version and `lm serve --help` prints help instead of starting a server.
- * Runs the built binary (`npm test` builds first).
+ * Runs the built binary (`npm test` builds first), from its bundle (`npm test` bundles after building).
  */
 import { execFileSync, spawnSync } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
@@ -10,6 +10,8 @@ import { join } from "node:path"
 import { builtLm } from "../support/built.js"
 import { describe, expect, it } from "vitest"
 import { satisfiesEngines, tooOldMessage } from "../../apps/server/src/bin/nodeVersion.js"
+import { currentBundle } from "../../apps/server/src/bin/bundled.js"
+import { pathToFileURL } from "node:url"
 
 const root = join(import.meta.dirname, "..", "..")
 const bin = builtLm()
@@ -50,5 +52,27 @@ describe("lm's entry", () => {
     expect(help.stdout).toContain("USAGE")
     expect(help.stdout).toContain("lm serve")
     expect(help.stdout + help.stderr).not.toContain("Listening on")
+  })
+
+  it("runs the command line from its bundle, loading no module of the workspace packages one by one", () => {
+    const bundle = currentBundle(pathToFileURL(join(root, "apps/server/dist/bundle/")), pathToFileURL(`${root}/`))
+    expect(bundle?.href, "the bundle is missing or older than the build: run `node apps/server/bundle.ts` (npm test bundles)")
+      .toBe(pathToFileURL(join(root, "apps/server/dist/bundle/run.js")).href)
+    // Every file: module `lm` loads, written to stderr as it exits.
+    const recorder = `import { registerHooks } from "node:module"
+const loaded = []
+registerHooks({ load(url, context, next) { if (url.startsWith("file:")) loaded.push(url); return next(url, context) } })
+process.on("exit", () => process.stderr.write(JSON.stringify(loaded)))`
+    const run = spawnSync(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(recorder)}`, bin, "--version"], {
+      encoding: "utf8",
+      timeout: 60_000
+    })
+    expect(run.status, run.stderr).toBe(0)
+    const loaded = (JSON.parse(run.stderr) as Array<string>).map((url) => url.slice(pathToFileURL(root).href.length + 1))
+    expect(loaded).toContain("apps/server/dist/bundle/run.js")
+    expect(loaded.filter((file) => /^(packages\/|node_modules\/effect\/|apps\/server\/dist\/(?!bin\/|bundle\/))/.test(file))).toEqual([])
+    expect(loaded.filter((file) => file.startsWith("apps/server/dist/bin/")).sort()).toEqual(
+      ["apps/server/dist/bin/lm.js", "apps/server/dist/bin/bundled.js", "apps/server/dist/bin/nodeVersion.js"].sort()
+    )
   })
 })

@@ -4,16 +4,21 @@
  * `lm --help` lists them. This entry first checks the Node.js version against the project's `engines.node` (the
  * root package.json), before anything that could crash on an older one is loaded: there it prints one line saying
  * what is needed and how to run `lm`, and exits 1. It then turns on Node's compile cache (under the OS temp folder,
- * or `NODE_COMPILE_CACHE`), so that later starts skip compiling the several hundred modules `lm` loads.
+ * or `NODE_COMPILE_CACHE`), so that later starts skip compiling the several hundred modules `lm` loads, and runs
+ * the bundle of those modules when it is current (`bundled.ts`), the built modules themselves otherwise.
  */
 import { readFileSync } from "node:fs"
 import * as nodeModule from "node:module"
+import { currentBundle } from "./bundled.js"
 import { satisfiesEngines, tooOldMessage } from "./nodeVersion.js"
 
-/** `engines.node` of the root package.json (src/bin and dist/bin are both four folders below it); none when unreadable. */
+/** The repository's root: src/bin and dist/bin are both four folders below it. */
+const root = new URL("../../../../", import.meta.url)
+
+/** `engines.node` of the root package.json; none when unreadable. */
 const engines = (): string => {
   try {
-    return JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")).engines?.node ?? ""
+    return JSON.parse(readFileSync(new URL("package.json", root), "utf8")).engines?.node ?? ""
   } catch {
     return ""
   }
@@ -28,4 +33,4 @@ if (!satisfiesEngines(process.versions.node, required)) {
 try {
   nodeModule.enableCompileCache?.()
 } catch {}
-await import("./run.js")
+await import((currentBundle(new URL("../bundle/", import.meta.url), root) ?? new URL("./run.js", import.meta.url)).href)
