@@ -4,13 +4,15 @@
  * TypeScript sources (the workspace packages it imports are read from their `src/`, so the build never takes a
  * stale `dist/` of theirs), minified, for browsers of 2022 on. Prints the JavaScript's size, raw and gzipped.
  *
- * Run: `npm run build` (root: `tsc -b`, then this), or `node apps/console/build.ts [outdir]`.
+ * Run: `npm run build` (root: `tsc -b`, then this), or `node apps/console/build.ts [outdir]`. Into the default
+ * folder it builds only when a file it was built from changed (`--force` builds anyway).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { gzipSync } from "node:zlib"
 import { build, type Plugin } from "esbuild"
+import { stampHolds, stampOf, writeStamp } from "../server/src/bin/bundled.ts"
 
 const consoleDir = fileURLToPath(new URL(".", import.meta.url))
 const repoRoot = path.resolve(consoleDir, "../..")
@@ -25,6 +27,8 @@ export interface ConsoleBuild {
   readonly files: ReadonlyArray<string>
   readonly jsBytes: number
   readonly jsGzipBytes: number
+  /** The files it was built from, as paths from the repository's root. */
+  readonly inputs: ReadonlyArray<string>
 }
 
 /**
@@ -104,6 +108,7 @@ export const buildConsole = async (outdir = path.join(consoleDir, "dist")): Prom
   const js = outputs.filter((name) => name.endsWith(".js")).map((name) => fs.readFileSync(path.join(assets, name)))
   return {
     outdir,
+    inputs: Object.keys(result.metafile.inputs).map((input) => path.relative(repoRoot, fs.realpathSync(path.resolve(consoleDir, input)))),
     files: ["index.html", ...outputs.map((name) => `assets/${name}`)],
     jsBytes: js.reduce((sum, bytes) => sum + bytes.length, 0),
     jsGzipBytes: js.reduce((sum, bytes) => sum + gzipSync(bytes, { level: 9 }).length, 0)
@@ -112,8 +117,25 @@ export const buildConsole = async (outdir = path.join(consoleDir, "dist")): Prom
 
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`
 
+/**
+ * The stamp of the default build (see `apps/server/src/bin/bundled.ts`): the files it was built from and wrote, so
+ * that `npm start` skips a build that would write the same files (about a second and a half).
+ */
+const defaultStamp = pathToFileURL(path.join(consoleDir, "dist.stamp.json"))
+const rootUrl = pathToFileURL(`${repoRoot}/`)
+
 if (import.meta.main) {
-  const built = await buildConsole(process.argv[2] === undefined ? undefined : path.resolve(process.argv[2]))
+  const outdir = process.argv.slice(2).find((arg) => !arg.startsWith("--"))
+  if (outdir === undefined && !process.argv.includes("--force") && stampHolds(defaultStamp, rootUrl)) {
+    console.log("console: apps/console/dist is current")
+    process.exit(0)
+  }
+  const built = await buildConsole(outdir === undefined ? undefined : path.resolve(outdir))
+  // Stamped only when within the size limit, so that an oversized build fails again at the next run.
+  if (outdir === undefined && built.jsGzipBytes <= maxGzipBytes) {
+    const written = built.files.map((file) => path.relative(repoRoot, path.join(built.outdir, file)))
+    writeStamp(defaultStamp, stampOf([...built.inputs, ...written, "apps/console/build.ts", "node_modules/.package-lock.json"], rootUrl))
+  }
   console.log(`console: ${path.relative(process.cwd(), built.outdir) || "."}: ${built.files.length} files; JavaScript ${kib(built.jsBytes)}, ${kib(built.jsGzipBytes)} gzipped (limit ${kib(maxGzipBytes)})`)
   if (built.jsGzipBytes > maxGzipBytes) {
     console.error("console: the JavaScript is over the limit")

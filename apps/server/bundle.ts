@@ -21,10 +21,11 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { build } from "esbuild"
-import { type BundleStamp, currentBundle, stampFile } from "./src/bin/bundled.ts"
+import { type BuildStamp, currentBundle, stampFile, stampOf, writeStamp } from "./src/bin/bundled.ts"
 
 const serverDir = fileURLToPath(new URL(".", import.meta.url))
 const repoRoot = path.resolve(serverDir, "../..")
+const rootUrl = pathToFileURL(`${repoRoot}/`)
 const outdir = path.join(serverDir, "dist/bundle")
 
 /** Packages `lm` imports only when needed, or that load files relative to themselves: not bundled. */
@@ -43,7 +44,7 @@ const external = [
 ]
 
 /** Bundles `lm`, replacing `dist/bundle/`; returns the stamp written with it. */
-export const bundleLm = async (): Promise<BundleStamp> => {
+export const bundleLm = async (): Promise<BuildStamp> => {
   const dist = path.join(serverDir, "dist")
   if (!fs.existsSync(path.join(dist, "bin/run.js"))) throw new Error("apps/server/dist/bin/run.js is missing: run `npx tsc -b` first")
   fs.rmSync(outdir, { recursive: true, force: true })
@@ -75,18 +76,14 @@ export const bundleLm = async (): Promise<BundleStamp> => {
     const match = /^(packages|apps)\/[^/]+/.exec(path.relative(repoRoot, real))
     if (match !== null) workspaces.add(`${match[0]}/tsconfig.tsbuildinfo`)
   }
-  const stamp: BundleStamp = { builtFrom: {} }
-  for (const file of [...[...workspaces].sort(), "node_modules/.package-lock.json", "apps/server/bundle.ts"]) {
-    const stat = fs.statSync(path.join(repoRoot, file), { throwIfNoEntry: false })
-    if (stat !== undefined) stamp.builtFrom[file] = stat.mtimeMs
-  }
-  fs.writeFileSync(path.join(outdir, stampFile), `${JSON.stringify(stamp, null, 2)}\n`)
+  const stamp = stampOf([...[...workspaces].sort(), "node_modules/.package-lock.json", "apps/server/bundle.ts"], rootUrl)
+  writeStamp(pathToFileURL(path.join(outdir, stampFile)), stamp)
   return stamp
 }
 
 /** Whether the bundle in `dist/bundle/` is current (then `npm start` need not bundle again). */
 export const bundleIsCurrent = (): boolean =>
-  currentBundle(pathToFileURL(`${outdir}/`), pathToFileURL(`${repoRoot}/`)) !== undefined
+  currentBundle(pathToFileURL(`${outdir}/`), rootUrl) !== undefined
 
 if (import.meta.main) {
   const started = performance.now()

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
-import { currentBundle, stampFile } from "../src/bin/bundled.js"
+import { currentBundle, stampFile, stampHolds, stampOf, writeStamp } from "../src/bin/bundled.js"
 
 let root: string
 const bundleDir = () => pathToFileURL(join(root, "apps/server/dist/bundle/"))
@@ -53,4 +53,16 @@ describe("lm's bundle", () => {
       expect(current(), String(stamp)).toBeUndefined()
     }
   })
+
+  it("stamps the files that exist, and the stamp holds until one of them changes or goes", () => {
+    const rootUrl = pathToFileURL(`${root}/`)
+    const stamp = stampOf(["packages/domain/tsconfig.tsbuildinfo", "apps/server/tsconfig.tsbuildinfo", "not/there.json"], rootUrl)
+    expect(Object.keys(stamp.builtFrom)).toEqual(["packages/domain/tsconfig.tsbuildinfo", "apps/server/tsconfig.tsbuildinfo"])
+    const file = pathToFileURL(join(root, "other.stamp.json"))
+    writeStamp(file, stamp)
+    expect(stampHolds(file, rootUrl)).toBe(true)
+    rmSync(join(root, "apps/server/tsconfig.tsbuildinfo"))
+    expect(stampHolds(file, rootUrl)).toBe(false)
+  })
 })
+
