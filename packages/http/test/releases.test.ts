@@ -29,7 +29,7 @@ import { connect, type RawConnection, requestText } from "../../../test/http/sup
 import { eventually } from "../../../test/support/eventually.js"
 import { freshPostgresStore } from "../../../test/storage-contract/pg-support.js"
 import { admin } from "./support/Admin.js"
-import { adminAuth, startApp, type TestApp, type TestStore } from "./support/App.js"
+import { adminAuth, aheadClock, startApp, type TestApp, type TestStore } from "./support/App.js"
 import { withMultipartUploadListing } from "./support/S3rverUploads.js"
 import { serviceUrl } from "../../../test/support/services.js"
 
@@ -47,6 +47,8 @@ const json = async (response: Response): Promise<any> => await response.json()
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 
 const MAX_ARTIFACT = 4 * 1024 * 1024
+/** The download tokens' TTL here: long enough for any check on a loaded machine; the tests move the clock past it. */
+const TOKEN_TTL_SECONDS = 600
 
 /**
  * A store whose release lookup (the check before an upload is stored) or insert (after it is stored) can be held
@@ -101,6 +103,8 @@ for (const store of stores) {
   describe(`releases over HTTP (${store})`, () => {
     let app: TestApp
     let artifactDir: string
+    /** The server's wall clock: moved past a download token's TTL instead of waiting for it. */
+    const clock = aheadClock()
     const gate = gatedStore(
       store === "postgres"
         ? freshPostgresStore(postgresUrl)
@@ -112,7 +116,8 @@ for (const store of stores) {
     beforeAll(async () => {
       artifactDir = path.join(mkdtempSync(path.join(tmpdir(), "lm-release-test-")), "artifacts")
       app = await startApp(store === "postgres" ? "memory" : store, {
-        downloadTokenTtlSeconds: 6,
+        downloadTokenTtlSeconds: TOKEN_TTL_SECONDS,
+        clock: clock.clock,
         settings: { maxArtifactBytes: MAX_ARTIFACT },
         artifacts: { dir: artifactDir },
         storeLayer: gate.layer
@@ -196,11 +201,12 @@ for (const store of stores) {
       expect((await json(tampered)).code).toBe("download_token_invalid")
       expect((await json(await get(`${app.apiBase}/updates/download`))).code).toBe("download_token_invalid")
 
-      // The token's TTL is 6 s here (long enough for the checks above on a loaded machine): it expires without anything else changing.
-      await eventually(async () => {
-        const expired = await get(url)
-        expect((await json(expired)).code).toBe("download_token_expired")
-      }, { timeout: 15_000, interval: 250 })
+      // Once its TTL is over, the token expires without anything else changing.
+      expect((await get(url, {}, "HEAD")).status).toBe(200)
+      clock.advance(TOKEN_TTL_SECONDS * 1000 + 1000)
+      const expired = await get(url)
+      expect(expired.status).toBe(403)
+      expect((await json(expired)).code).toBe("download_token_expired")
     })
 
     it("refuses a download once the license is revoked after the check; external artifacts redirect", async () => {

@@ -75,6 +75,20 @@ export const manualClock = (): ManualClock => {
   }
 }
 
+/**
+ * A wall clock that runs with the real one, `advance`d ahead of it by the test (a token or a lease is over
+ * without waiting for it). Sleeps are real.
+ */
+export const aheadClock = (): ManualClock => {
+  let offset = 0
+  return {
+    clock: mappedClock(Clock.Clock.defaultValue(), (millis) => millis + offset),
+    advance: (millis) => {
+      offset += millis
+    }
+  }
+}
+
 /** The jobs `runJobs` runs, in order; webhook delivery last, so it sends what the others caused. */
 const jobs = (aheadMillis: number) =>
   Effect.gen(function*() {
