@@ -43,11 +43,14 @@ const external = [
   "utf-8-validate"
 ]
 
-/** Bundles `lm`, replacing `dist/bundle/`; returns the stamp written with it. */
+/**
+ * Bundles `lm` into `dist/bundle/`; returns the stamp written with it. Files of earlier bundles are left in place:
+ * chunks are named by their content, and a server still running an earlier bundle loads some of them later (the
+ * server's start, the S3 client, the API's documentation pages).
+ */
 export const bundleLm = async (): Promise<BuildStamp> => {
   const dist = path.join(serverDir, "dist")
   if (!fs.existsSync(path.join(dist, "bin/run.js"))) throw new Error("apps/server/dist/bin/run.js is missing: run `npx tsc -b` first")
-  fs.rmSync(outdir, { recursive: true, force: true })
   const result = await build({
     absWorkingDir: repoRoot,
     entryPoints: {
@@ -92,11 +95,9 @@ if (import.meta.main) {
     process.exit(0)
   }
   const stamp = await bundleLm()
-  const files = fs.readdirSync(outdir).filter((name) => name.endsWith(".js"))
-  const bytes = files.reduce((sum, name) => sum + fs.statSync(path.join(outdir, name)).size, 0)
   console.log(
-    `lm bundle: ${path.relative(process.cwd(), outdir)}: ${files.length} files, ${(bytes / 1024 / 1024).toFixed(1)} MiB, stamped with ${
-      Object.keys(stamp.builtFrom).length
-    } files it was made from, in ${Math.round(performance.now() - started)} ms`
+    `lm bundle: ${path.relative(process.cwd(), outdir)}, stamped with the ${Object.keys(stamp.builtFrom).length} files it was made from, in ${
+      Math.round(performance.now() - started)
+    } ms`
   )
 }

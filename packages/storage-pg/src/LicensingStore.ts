@@ -9,7 +9,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { Engine, Errors } from "@lm/domain"
 import * as Migrations from "./Migrations.js"
 import { layerPglite, layerPostgres, type PgliteOptions, type PostgresOptions } from "./PgStore.js"
-import { STORE_CALL_TIMEOUT, StoreCallTimeout } from "./repositories/failures.js"
+import { layerOutageLog, STORE_CALL_TIMEOUT, StoreCallTimeout } from "./repositories/failures.js"
 import { EventLogRowsPerInsert, layerChangeFeed, layerSharedRateLimits, portsLayer } from "./repositories/index.js"
 
 /** The ports on a migrated database, given a `PgClient`. */
@@ -18,14 +18,16 @@ export const layerOnClient: Layer.Layer<Engine.StorePorts, Migrator.MigrationErr
 /**
  * Every port on a PostgreSQL server (`DATABASE_URL`), migrated at start, with the change feed through which
  * several server processes sharing the database keep their caches coherent, and the rate-limit buckets they share.
- * Each store call is bounded by `options.storeCallTimeout` (default 15 seconds).
+ * Each store call is bounded by `options.storeCallTimeout` (default 15 seconds); the store logs its outages on its
+ * own (`layerOutageLog`).
  */
 export const layerPostgresStore = (
   options: PostgresOptions
 ): Layer.Layer<Engine.StorePorts, Migrator.MigrationError | Errors.StorageUnavailable> =>
   Layer.mergeAll(layerOnClient, layerChangeFeed, layerSharedRateLimits).pipe(
     Layer.provide(layerPostgres(options)),
-    Layer.provide(Layer.succeed(StoreCallTimeout, options.storeCallTimeout ?? STORE_CALL_TIMEOUT))
+    Layer.provide(Layer.succeed(StoreCallTimeout, options.storeCallTimeout ?? STORE_CALL_TIMEOUT)),
+    Layer.provide(layerOutageLog)
   )
 
 /** How often embedded PGlite is vacuumed and checkpointed by default (autovacuum's default pause between runs). */
@@ -68,5 +70,6 @@ export const layerPgliteStore = (
 ): Layer.Layer<Engine.StorePorts, Migrator.MigrationError | Errors.StorageUnavailable> =>
   Layer.merge(layerOnClient, layerPgliteMaintenance(options.maintenanceEvery ?? defaultPgliteMaintenanceEvery)).pipe(
     Layer.provide(layerPglite(options)),
-    Layer.provide(Layer.succeed(EventLogRowsPerInsert, 500))
+    Layer.provide(Layer.succeed(EventLogRowsPerInsert, 500)),
+    Layer.provide(layerOutageLog)
   )

@@ -10,7 +10,7 @@ import { Effect, Exit, Layer, Logger } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
 import { TestClock } from "effect/testing"
-import { OUTAGE_LOG_INTERVAL, orUnavailable } from "../src/repositories/failures.js"
+import { makeOutageLog, OUTAGE_LOG_INTERVAL, orUnavailableWithin, STORE_CALL_TIMEOUT } from "../src/repositories/failures.js"
 import { classify, describe as describeFailure, sqlStateOf, sqlStateVerdicts, type Verdict } from "../src/repositories/sqlState.js"
 import { startRefusingServer } from "./refusingServer.js"
 
@@ -101,6 +101,9 @@ describe("failing statements on a real server (PGlite)", () => {
 })
 
 describe("orUnavailable", () => {
+  /** A store's call wrapper with an outage log of its own (no other store of this process ends or counts its outage). */
+  const storeCallsOfOneStore = () => orUnavailableWithin(STORE_CALL_TIMEOUT, makeOutageLog())
+
   /** Runs `effect` with a logger that keeps every line, and returns its exit and the lines. */
   const logged = <A, E>(effect: Effect.Effect<A, E>) =>
     Effect.gen(function*() {
@@ -118,6 +121,7 @@ describe("orUnavailable", () => {
 
   it.effect("an outage: StorageUnavailable naming the SQLSTATE, one warning for many calls, one line when it ends", () =>
     Effect.gen(function*() {
+      const orUnavailable = storeCallsOfOneStore()
       const refusal = yield* refusedWith("53300", "sorry, too many clients already")
       const { exit, lines } = yield* logged(Effect.gen(function*() {
         const failures = yield* Effect.forEach(
@@ -143,6 +147,7 @@ describe("orUnavailable", () => {
 
   it.effect("an outage that lasts is logged again once per interval, not per call", () =>
     Effect.gen(function*() {
+      const orUnavailable = storeCallsOfOneStore()
       const refusal = yield* refusedWith("57P03", "the database system is starting up")
       const { lines } = yield* logged(Effect.gen(function*() {
         const fail = Effect.ignore(orUnavailable(Effect.fail(refusal)))
@@ -162,8 +167,24 @@ describe("orUnavailable", () => {
       assert.strictEqual(lines[3]!.message, "The store is available again after 20 s (5 calls failed)")
     }))
 
+  it.effect("each store logs its own outage: another store's answers neither end nor count it", () =>
+    Effect.gen(function*() {
+      const [down, up] = [storeCallsOfOneStore(), storeCallsOfOneStore()]
+      const refusal = yield* refusedWith("57P03", "the database system is starting up")
+      const { lines } = yield* logged(Effect.gen(function*() {
+        yield* Effect.ignore(down(Effect.fail(refusal)))
+        yield* up(Effect.void)
+        yield* TestClock.adjust(OUTAGE_LOG_INTERVAL)
+        yield* up(Effect.void)
+        yield* Effect.ignore(down(Effect.fail(refusal)))
+      }))
+      assert.deepStrictEqual(lines.map((line) => line.level), ["Warn", "Warn"])
+      assert.match(lines[1]!.message, /\(for 10 s, 2 calls failed\)$/)
+    }))
+
   it.effect("a bug (23505 outside any expectation) is a defect, not an outage, and logs nothing here", () =>
     Effect.gen(function*() {
+      const orUnavailable = storeCallsOfOneStore()
       const unique = yield* refusedWith("23505", "duplicate key value violates unique constraint")
       const { exit, lines } = yield* logged(orUnavailable(Effect.fail(unique)))
       assert.isTrue(Exit.isFailure(exit) && Exit.hasDies(exit))

@@ -6,7 +6,7 @@
  * while calls keep failing, and a line when a call succeeds again; the requests it fails answer 503 without a log
  * line each. The state is the process's: a process serves one store.
  */
-import { Context, Duration, Effect, Metric } from "effect"
+import { Context, Duration, Effect, Layer, Metric } from "effect"
 import { Errors, Metrics, Ports } from "@lm/domain"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { classify, describe, sqlStateOf } from "./sqlState.js"
@@ -52,17 +52,35 @@ export const BULK_STORE_CALL_TIMEOUT = "5 minutes"
 /** How often a continuing outage is logged again. */
 export const OUTAGE_LOG_INTERVAL = Duration.seconds(10)
 
-/** The outage under way: since when, when it was last logged, how many calls it failed. */
-let outage: { readonly since: number; loggedAt: number; failures: number } | undefined
+/**
+ * One store's outage: since when, when it was last logged, how many calls it failed; `undefined` while the store
+ * answers. Each store has its own (two stores in one process, or a test beside other tests' stores, never end or
+ * count each other's outages).
+ */
+export interface OutageLog {
+  current: { readonly since: number; loggedAt: number; failures: number } | undefined
+}
+
+export const makeOutageLog = (): OutageLog => ({ current: undefined })
+
+/**
+ * The outage log of the store being built, read once by each repository when its layer is built: the store layers
+ * give each store a new one ({@link layerOutageLog}); repositories built outside them share the default.
+ */
+export const StoreOutageLog = Context.Reference<OutageLog>("@lm/storage-pg/StoreOutageLog", { defaultValue: makeOutageLog })
+
+/** A new outage log for the store a layer builds. */
+export const layerOutageLog = Layer.sync(StoreOutageLog, makeOutageLog)
 
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`
 
 /** Notes a failed call: logs the outage when it starts, and again once per interval while it lasts. */
-const noteOutage = (error: Errors.StorageUnavailable, detail = error.message): Effect.Effect<Errors.StorageUnavailable> =>
+const noteOutage = (log: OutageLog, error: Errors.StorageUnavailable, detail = error.message): Effect.Effect<Errors.StorageUnavailable> =>
   Effect.andThen(Metric.update(Metrics.storeUnavailable, 1), Effect.clockWith((clock) => {
     const now = clock.currentTimeMillisUnsafe()
+    const outage = log.current
     if (outage === undefined) {
-      outage = { since: now, loggedAt: now, failures: 1 }
+      log.current = { since: now, loggedAt: now, failures: 1 }
       return Effect.as(Effect.logWarning(`${detail}; requests that need it answer 503 until it is back`), error)
     }
     outage.failures++
@@ -73,10 +91,10 @@ const noteOutage = (error: Errors.StorageUnavailable, detail = error.message): E
   }))
 
 /** Notes a successful call: ends the outage, if any, with one line. */
-const noteAvailable: Effect.Effect<void> = Effect.suspend(() => {
-  const ended = outage
+const noteAvailable = (log: OutageLog): Effect.Effect<void> => Effect.suspend(() => {
+  const ended = log.current
   if (ended === undefined) return Effect.void
-  outage = undefined
+  log.current = undefined
   return Effect.clockWith((clock) =>
     Effect.logInfo(
       `The store is available again after ${seconds(clock.currentTimeMillisUnsafe() - ended.since)} (${ended.failures} calls failed)`
@@ -84,15 +102,14 @@ const noteAvailable: Effect.Effect<void> = Effect.suspend(() => {
   )
 })
 
-const timedOut = (bound: Duration.Input) => {
+const timedOut = (log: OutageLog, bound: Duration.Input) => {
   const within = typeof bound === "string" ? bound : Duration.format(Duration.fromInputUnsafe(bound))
   return () =>
     Effect.flatMap(
-      noteOutage(new Errors.StorageUnavailable({ message: `The store did not answer within ${within}.` })),
+      noteOutage(log, new Errors.StorageUnavailable({ message: `The store did not answer within ${within}.` })),
       Effect.fail
     )
 }
-const timedOutBulk = timedOut(BULK_STORE_CALL_TIMEOUT)
 /** Decoded once: a text duration would be parsed again by every call's timer (bench/README.md, activate profile). */
 const bulkBound = Duration.fromInputUnsafe(BULK_STORE_CALL_TIMEOUT)
 
@@ -105,8 +122,10 @@ export type OrUnavailable = <A, E, R>(
  * Turns the SQL failures of a store call into `StorageUnavailable` or a defect, and bounds it in time: by `timeout`,
  * or by {@link BULK_STORE_CALL_TIMEOUT} under `Ports.BulkWrite`.
  */
-export const orUnavailableWithin = (timeout: Duration.Input): OrUnavailable => {
-  const timedOutCall = timedOut(timeout)
+export const orUnavailableWithin = (timeout: Duration.Input, log: OutageLog): OrUnavailable => {
+  const timedOutCall = timedOut(log, timeout)
+  const timedOutBulk = timedOut(log, BULK_STORE_CALL_TIMEOUT)
+  const available = noteAvailable(log)
   const bound = Duration.fromInputUnsafe(timeout)
   return <A, E, R>(
     effect: Effect.Effect<A, E | SqlError, R>
@@ -116,10 +135,10 @@ export const orUnavailableWithin = (timeout: Duration.Input): OrUnavailable => {
       isSqlError,
       (error) =>
         isUnavailable(error)
-          ? Effect.flatMap(noteOutage(storeUnavailable(error), `The store is unavailable: ${describe(error)}`), Effect.fail)
+          ? Effect.flatMap(noteOutage(log, storeUnavailable(error), `The store is unavailable: ${describe(error)}`), Effect.fail)
           : Effect.die(error)
     ).pipe(
-      Effect.tap(() => noteAvailable),
+      Effect.tap(() => available),
       (call) =>
         Effect.withFiber((fiber) =>
           fiber.getRef(Ports.BulkWrite)
@@ -129,8 +148,11 @@ export const orUnavailableWithin = (timeout: Duration.Input): OrUnavailable => {
     )
 }
 
-/** {@link orUnavailableWithin} the bound of the store being built ({@link StoreCallTimeout}): `yield*` it in a repository's layer. */
-export const storeCalls: Effect.Effect<OrUnavailable> = Effect.map(Effect.service(StoreCallTimeout), orUnavailableWithin)
-
-/** {@link orUnavailableWithin} the default bound, {@link STORE_CALL_TIMEOUT}. */
-export const orUnavailable: OrUnavailable = orUnavailableWithin(STORE_CALL_TIMEOUT)
+/**
+ * {@link orUnavailableWithin} the bound ({@link StoreCallTimeout}) and with the outage log ({@link StoreOutageLog})
+ * of the store being built: `yield*` it in a repository's layer.
+ */
+export const storeCalls: Effect.Effect<OrUnavailable> = Effect.map(
+  Effect.all([Effect.service(StoreCallTimeout), Effect.service(StoreOutageLog)]),
+  ([timeout, log]) => orUnavailableWithin(timeout, log)
+)
