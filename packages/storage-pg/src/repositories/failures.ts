@@ -4,7 +4,7 @@
  *
  * Every call failed so counts in `lm_store_unavailable_total`. A store outage is logged here, once: a warning when it starts, again at most every {@link OUTAGE_LOG_INTERVAL}
  * while calls keep failing, and a line when a call succeeds again; the requests it fails answer 503 without a log
- * line each. The state is the process's: a process serves one store.
+ * line each. The state is the store's ({@link OutageLog}): each store layer has its own.
  */
 import { Context, Duration, Effect, Layer, Metric } from "effect"
 import { Errors, Metrics, Ports } from "@lm/domain"
