@@ -6,8 +6,6 @@
  *
  * Run: `npm run build`, then `node bench/bundle.ts`.
  */
-import fs from "node:fs"
-import path from "node:path"
 import {
   bootstrapCredentials,
   bundledServerEnv,
@@ -16,28 +14,22 @@ import {
   lmBin,
   loadAverage,
   machineLine,
-  repoRoot,
+  requireBundle,
   seedValidateKeys,
-  startListening
+  startListening,
+  withoutBundle
 } from "./support.ts"
 import { ensureWrk, runWrk, validateScript } from "./wrk.ts"
 
 const runs = envNumber("BENCH_RUNS", 8)
 const seconds = envNumber("BENCH_DURATION", 3)
-const stamp = path.join(repoRoot, "apps/server/dist/bundle/stamp.json")
-if (!fs.existsSync(stamp)) throw new Error("lm is not bundled: run `npm run build` first")
+requireBundle()
 ensureWrk((line) => console.error(line))
 
 const auth = bootstrapCredentials()
 const env = bundledServerEnv(auth, { LM_STORAGE: "memory" }, limitsOn)
 const bundled = await startListening([lmBin, "serve"], env)
-fs.renameSync(stamp, `${stamp}.aside`)
-let modules
-try {
-  modules = await startListening([lmBin, "serve"], env)
-} finally {
-  fs.renameSync(`${stamp}.aside`, stamp)
-}
+const modules = await withoutBundle(() => startListening([lmBin, "serve"], env))
 try {
   const sides = [{ name: "bundled", server: bundled }, { name: "not bundled", server: modules }] as const
   const keys = new Map<string, Array<string>>()

@@ -58,8 +58,10 @@ import {
   querySql,
   ready,
   repoRoot,
+  requireBundle,
   seedValidateKeys,
-  startListening
+  startListening,
+  withoutBundle
 } from "./support.ts"
 import { cycleScript, ensureWrk, runWrk, validateScript, type WrkRun } from "./wrk.ts"
 
@@ -715,21 +717,8 @@ const groupGone = async (pgid: number) => {
 /** npm as the user runs it (its scripts run the project's Node 24 from node_modules/.bin). */
 const npm = "npm"
 
-/** The bundle's stamp (`apps/server/bundle.ts`); set aside, `lm` runs `dist/` module by module. */
-const bundleStamp = path.join(repoRoot, "apps/server/dist/bundle/stamp.json")
-
-/** Runs `measure` with `lm`'s bundle set aside (`lm` as after a `tsc -b` without bundling), then puts it back. */
-const withoutBundle = async <A>(measure: () => Promise<A>): Promise<A> => {
-  fs.renameSync(bundleStamp, `${bundleStamp}.aside`)
-  try {
-    return await measure()
-  } finally {
-    fs.renameSync(`${bundleStamp}.aside`, bundleStamp)
-  }
-}
-
 const startup = async (): Promise<string> => {
-  if (!fs.existsSync(bundleStamp)) throw new Error("lm is not bundled: run `node apps/server/bundle.ts` (npm run bench bundles)")
+  requireBundle()
   const starts = envNumber("PROFILE_STARTS", 3)
   const data = await pgliteDataDir()
   const env = childEnv({ LM_DATA_DIR: data.dir, PORT: "0", HOST: "127.0.0.1", PATH: process.env.PATH ?? "" })

@@ -16,12 +16,31 @@ import { MemoryStore } from "@lm/storage-memory"
 import { layerOnClient, layerPglite, layerPostgres, layerPostgresStore, PgliteTemplate } from "@lm/storage-pg"
 import * as readline from "node:readline"
 import type { LoadEvent, LoadSpec, LoadTarget } from "./load.ts"
+import { stampFile } from "../apps/server/src/bin/bundled.ts"
 
 /** The repository's root folder. */
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
 
 /** The bundled server's command line (built by `tsc -b`). */
 export const lmBin = path.join(repoRoot, "apps/server/dist/bin/lm.js")
+
+/** The stamp of `lm`'s bundle (`apps/server/bundle.ts`): while it is set aside, `lm` runs `dist/` module by module. */
+const bundleStamp = path.join(repoRoot, "apps/server/dist/bundle", stampFile)
+
+/** Fails unless `lm` is bundled (`npm run build`, `npm run bench`). */
+export const requireBundle = (): void => {
+  if (!fs.existsSync(bundleStamp)) throw new Error("lm is not bundled: run `npm run build` (or `node apps/server/bundle.ts`)")
+}
+
+/** Runs `measure` with `lm`'s bundle set aside (`lm` as after a `tsc -b` without bundling), then puts it back. */
+export const withoutBundle = async <A>(measure: () => Promise<A>): Promise<A> => {
+  fs.renameSync(bundleStamp, `${bundleStamp}.aside`)
+  try {
+    return await measure()
+  } finally {
+    fs.renameSync(`${bundleStamp}.aside`, bundleStamp)
+  }
+}
 
 /** A number from the environment, or `fallback` when unset or empty. */
 export const envNumber = (name: string, fallback: number): number => {

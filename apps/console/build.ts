@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { gzipSync } from "node:zlib"
 import { build, type Plugin } from "esbuild"
-import { stampHolds, stampOf, writeStamp } from "../server/src/bin/bundled.ts"
+import { installedDependencies, stampHolds, stampOf, writeStamp } from "../server/src/bin/bundled.ts"
 
 const consoleDir = fileURLToPath(new URL(".", import.meta.url))
 const repoRoot = path.resolve(consoleDir, "../..")
@@ -134,7 +134,7 @@ if (import.meta.main) {
   // Stamped only when within the size limit, so that an oversized build fails again at the next run.
   if (outdir === undefined && built.jsGzipBytes <= maxGzipBytes) {
     const written = built.files.map((file) => path.relative(repoRoot, path.join(built.outdir, file)))
-    writeStamp(defaultStamp, stampOf([...built.inputs, ...written, "apps/console/build.ts", "node_modules/.package-lock.json"], rootUrl))
+    writeStamp(defaultStamp, stampOf([...built.inputs, ...written, "apps/console/build.ts", installedDependencies], rootUrl))
   }
   console.log(`console: ${path.relative(process.cwd(), built.outdir) || "."}: ${built.files.length} files; JavaScript ${kib(built.jsBytes)}, ${kib(built.jsGzipBytes)} gzipped (limit ${kib(maxGzipBytes)})`)
   if (built.jsGzipBytes > maxGzipBytes) {

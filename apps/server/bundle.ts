@@ -21,7 +21,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { build } from "esbuild"
-import { type BuildStamp, currentBundle, stampFile, stampOf, writeStamp } from "./src/bin/bundled.ts"
+import { type BuildStamp, currentBundle, installedDependencies, stampFile, stampOf, writeStamp } from "./src/bin/bundled.ts"
 
 const serverDir = fileURLToPath(new URL(".", import.meta.url))
 const repoRoot = path.resolve(serverDir, "../..")
@@ -79,7 +79,7 @@ export const bundleLm = async (): Promise<BuildStamp> => {
     const match = /^(packages|apps)\/[^/]+/.exec(path.relative(repoRoot, real))
     if (match !== null) workspaces.add(`${match[0]}/tsconfig.tsbuildinfo`)
   }
-  const stamp = stampOf([...[...workspaces].sort(), "node_modules/.package-lock.json", "apps/server/bundle.ts"], rootUrl)
+  const stamp = stampOf([...[...workspaces].sort(), installedDependencies, "apps/server/bundle.ts"], rootUrl)
   writeStamp(pathToFileURL(path.join(outdir, stampFile)), stamp)
   return stamp
 }

@@ -27,6 +27,9 @@ export const stampOf = (files: Iterable<string>, root: URL): BuildStamp => {
   return { builtFrom }
 }
 
+/** The installed dependencies, as a build stamp records them: npm rewrites its lock in `node_modules` on every install. */
+export const installedDependencies = "node_modules/.package-lock.json"
+
 /** Writes a stamp file. */
 export const writeStamp = (file: URL, stamp: BuildStamp): void => writeFileSync(file, `${JSON.stringify(stamp, null, 2)}\n`)
 
