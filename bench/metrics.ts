@@ -28,7 +28,6 @@ import {
   bootstrapCredentials,
   bundledServerEnv,
   envNumber,
-  expectStatus,
   freshPostgresDatabase,
   type Listening,
   lmBin,
@@ -36,6 +35,7 @@ import {
   ready,
   postLoad,
   startListening,
+  validateBodyOfNewLicense,
   wrkInstalled
 } from "./support.ts"
 
@@ -87,14 +87,12 @@ const startServer = async (env: NodeJS.ProcessEnv, name: string): Promise<Server
   const listening = await startListening([lmBin, "serve"], { ...env, ...profiling })
   try {
     await ready(listening.base)
-    const key = (await expectStatus(201, listening.base, "POST", "/licenses", {}, auth)).body.data.license_key as string
-    const answer = await expectStatus(200, listening.base, "POST", "/validate", { license_key: key })
-    if (answer.body.data.valid !== true) throw new Error(`validate of a new license is not valid: ${JSON.stringify(answer.body)}`)
+    const body = await validateBodyOfNewLicense(listening.base, auth)
     const metrics = /Metrics on (http:\/\/[^\s"]+)\/metrics/.exec(listening.output())?.[1]
     return {
       listening,
       url: `${listening.base}/validate`,
-      body: JSON.stringify({ license_key: key }),
+      body,
       responses: 0,
       from: Number.POSITIVE_INFINITY,
       to: Number.NEGATIVE_INFINITY,

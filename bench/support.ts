@@ -81,14 +81,17 @@ const exited = (child: ChildProcess): Promise<void> =>
 /**
  * Starts `node <args>` and waits for its `Listening on http://…` line (the bundled server's start-up log and the
  * floor both print one). Fails with the process's output when it exits first or does not listen in time.
+ * `wrapper` runs node under another program (`valgrind …`), which must keep node's process id.
  */
 export const startListening = (
   args: ReadonlyArray<string>,
   env: NodeJS.ProcessEnv,
-  timeoutMillis = 180_000
+  timeoutMillis = 180_000,
+  wrapper: ReadonlyArray<string> = []
 ): Promise<Listening> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
+    const [command, ...wrapperArgs] = [...wrapper, process.execPath]
+    const child = spawn(command!, [...wrapperArgs, ...args], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
     let output = ""
     let settled = false
     const stop = async (graceMillis = 30_000) => {
@@ -362,12 +365,14 @@ export const querySql = (url: string, statement: string): Promise<ReadonlyArray<
     }).pipe(Effect.provide(layerPostgres({ url, maxConnections: 1 })), Effect.scoped)
   )
 
+let databasesMade = 0
+
 /** A new, empty database on the PostgreSQL server of `url`; `drop` removes it (closing its connections). */
 export const freshPostgresDatabase = async (
   url: string,
   label: string
 ): Promise<{ readonly url: string; readonly name: string; readonly drop: () => Promise<void> }> => {
-  const name = `lm_bench_${label}_${process.pid}_${Date.now()}`
+  const name = `lm_bench_${label}_${process.pid}_${Date.now()}_${++databasesMade}`
   await runSql(url, [`CREATE DATABASE ${name}`])
   const parsed = new URL(url)
   parsed.pathname = `/${name}`
@@ -458,6 +463,17 @@ export const seedValidateKeys = async (
   const answer = await expectStatus(200, base, "POST", "/validate", { license_key: keys[0] })
   if (answer.body.data.valid !== true) throw new Error(`validate of a seeded license is not valid: ${JSON.stringify(answer.body)}`)
   return keys
+}
+
+/** A new license on the server of `base` and validate's body for it; fails unless validate answers `valid`. */
+export const validateBodyOfNewLicense = async (
+  base: string,
+  auth: { readonly consumerKey: string; readonly consumerSecret: string }
+): Promise<string> => {
+  const key = (await expectStatus(201, base, "POST", "/licenses", {}, auth)).body.data.license_key as string
+  const answer = await expectStatus(200, base, "POST", "/validate", { license_key: key })
+  if (answer.body.data.valid !== true) throw new Error(`validate of a new license is not valid: ${JSON.stringify(answer.body)}`)
+  return JSON.stringify({ license_key: key })
 }
 
 /** The load average (1, 5, 15 min) as `a, b, c`. */
