@@ -39,13 +39,14 @@ import {
   bootstrapCredentials,
   bundledServerEnv,
   envNumber,
-  freshPostgresDatabase,
   type Listening,
   lmBin,
   loadAverage,
   machineLine,
+  metricsConfigs,
   ready,
   requireBundle,
+  serverStore,
   startListening,
   validateBodyOfNewLicense
 } from "./support.ts"
@@ -56,7 +57,7 @@ const rounds = envNumber("BENCH_COUNT_ROUNDS", 2)
 const every = envNumber("BENCH_COUNT_EVERY", 1_000)
 const connections = envNumber("BENCH_CONNECTIONS", 8)
 const databaseUrl = process.env.DATABASE_URL ?? ""
-const configs = (process.env.BENCH_METRICS_CONFIGS ?? "memory,postgres").split(",").map((c) => c.trim())
+const configs = metricsConfigs()
 const progress = (line: string) => process.stderr.write(`metrics-instructions: ${line}\n`)
 const auth = bootstrapCredentials()
 
@@ -176,16 +177,10 @@ const counted = async (server: Server, part: number): Promise<Counted> => {
 /** Instructions per response without the lumps. */
 const steady = (c: Counted) => c.all - c.lumps
 
-const openStore = async (name: string) => {
-  if (name === "memory") return { store: { LM_STORAGE: "memory" }, cleanup: async () => {} }
-  const database = await freshPostgresDatabase(databaseUrl, "instructions")
-  return { store: { DATABASE_URL: database.url }, cleanup: database.drop }
-}
-
 const measure = async (name: string) => {
   // A store each: servers sharing a PostgreSQL database would share its background work (the first to take a job's
   // lock does it for all), which made "off" and "control" differ by 8 %.
-  const stores = await Promise.all(roles.map(() => openStore(name)))
+  const stores = await Promise.all(roles.map(() => serverStore(name, databaseUrl, "instructions")))
   const servers: Array<Server> = []
   try {
     servers.push(...await Promise.all(roles.map((role, i) => startServer(role, stores[i]!.store, name))))

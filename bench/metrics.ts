@@ -28,12 +28,13 @@ import {
   bootstrapCredentials,
   bundledServerEnv,
   envNumber,
-  freshPostgresDatabase,
   type Listening,
   lmBin,
   machineLine,
-  ready,
+  metricsConfigs,
   postLoad,
+  ready,
+  serverStore,
   startListening,
   validateBodyOfNewLicense,
   wrkInstalled
@@ -59,7 +60,7 @@ const health = envNumber("BENCH_METRICS_HEALTH", 1) !== 0
 const profiled = envNumber("BENCH_METRICS_PROFILE", 0) !== 0
 const profileDir = profiled ? fs.mkdtempSync(path.join(os.tmpdir(), "lm-bench-metrics-")) : ""
 const databaseUrl = process.env.DATABASE_URL ?? ""
-const configs = (process.env.BENCH_METRICS_CONFIGS ?? "memory,postgres").split(",").map((c) => c.trim())
+const configs = metricsConfigs()
 const progress = (line: string) => process.stderr.write(`metrics: ${line}\n`)
 const hasWrk = wrkInstalled()
 const auth = bootstrapCredentials()
@@ -145,13 +146,6 @@ const load = async (server: Server, runSeconds: number, measured = true): Promis
   }
 }
 
-/** The store settings of a configuration's servers, and what to remove after. */
-const openStore = async (name: string) => {
-  if (name === "memory") return { store: { LM_STORAGE: "memory" }, cleanup: async () => {} }
-  const database = await freshPostgresDatabase(databaseUrl, "metrics")
-  return { store: { DATABASE_URL: database.url }, cleanup: database.drop }
-}
-
 /** The servers of a configuration: "off", "on", and with the control a second "off" (`control`). */
 type Role = "off" | "on" | "control"
 
@@ -175,7 +169,7 @@ const profiledOf = (server: Server): Profiled => {
 }
 
 const measure = async (name: string) => {
-  const { cleanup, store } = await openStore(name)
+  const { cleanup, store } = await serverStore(name, databaseUrl, "metrics")
   const roles: Array<Role> = control ? ["off", "on", "control"] : ["off", "on"]
   const runs: Array<Record<Role, LoadRun>> = []
   const loads: Array<number> = []

@@ -383,6 +383,24 @@ export const freshPostgresDatabase = async (
   }
 }
 
+/**
+ * The settings of a bundled server's store named `name`: `memory`, or a fresh database on the PostgreSQL server of
+ * `databaseUrl` (`label` names it) that `cleanup` drops.
+ */
+export const serverStore = async (
+  name: string,
+  databaseUrl: string,
+  label: string
+): Promise<{ readonly store: Record<string, string>; readonly cleanup: () => Promise<void> }> => {
+  if (name === "memory") return { store: { LM_STORAGE: "memory" }, cleanup: async () => {} }
+  const database = await freshPostgresDatabase(databaseUrl, label)
+  return { store: { DATABASE_URL: database.url }, cleanup: database.drop }
+}
+
+/** The stores the metrics benchmarks measure: `BENCH_METRICS_CONFIGS`, a comma list of memory and postgres. */
+export const metricsConfigs = (): Array<string> =>
+  (process.env.BENCH_METRICS_CONFIGS ?? "memory,postgres").split(",").map((c) => c.trim())
+
 /** Node, CPU and core count, for the heading of a result. */
 export const machineLine = (): string => {
   const cpus = os.cpus()
