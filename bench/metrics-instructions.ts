@@ -178,8 +178,8 @@ const counted = async (server: Server, part: number): Promise<Counted> => {
 const steady = (c: Counted) => c.all - c.lumps
 
 const measure = async (name: string) => {
-  // A store each: servers sharing a PostgreSQL database would share its background work (the first to take a job's
-  // lock does it for all), which made "off" and "control" differ by 8 %.
+  // A store each, so that no server's count holds work it does for the others on a shared database (background
+  // jobs, the change feed): on one database "off" counted 8 % more than "control", a cause not traced further.
   const stores = await Promise.all(roles.map(() => serverStore(name, databaseUrl, "instructions")))
   const servers: Array<Server> = []
   try {
