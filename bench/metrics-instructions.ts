@@ -183,7 +183,10 @@ const measure = async (name: string) => {
   const stores = await Promise.all(roles.map(() => serverStore(name, databaseUrl, "instructions")))
   const servers: Array<Server> = []
   try {
-    servers.push(...await Promise.all(roles.map((role, i) => startServer(role, stores[i]!.store, name))))
+    // All three start at once; those that did are stopped below when another did not.
+    const started = await Promise.allSettled(roles.map((role, i) => startServer(role, stores[i]!.store, name)))
+    for (const result of started) if (result.status === "fulfilled") servers.push(result.value)
+    for (const result of started) if (result.status === "rejected") throw result.reason
     progress(`${name}: ${servers.map((s) => `${s.role} pid ${s.listening.pid}`).join(", ")}; warming up (${warmup} validates each, load ${loadAverage()})`)
     await Promise.all(servers.map((s) => drive(s, warmup)))
     const perRound: Array<Record<Role, Counted>> = []
